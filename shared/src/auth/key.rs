@@ -1,0 +1,159 @@
+//! API key format: `<short>_app_` + 43 characters of unpadded base64url
+//! (32 random bytes). Only the SHA-256 of the whole key is ever stored.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use http::HeaderMap;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::error::ApiError;
+
+const SECRET_BYTES: usize = 32;
+/// base64url length of the secret part; longer keys (more entropy) are accepted.
+const MIN_SECRET_CHARS: usize = 43;
+const MAX_SECRET_CHARS: usize = 128;
+
+/// SHA-256 of a presented key: the lookup id and the only stored form.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct KeyHash(pub [u8; 32]);
+
+impl KeyHash {
+    pub fn of(key: &str) -> Self {
+        Self(Sha256::digest(key.as_bytes()).into())
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    pub fn from_hex(text: &str) -> Option<Self> {
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(text, &mut bytes).ok()?;
+        Some(Self(bytes))
+    }
+
+    /// Constant-time equality, for the comparison after the lookup.
+    pub fn matches(&self, other: &KeyHash) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
+impl std::fmt::Debug for KeyHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyHash({}…)", &self.to_hex()[..8])
+    }
+}
+
+/// A freshly generated key. The plaintext is shown once and then dropped.
+pub struct NewKey {
+    pub plaintext: String,
+    pub hash: KeyHash,
+}
+
+pub fn generate(prefix: &str) -> NewKey {
+    let mut secret = [0u8; SECRET_BYTES];
+    rand::rng().fill_bytes(&mut secret);
+    let plaintext = format!("{prefix}{}", URL_SAFE_NO_PAD.encode(secret));
+    let hash = KeyHash::of(&plaintext);
+    NewKey { plaintext, hash }
+}
+
+/// True when `key` has the shape of a key of this deployment.
+pub fn is_well_formed(key: &str, prefix: &str) -> bool {
+    key.strip_prefix(prefix).is_some_and(|secret| {
+        (MIN_SECRET_CHARS..=MAX_SECRET_CHARS).contains(&secret.len())
+            && secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+/// The key presented by a request: `Authorization: Bearer <key>` or
+/// `X-Api-Key: <key>`. Both may be sent only with the same value.
+pub fn presented(headers: &HeaderMap, prefix: &str) -> Result<KeyHash, ApiError> {
+    let bearer = match headers.get(http::header::AUTHORIZATION) {
+        None => None,
+        Some(value) => {
+            let value = value.to_str().map_err(|_| ApiError::MissingApiKey)?.trim();
+            let (scheme, token) = value.split_once(' ').ok_or(ApiError::MissingApiKey)?;
+            if !scheme.eq_ignore_ascii_case("bearer") {
+                return Err(ApiError::MissingApiKey);
+            }
+            Some(token.trim())
+        }
+    };
+    let header = match headers.get("x-api-key") {
+        None => None,
+        Some(value) => Some(value.to_str().map_err(|_| ApiError::MissingApiKey)?.trim()),
+    };
+    let key = match (bearer, header) {
+        (None, None) => return Err(ApiError::MissingApiKey),
+        (Some(a), Some(b)) if !bool::from(a.as_bytes().ct_eq(b.as_bytes())) => {
+            return Err(ApiError::ConflictingApiKeys);
+        }
+        (Some(key), _) | (None, Some(key)) => key,
+    };
+    if !is_well_formed(key, prefix) {
+        return Err(ApiError::MissingApiKey);
+    }
+    Ok(KeyHash::of(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn generated_keys_are_well_formed_and_distinct() {
+        let a = generate("svc_app_");
+        let b = generate("svc_app_");
+        assert!(a.plaintext.starts_with("svc_app_"));
+        assert_eq!(a.plaintext.len(), "svc_app_".len() + 43);
+        assert!(is_well_formed(&a.plaintext, "svc_app_"));
+        assert_ne!(a.plaintext, b.plaintext);
+        assert_eq!(a.hash, KeyHash::of(&a.plaintext));
+        assert_eq!(KeyHash::from_hex(&a.hash.to_hex()), Some(a.hash));
+    }
+
+    #[test]
+    fn bearer_and_header_are_both_accepted() {
+        let key = generate("svc_app_").plaintext;
+        let want = KeyHash::of(&key);
+        let bearer = format!("Bearer {key}");
+        assert_eq!(presented(&headers(&[("authorization", &bearer)]), "svc_app_").unwrap(), want);
+        assert_eq!(presented(&headers(&[("x-api-key", &key)]), "svc_app_").unwrap(), want);
+        let both = headers(&[("authorization", &bearer), ("x-api-key", &key)]);
+        assert_eq!(presented(&both, "svc_app_").unwrap(), want);
+    }
+
+    #[test]
+    fn two_different_keys_are_refused() {
+        let a = generate("svc_app_").plaintext;
+        let b = generate("svc_app_").plaintext;
+        let both = headers(&[("authorization", &format!("Bearer {a}")), ("x-api-key", &b)]);
+        assert!(matches!(presented(&both, "svc_app_"), Err(ApiError::ConflictingApiKeys)));
+    }
+
+    #[test]
+    fn missing_or_malformed_keys_are_missing_api_key() {
+        let key = generate("svc_app_").plaintext;
+        for bad in [
+            headers(&[]),
+            headers(&[("authorization", &format!("Basic {key}"))]),
+            headers(&[("authorization", "Bearer")]),
+            headers(&[("x-api-key", "svc_app_short")]),
+            headers(&[("x-api-key", &key.replace("svc_", "abc_"))]),
+            headers(&[("x-api-key", &format!("{key}!"))]),
+        ] {
+            assert!(matches!(presented(&bad, "svc_app_"), Err(ApiError::MissingApiKey)), "{bad:?}");
+        }
+    }
+}

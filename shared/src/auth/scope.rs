@@ -1,0 +1,64 @@
+//! Key scopes, fixed when a key is created.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Scope {
+    #[serde(rename = "read:orgs")]
+    ReadOrgs,
+    #[serde(rename = "read:data")]
+    ReadData,
+    #[serde(rename = "write:orgs:self")]
+    WriteOrgsSelf,
+    #[serde(rename = "write:data")]
+    WriteData,
+    #[serde(rename = "*")]
+    All,
+}
+
+impl Scope {
+    pub const EVERY: [Scope; 5] = [Scope::ReadOrgs, Scope::ReadData, Scope::WriteOrgsSelf, Scope::WriteData, Scope::All];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::ReadOrgs => "read:orgs",
+            Scope::ReadData => "read:data",
+            Scope::WriteOrgsSelf => "write:orgs:self",
+            Scope::WriteData => "write:data",
+            Scope::All => "*",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Scope> {
+        Self::EVERY.into_iter().find(|s| s.as_str() == text.trim())
+    }
+}
+
+/// True when `granted` includes `needed` or `*`.
+pub fn allows(granted: &[Scope], needed: Scope) -> bool {
+    granted.iter().any(|s| *s == needed || *s == Scope::All)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn star_grants_everything() {
+        for needed in Scope::EVERY {
+            assert!(allows(&[Scope::All], needed));
+        }
+        assert!(allows(&[Scope::ReadOrgs], Scope::ReadOrgs));
+        assert!(!allows(&[Scope::ReadOrgs], Scope::WriteOrgsSelf));
+        assert!(!allows(&[], Scope::ReadData));
+    }
+
+    #[test]
+    fn scopes_round_trip_as_text() {
+        for scope in Scope::EVERY {
+            assert_eq!(Scope::parse(scope.as_str()), Some(scope));
+            assert_eq!(serde_json::to_value(scope).unwrap(), scope.as_str());
+        }
+        assert_eq!(Scope::parse("write:everything"), None);
+    }
+}

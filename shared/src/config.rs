@@ -1,0 +1,170 @@
+//! Settings: one struct, read once per container from environment variables.
+//! Every variable is listed in the README's settings table.
+
+use std::env;
+use std::time::Duration;
+
+/// The operator's short name (`svc` by default): the API key prefix is
+/// `<short>_app_` and webhook headers are `x-<short>-*`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShortName(String);
+
+impl ShortName {
+    pub fn new(value: &str) -> Result<Self, ConfigError> {
+        let ok = !value.is_empty()
+            && value.len() <= 16
+            && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(ConfigError(format!(
+                "SERVICE_SHORT_NAME must be 1 to 16 lowercase letters or digits, got {value:?}"
+            )))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Prefix of every API key, e.g. `svc_app_`.
+    pub fn key_prefix(&self) -> String {
+        format!("{}_app_", self.0)
+    }
+
+    /// Webhook header name for a suffix, e.g. `x-svc-event`.
+    pub fn header(&self, suffix: &str) -> String {
+        format!("x-{}-{suffix}", self.0)
+    }
+}
+
+impl Default for ShortName {
+    fn default() -> Self {
+        Self("svc".into())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RateLimitConfig {
+    pub enabled: bool,
+    /// Successful requests admitted per key in one sliding window.
+    pub limit: u32,
+    pub window: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub table_name: String,
+    pub bucket_name: String,
+    pub webhook_queue_url: Option<String>,
+    pub short_name: ShortName,
+    /// Deployment switch for the versioned API (`403 public_api_disabled`).
+    pub public_api_enabled: bool,
+    pub rate_limit: RateLimitConfig,
+    /// HMAC key for list cursors. Must be the same on every instance.
+    pub cursor_key: Vec<u8>,
+    /// Largest accepted JSON request body.
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration error: {0}")]
+pub struct ConfigError(pub String);
+
+/// Local development defaults; `make run` and the tests use them as they are.
+pub const DEFAULT_TABLE: &str = "integration-api";
+pub const DEFAULT_BUCKET: &str = "integration-api-files";
+const DEV_CURSOR_KEY: &str = "local-development-cursor-key-not-for-production";
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| env::var(name).ok())
+    }
+
+    /// Reads settings through `lookup`, so tests can pass a map.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let flag = |name: &str, default: bool| -> Result<bool, ConfigError> {
+            match get(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None => Ok(default),
+                Some("1" | "true" | "yes" | "on") => Ok(true),
+                Some("0" | "false" | "no" | "off") => Ok(false),
+                Some(other) => Err(ConfigError(format!("{name} must be true or false, got {other:?}"))),
+            }
+        };
+        let number = |name: &str, default: u64| -> Result<u64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| ConfigError(format!("{name} must be a positive integer, got {v:?}"))),
+            }
+        };
+        let cursor_key = get("CURSOR_SIGNING_KEY").unwrap_or_else(|| DEV_CURSOR_KEY.into());
+        if cursor_key.len() < 32 {
+            return Err(ConfigError("CURSOR_SIGNING_KEY must be at least 32 characters".into()));
+        }
+        Ok(Self {
+            table_name: get("TABLE_NAME").unwrap_or_else(|| DEFAULT_TABLE.into()),
+            bucket_name: get("BUCKET_NAME").unwrap_or_else(|| DEFAULT_BUCKET.into()),
+            webhook_queue_url: get("WEBHOOK_QUEUE_URL"),
+            short_name: match get("SERVICE_SHORT_NAME") {
+                Some(v) => ShortName::new(v.trim())?,
+                None => ShortName::default(),
+            },
+            public_api_enabled: flag("PUBLIC_API_ENABLED", true)?,
+            rate_limit: RateLimitConfig {
+                enabled: flag("RATE_LIMIT_ENABLED", true)?,
+                limit: u32::try_from(number("RATE_LIMIT_PER_WINDOW", 100)?)
+                    .map_err(|_| ConfigError("RATE_LIMIT_PER_WINDOW is too large".into()))?,
+                window: Duration::from_secs(number("RATE_LIMIT_WINDOW_SECONDS", 60)?),
+            },
+            cursor_key: cursor_key.into_bytes(),
+            max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
+                .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_suit_the_local_stack() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.table_name, DEFAULT_TABLE);
+        assert_eq!(c.short_name.key_prefix(), "svc_app_");
+        assert!(c.public_api_enabled);
+        assert!(c.rate_limit.enabled);
+        assert_eq!(c.rate_limit.limit, 100);
+        assert_eq!(c.rate_limit.window, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn short_name_shapes_prefix_and_headers() {
+        let c = config(&[("SERVICE_SHORT_NAME", "acme")]).unwrap();
+        assert_eq!(c.short_name.key_prefix(), "acme_app_");
+        assert_eq!(c.short_name.header("event"), "x-acme-event");
+        assert!(config(&[("SERVICE_SHORT_NAME", "Bad Name")]).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(config(&[("RATE_LIMIT_ENABLED", "maybe")]).is_err());
+        assert!(config(&[("RATE_LIMIT_PER_WINDOW", "0")]).is_err());
+        assert!(config(&[("CURSOR_SIGNING_KEY", "short")]).is_err());
+        let c = config(&[("RATE_LIMIT_ENABLED", "false"), ("PUBLIC_API_ENABLED", "0")]).unwrap();
+        assert!(!c.rate_limit.enabled && !c.public_api_enabled);
+    }
+}

@@ -1,0 +1,25 @@
+//! HTTP plumbing shared by every function: extractors, envelopes and the
+//! layer around each router.
+
+pub mod body;
+pub mod envelope;
+pub mod middleware;
+pub mod path;
+pub mod query;
+pub mod scope;
+
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::state::AppState;
+
+/// Serves `routes` with the shared layer: the same service runs on Lambda,
+/// in the dev server (all groups merged) and in tests.
+pub fn app(routes: Router<AppState>, state: AppState) -> Router {
+    routes
+        .fallback(middleware::not_found)
+        .method_not_allowed_fallback(middleware::method_not_allowed)
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::around))
+        .with_state(state)
+}

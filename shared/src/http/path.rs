@@ -1,0 +1,51 @@
+//! UUID path ids. A malformed id answers 400 with the id's own code.
+
+use std::marker::PhantomData;
+
+use axum::extract::{FromRequestParts, Path};
+use http::request::Parts;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+
+/// A kind of path id: its route parameter and its error code.
+pub trait IdKind {
+    const PARAM: &'static str;
+    const INVALID: &'static str;
+}
+
+/// The UUID of the route's single path parameter.
+pub struct PathId<K>(pub Uuid, pub PhantomData<K>);
+
+impl<K> PathId<K> {
+    pub fn id(&self) -> Uuid {
+        self.0
+    }
+}
+
+impl<K: IdKind, S: Send + Sync> FromRequestParts<S> for PathId<K> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let invalid = || ApiError::InvalidId { code: K::INVALID, param: K::PARAM };
+        let Path(raw) = Path::<String>::from_request_parts(parts, state).await.map_err(|_| invalid())?;
+        Uuid::try_parse(&raw).map(|id| PathId(id, PhantomData)).map_err(|_| invalid())
+    }
+}
+
+macro_rules! id_kinds {
+    ($($name:ident => $param:literal, $code:literal;)*) => {
+        $(
+            #[doc = concat!("Path parameter `", $param, "`.")]
+            pub struct $name;
+            impl IdKind for $name {
+                const PARAM: &'static str = $param;
+                const INVALID: &'static str = $code;
+            }
+        )*
+    };
+}
+
+id_kinds! {
+    OrgId => "orgId", "invalid_org_id";
+}

@@ -1,0 +1,17 @@
+//! The platform every function links: errors, authentication, rate limit,
+//! HTTP extractors and envelopes, the store, the models, configuration and
+//! telemetry.
+
+pub mod auth;
+pub mod config;
+pub mod cursor;
+pub mod error;
+pub mod http;
+pub mod model;
+pub mod ratelimit;
+pub mod state;
+pub mod store;
+pub mod telemetry;
+
+pub use error::{ApiError, ApiResult};
+pub use state::AppState;

@@ -1,0 +1,13 @@
+//! Resource records as the contract shows them (snake_case JSON), and the
+//! validation of their inputs.
+
+pub mod org;
+pub mod patch;
+pub mod validate;
+
+use chrono::{DateTime, SubsecRound, Utc};
+
+/// Current time at millisecond precision (`2026-11-21T05:00:00.123Z`).
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(3)
+}

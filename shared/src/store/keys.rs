@@ -1,0 +1,58 @@
+//! Every key shape of the single table, in one place. See docs/data-model.md.
+
+use uuid::Uuid;
+
+use crate::auth::key::KeyHash;
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+pub const TTL: &str = "ttl";
+
+/// Organization partition: the organization, its child summaries, its API
+/// key summaries and its memberships (later: sites, trucks, ...).
+pub fn org_pk(org: Uuid) -> String {
+    format!("ORG#{org}")
+}
+pub const ORG_SK: &str = "ORG";
+/// `begins_with(sk, ORG_SK)` reads the organization with its children.
+pub fn child_sk(child: Uuid) -> String {
+    format!("ORG#CHILD#{child}")
+}
+pub const CHILD_SK_PREFIX: &str = "ORG#CHILD#";
+
+/// Uniqueness item of an organization name (normalized).
+pub fn org_name_pk(normalized: &str) -> String {
+    format!("ORGNAME#{normalized}")
+}
+pub const UNIQUE_SK: &str = "UNIQUE";
+
+/// API key, looked up by the SHA-256 of the presented key.
+pub fn api_key_pk(hash: &KeyHash) -> String {
+    format!("APIKEY#{}", hash.to_hex())
+}
+pub const API_KEY_SK: &str = "APIKEY";
+/// Key summary in the organization partition (for listing and revoking).
+pub fn api_key_summary_sk(key_id: Uuid) -> String {
+    format!("APIKEY#{key_id}")
+}
+pub const API_KEY_SUMMARY_PREFIX: &str = "APIKEY#";
+
+/// Membership of a profile in an organization (organization partition).
+pub fn member_sk(profile: Uuid) -> String {
+    format!("MEMBER#{profile}")
+}
+pub const MEMBER_PREFIX: &str = "MEMBER#";
+pub fn profile_pk(profile: Uuid) -> String {
+    format!("PROFILE#{profile}")
+}
+pub const PROFILE_SK: &str = "PROFILE";
+/// Uniqueness item of a phone number (E.164).
+pub fn phone_pk(phone: &str) -> String {
+    format!("PHONE#{phone}")
+}
+
+/// Rate-limit counters of one API key.
+pub fn rate_pk(key_id: Uuid) -> String {
+    format!("RATE#{key_id}")
+}
+pub const RATE_SK: &str = "RATE";

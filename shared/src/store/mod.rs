@@ -1,0 +1,83 @@
+//! DynamoDB access. DynamoDB types stay inside this module: functions call
+//! `store.orgs().get(id)`, never the SDK. Every key shape is in `keys`.
+
+pub mod api_keys;
+pub mod calls;
+pub mod item;
+pub mod keys;
+pub mod members;
+pub mod orgs;
+pub mod rate_limits;
+pub mod schema;
+pub mod tx;
+
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+
+use crate::error::ApiError;
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    db: Client,
+    table: Arc<str>,
+}
+
+impl Store {
+    pub fn new(db: Client, table: impl Into<Arc<str>>) -> Self {
+        Self { db, table: table.into() }
+    }
+
+    /// A DynamoDB client that counts its round trips per request.
+    pub fn client(sdk: &aws_config::SdkConfig) -> Client {
+        let config = aws_sdk_dynamodb::config::Builder::from(sdk).interceptor(calls::CountCalls).build();
+        Client::from_conf(config)
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub fn orgs(&self) -> orgs::Orgs<'_> {
+        orgs::Orgs(self)
+    }
+
+    pub fn api_keys(&self) -> api_keys::ApiKeys<'_> {
+        api_keys::ApiKeys(self)
+    }
+
+    pub fn members(&self) -> members::Members<'_> {
+        members::Members(self)
+    }
+
+    pub fn rate_limits(&self) -> rate_limits::RateLimits<'_> {
+        rate_limits::RateLimits(self)
+    }
+}
+
+/// Any SDK failure is unexpected here: a 500 with the cause logged.
+pub(crate) fn sdk_error<E, R>(error: SdkError<E, R>) -> ApiError
+where
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    ApiError::internal(DisplayErrorContext(error).to_string())
+}
+
+/// Why a transaction was cancelled, one entry per action (`None` when that
+/// action was not the cause).
+pub(crate) fn cancellation_codes<R>(
+    error: &SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError, R>,
+) -> Option<Vec<Option<String>>> {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+    match error.as_service_error()? {
+        TransactWriteItemsError::TransactionCanceledException(e) => Some(
+            e.cancellation_reasons()
+                .iter()
+                .map(|r| r.code().filter(|c| *c != "None").map(str::to_owned))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
