@@ -17,9 +17,7 @@ impl ShortName {
         if ok {
             Ok(Self(value.to_owned()))
         } else {
-            Err(ConfigError(format!(
-                "SERVICE_SHORT_NAME must be 1 to 16 lowercase letters or digits, got {value:?}"
-            )))
+            Err(ConfigError(format!("SERVICE_SHORT_NAME must be 1 to 16 lowercase letters or digits, got {value:?}")))
         }
     }
 
@@ -135,8 +133,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|name| map.get(name).cloned())
     }
 

@@ -52,7 +52,8 @@ impl<'a> CursorCodec<'a> {
     }
 
     pub fn decode<T: DeserializeOwned>(&self, org: Uuid, filters: &str, token: &str) -> Result<T, ApiError> {
-        let invalid = || ApiError::validation("cursor", "is not a cursor of this list; pass meta.next_cursor unchanged");
+        let invalid =
+            || ApiError::validation("cursor", "is not a cursor of this list; pass meta.next_cursor unchanged");
         let (payload, tag) = token.split_once('.').ok_or_else(invalid)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;

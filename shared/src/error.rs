@@ -77,9 +77,7 @@ impl ApiError {
             MissingApiKey | InvalidApiKey | ApiKeyRevoked | ApiKeyExpired | ConflictingApiKeys => {
                 StatusCode::UNAUTHORIZED
             }
-            OrgIdMismatch(_) | FeatureNotEnabled | InsufficientScope(_) | PublicApiDisabled => {
-                StatusCode::FORBIDDEN
-            }
+            OrgIdMismatch(_) | FeatureNotEnabled | InsufficientScope(_) | PublicApiDisabled => StatusCode::FORBIDDEN,
             NotFound { .. } | RouteNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Conflict { .. } => StatusCode::CONFLICT,
@@ -154,11 +152,7 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let body = ErrorBody {
-            error: status.canonical_reason().unwrap_or("Error"),
-            message,
-            code: self.code(),
-        };
+        let body = ErrorBody { error: status.canonical_reason().unwrap_or("Error"), message, code: self.code() };
         let mut response = (status, Json(body)).into_response();
         if let ApiError::RateLimited { retry_after } = self {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
@@ -183,9 +177,12 @@ mod tests {
     async fn renders_error_message_code() {
         let (status, json, _) = body(ApiError::org_not_found()).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
-        assert_eq!(json, serde_json::json!({
-            "error": "Not Found", "message": "organization not found", "code": "org_not_found"
-        }));
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "error": "Not Found", "message": "organization not found", "code": "org_not_found"
+            })
+        );
     }
 
     #[tokio::test]

@@ -80,7 +80,12 @@ fn unix(now: SystemTime) -> u64 {
 }
 
 /// Counts one request of `key_id` and decides whether it is admitted.
-pub async fn check(store: &Store, config: &RateLimitConfig, key_id: Uuid, now: SystemTime) -> ApiResult<RateLimitDecision> {
+pub async fn check(
+    store: &Store,
+    config: &RateLimitConfig,
+    key_id: Uuid,
+    now: SystemTime,
+) -> ApiResult<RateLimitDecision> {
     if !config.enabled {
         return Ok(RateLimitDecision::untouched(config, now));
     }

@@ -1,1 +1,244 @@
+//! Test harness: one emulator (started if none answers), one table, one
+//! tokio runtime and one set of SDK clients for the whole test binary. Each
+//! test makes its own organizations and keys, so tests run in parallel.
 
+use std::future::Future;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use shared::AppState;
+use shared::auth::Scope;
+use shared::config::Config;
+use shared::model::org::{CreateOrg, Organization};
+use shared::store::calls::DynamoCalls;
+use tokio::sync::OnceCell;
+use tower::ServiceExt;
+
+static RUNTIME: LazyLock<tokio::runtime::Runtime> =
+    LazyLock::new(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("test runtime"));
+
+/// Runs a test body on the shared runtime (SDK connection pools live there).
+pub fn run<F: Future>(future: F) -> F::Output {
+    RUNTIME.block_on(future)
+}
+
+pub struct Harness {
+    pub sdk: aws_config::SdkConfig,
+    pub state: AppState,
+    router: Router,
+}
+
+static HARNESS: OnceCell<Harness> = OnceCell::const_new();
+
+pub async fn harness() -> &'static Harness {
+    HARNESS.get_or_init(setup).await
+}
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL is set (by .cargo/config.toml or the environment)")
+}
+
+fn reachable(endpoint: &str) -> bool {
+    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    authority
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
+}
+
+/// Starts moto's server from the project virtualenv unless one answers.
+fn ensure_emulator() {
+    let endpoint = endpoint();
+    if reachable(&endpoint) {
+        return;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let moto = root.join(".venv/bin/moto_server");
+    assert!(moto.exists(), "no emulator at {endpoint} and no {}: run `make test`", moto.display());
+    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let (host, port) = authority.rsplit_once(':').expect("endpoint has a port");
+    let log = std::fs::File::create(std::env::temp_dir().join("moto-tests.log")).expect("moto log");
+    // Left running on purpose: later test runs reuse it (`make stop-emulator`).
+    #[allow(clippy::zombie_processes)]
+    Command::new(moto)
+        .args(["-H", host, "-p", port])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start moto_server");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !reachable(&endpoint) {
+        assert!(Instant::now() < deadline, "moto_server did not start at {endpoint}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+async fn setup() -> Harness {
+    tokio::task::spawn_blocking(ensure_emulator).await.expect("emulator");
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let config = Config::from_env().expect("config");
+    let db = shared::store::Store::client(&sdk);
+    shared::store::schema::ensure_table(&db, &config.table_name).await.expect("table");
+    let state = AppState::new(config, &sdk);
+    let router = shared::http::app(local::routes(), state.clone());
+    Harness { sdk, state, router }
+}
+
+impl Harness {
+    /// The router with other settings (deployment switch, rate limit, ...).
+    pub fn router_with(&self, change: impl FnOnce(&mut Config)) -> Router {
+        let mut config = (*self.state.config).clone();
+        change(&mut config);
+        let state = AppState::new(config, &self.sdk);
+        shared::http::app(local::routes(), state)
+    }
+
+    pub fn store(&self) -> &shared::store::Store {
+        &self.state.store
+    }
+}
+
+/// A response as a client sees it, plus the DynamoDB calls it cost.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub text: String,
+    pub ddb_calls: u32,
+}
+
+impl Reply {
+    /// The error `code`, for error responses.
+    pub fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or("")
+    }
+
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    /// Asserts the status and, for errors, the contract's error body.
+    #[track_caller]
+    pub fn expect(&self, status: u16, code: Option<&str>) -> &Self {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.text);
+        if let Some(code) = code {
+            assert_eq!(self.code(), code, "unexpected code; body: {}", self.text);
+            assert!(
+                self.body["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "error message missing: {}",
+                self.text
+            );
+            assert_eq!(self.body["error"].as_str(), self.status.canonical_reason(), "error title: {}", self.text);
+            assert_eq!(self.body.as_object().map(|o| o.len()), Some(3), "error body has exactly error, message, code");
+        }
+        self
+    }
+}
+
+/// A request builder: `call(Method::GET, "/api/v1/orgs").key(&k).send(&router)`.
+pub struct Call {
+    request: http::request::Builder,
+    body: Body,
+}
+
+pub fn call(method: Method, path: &str) -> Call {
+    Call { request: Request::builder().method(method).uri(path), body: Body::empty() }
+}
+
+impl Call {
+    pub fn key(mut self, key: &str) -> Self {
+        self.request = self.request.header("authorization", format!("Bearer {key}"));
+        self
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.request = self.request.header(name, value);
+        self
+    }
+
+    pub fn json(mut self, body: &Value) -> Self {
+        self.request = self.request.header("content-type", "application/json");
+        self.body = Body::from(body.to_string());
+        self
+    }
+
+    pub fn raw(mut self, body: impl Into<String>) -> Self {
+        self.request = self.request.header("content-type", "application/json");
+        self.body = Body::from(body.into());
+        self
+    }
+
+    pub async fn send_to(self, router: &Router) -> Reply {
+        let request = self.request.body(self.body).expect("request");
+        let response = router.clone().oneshot(request).await.expect("infallible router");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let ddb_calls = response.extensions().get::<DynamoCalls>().map_or(0, |c| c.0);
+        let bytes = response.into_body().collect().await.expect("body").to_bytes();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Reply { status, headers, body, text, ddb_calls }
+    }
+
+    pub async fn send(self) -> Reply {
+        let router = harness().await.router.clone();
+        self.send_to(&router).await
+    }
+}
+
+/// An organization made for one test, with an all-scopes key.
+pub struct TestOrg {
+    pub org: Organization,
+    pub key: String,
+}
+
+impl TestOrg {
+    pub fn id(&self) -> uuid::Uuid {
+        self.org.id
+    }
+}
+
+/// A unique name for test records.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix} {}", uuid::Uuid::new_v4())
+}
+
+/// A new top-level organization (entitled) with a key of `scopes`.
+pub async fn org_with(scopes: &[Scope]) -> TestOrg {
+    let store = harness().await.store();
+    let new = CreateOrg {
+        name: unique("Test Org"),
+        parent_id: None,
+        business_code: Some("1234567-8".into()),
+        street_address: Some("Testikatu 1".into()),
+        postal_code: Some("00100".into()),
+        city: Some("Helsinki".into()),
+        invoice_email: Some("billing@example.com".into()),
+    }
+    .validate()
+    .expect("valid org");
+    let org = store.orgs().create_top_level(&new, true).await.expect("create org");
+    let key = new_key(org.id, scopes).await;
+    TestOrg { org, key }
+}
+
+pub async fn org() -> TestOrg {
+    org_with(&[Scope::All]).await
+}
+
+/// Another key for `org`.
+pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
+    let h = harness().await;
+    let prefix = h.state.config.short_name.key_prefix();
+    h.store().api_keys().create(org, scopes.to_vec(), None, None, &prefix).await.expect("create key").0
+}

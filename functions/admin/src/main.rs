@@ -1,1 +1,214 @@
-fn main() {}
+//! Operator CLI. Talks to DynamoDB directly through the standard AWS
+//! configuration chain (`AWS_PROFILE`, `AWS_REGION`, `AWS_ENDPOINT_URL`, ...).
+//! Output: one JSON object per line on stdout; errors on stderr, exit 1.
+
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, Duration, Utc};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use shared::auth::Scope;
+use shared::config::Config;
+use shared::model::org::CreateOrg;
+use shared::store::Store;
+use shared::store::api_keys::ApiKeyRecord;
+use uuid::Uuid;
+
+#[derive(Parser)]
+#[command(name = "admin", about = "Operator tool: organizations, entitlement and API keys")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a top-level organization.
+    CreateOrg {
+        #[arg(long)]
+        name: String,
+        /// Enable public-API features at once.
+        #[arg(long)]
+        public_api: bool,
+        #[arg(long)]
+        business_code: Option<String>,
+        #[arg(long)]
+        street_address: Option<String>,
+        #[arg(long)]
+        postal_code: Option<String>,
+        #[arg(long)]
+        city: Option<String>,
+        #[arg(long)]
+        invoice_email: Option<String>,
+    },
+    /// Switch an organization's public-API entitlement (and its keys').
+    Entitlement {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long, action = clap::ArgAction::Set)]
+        enabled: bool,
+    },
+    /// Add an `org_admin` member (copied to sub-organizations created later).
+    AddAdmin {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        first_name: String,
+        #[arg(long)]
+        last_name: String,
+        /// E.164, e.g. +358401234567.
+        #[arg(long)]
+        phone: String,
+    },
+    /// Create an API key; prints it once.
+    CreateKey {
+        #[arg(long)]
+        org: Uuid,
+        /// Repeatable: read:orgs, read:data, write:orgs:self, write:data or *.
+        #[arg(long = "scope", required = true, value_parser = parse_scope)]
+        scopes: Vec<Scope>,
+        /// Expiry as RFC 3339 (2027-01-31T00:00:00Z).
+        #[arg(long, conflicts_with = "expires_in_days")]
+        expires_at: Option<DateTime<Utc>>,
+        /// Expiry in days from now.
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        /// A note for operators (who uses the key).
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List an organization's keys (no secrets).
+    ListKeys {
+        #[arg(long)]
+        org: Uuid,
+    },
+    /// Revoke a key, permanently.
+    RevokeKey {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        key_id: Uuid,
+    },
+    /// Create the table, bucket and queues if missing (local stack).
+    SetupLocal,
+    /// Create a demo organization with an all-scopes key (local stack).
+    Demo,
+}
+
+fn parse_scope(text: &str) -> Result<Scope, String> {
+    Scope::parse(text)
+        .ok_or_else(|| format!("unknown scope {text:?}; use read:orgs, read:data, write:orgs:self, write:data or *"))
+}
+
+fn print(value: Value) {
+    println!("{value}");
+}
+
+fn key_json(record: &ApiKeyRecord) -> Value {
+    json!({
+        "key_id": record.key_id,
+        "org_id": record.org_id,
+        "scopes": record.scopes,
+        "label": record.label,
+        "public_api": record.public_api,
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+        "revoked_at": record.revoked_at,
+    })
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(error) = run(Cli::parse()).await {
+        eprintln!("{}", json!({"error": format!("{error:#}")}));
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let config = Config::from_env()?;
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
+        eprintln!("admin: using endpoint {endpoint}, table {}", config.table_name);
+    }
+    let store = Store::new(Store::client(&sdk), config.table_name.as_str());
+    let prefix = config.short_name.key_prefix();
+    match cli.command {
+        Command::CreateOrg { name, public_api, business_code, street_address, postal_code, city, invoice_email } => {
+            let new =
+                CreateOrg { name, parent_id: None, business_code, street_address, postal_code, city, invoice_email }
+                    .validate()?;
+            let org = store.orgs().create_top_level(&new, public_api).await?;
+            print(json!({"org": org, "public_api": public_api}));
+        }
+        Command::Entitlement { org, enabled } => {
+            store.api_keys().set_entitlement(org, enabled).await?;
+            print(json!({"org_id": org, "public_api": enabled}));
+        }
+        Command::AddAdmin { org, first_name, last_name, phone } => {
+            let phone = shared::model::validate::e164("phone", &phone)?;
+            store.orgs().get(org).await?.context("organization not found")?;
+            let member = store
+                .members()
+                .add(org, &first_name, &last_name, &phone, shared::store::members::ROLE_ORG_ADMIN)
+                .await?;
+            print(json!({"member": member}));
+        }
+        Command::CreateKey { org, scopes, expires_at, expires_in_days, label } => {
+            let expires_at = expires_at.or(expires_in_days.map(|d| Utc::now() + Duration::days(i64::from(d))));
+            if expires_at.is_some_and(|at| at <= Utc::now()) {
+                bail!("the expiry is in the past");
+            }
+            let (plaintext, record) = store.api_keys().create(org, scopes, expires_at, label, &prefix).await?;
+            let mut out = key_json(&record);
+            out["api_key"] = json!(plaintext);
+            print(out);
+        }
+        Command::ListKeys { org } => {
+            for record in store.api_keys().list(org).await? {
+                print(key_json(&record));
+            }
+        }
+        Command::RevokeKey { org, key_id } => {
+            let record = store.api_keys().revoke(org, key_id).await?;
+            print(key_json(&record));
+        }
+        Command::SetupLocal => {
+            let db = aws_sdk_dynamodb_client(&sdk);
+            let created =
+                shared::store::schema::ensure_table(&db, &config.table_name).await.map_err(anyhow::Error::msg)?;
+            print(json!({"table": config.table_name, "created": created}));
+            let s3 =
+                aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(&sdk).force_path_style(true).build());
+            let created =
+                shared::store::schema::ensure_bucket(&s3, &config.bucket_name).await.map_err(anyhow::Error::msg)?;
+            print(json!({"bucket": config.bucket_name, "created": created}));
+            let sqs = aws_sdk_sqs::Client::new(&sdk);
+            for name in ["webhook-deliveries-dlq", "webhook-deliveries"] {
+                let url = shared::store::schema::ensure_queue(&sqs, name).await.map_err(anyhow::Error::msg)?;
+                print(json!({"queue": name, "url": url}));
+            }
+        }
+        Command::Demo => {
+            let name = format!("Demo Concrete {}", &Uuid::new_v4().to_string()[..8]);
+            let new = CreateOrg {
+                name,
+                parent_id: None,
+                business_code: None,
+                street_address: Some("Demo street 1".into()),
+                postal_code: Some("00100".into()),
+                city: Some("Helsinki".into()),
+                invoice_email: None,
+            }
+            .validate()?;
+            let org = store.orgs().create_top_level(&new, true).await?;
+            let (plaintext, record) =
+                store.api_keys().create(org.id, vec![Scope::All], None, Some("make run demo".into()), &prefix).await?;
+            print(json!({"org_id": org.id, "org_name": org.name, "key_id": record.key_id, "api_key": plaintext}));
+        }
+    }
+    Ok(())
+}
+
+fn aws_sdk_dynamodb_client(sdk: &aws_config::SdkConfig) -> shared::store::DynamoClient {
+    Store::client(sdk)
+}

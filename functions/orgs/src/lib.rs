@@ -1,11 +1,11 @@
 //! Organizations: the key's organization, its direct children, sub-organization
 //! creation and self-update. Contract: api-v1.md, "Organizations".
 
+use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::Json;
 use shared::auth::{Ctx, ReadOrgs, WriteOrgsSelf};
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
@@ -14,9 +14,7 @@ use shared::model::org::{CreateOrg, Organization, PatchOrg};
 use shared::{ApiError, ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/orgs", get(list).post(create))
-        .route("/api/v1/orgs/{orgId}", get(read).patch(update))
+    Router::new().route("/api/v1/orgs", get(list).post(create)).route("/api/v1/orgs/{orgId}", get(read).patch(update))
 }
 
 pub fn router(state: AppState) -> Router {

@@ -20,9 +20,8 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let limit = AppState::from_ref(state).config.max_body_bytes;
-        let bytes = axum::body::to_bytes(request.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        let bytes =
+            axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| ApiError::PayloadTooLarge(limit))?;
         parse(&bytes).map(JsonBody)
     }
 }
@@ -40,11 +39,7 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let problem = e.into_inner();
-        if path == "." {
-            ApiError::Validation(problem.to_string())
-        } else {
-            ApiError::validation(&path, problem)
-        }
+        if path == "." { ApiError::Validation(problem.to_string()) } else { ApiError::validation(&path, problem) }
     })
 }
 

@@ -62,6 +62,9 @@ mod tests {
         assert_eq!(serde_json::to_value(Data(1)).unwrap(), json!({"data": 1}));
         assert_eq!(serde_json::to_value(List(vec![1, 2])).unwrap(), json!({"data": [1, 2], "meta": {"count": 2}}));
         let page = Page { rows: vec!["a"], next_cursor: None };
-        assert_eq!(serde_json::to_value(page).unwrap(), json!({"data": ["a"], "meta": {"count": 1, "next_cursor": null}}));
+        assert_eq!(
+            serde_json::to_value(page).unwrap(),
+            json!({"data": ["a"], "meta": {"count": 1, "next_cursor": null}})
+        );
     }
 }

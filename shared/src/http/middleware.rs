@@ -30,9 +30,8 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
     let mut response = scope.calls.scope(next.run(request)).instrument(span.clone()).await;
 
     if versioned {
-        let decision = scope
-            .rate()
-            .unwrap_or_else(|| RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now()));
+        let decision =
+            scope.rate().unwrap_or_else(|| RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now()));
         decision.write_headers(response.headers_mut());
     }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -57,16 +56,18 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
 fn request_id(request: &Request) -> String {
     use lambda_http::RequestExt;
     use lambda_http::request::RequestContext;
-    if let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() {
-        if let Some(id) = &context.request_id {
-            return id.clone();
-        }
+    if let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref()
+        && let Some(id) = &context.request_id
+    {
+        return id.clone();
     }
     request
         .headers()
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+        .filter(|v| {
+            !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
 }
 

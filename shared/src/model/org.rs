@@ -121,10 +121,12 @@ pub struct OrgChanges {
 
 impl PatchOrg {
     pub fn validate(self) -> Result<OrgChanges, ApiError> {
-        let fields = [&self.name, &self.business_code, &self.street_address, &self.postal_code, &self.city, &self.invoice_email];
+        let fields =
+            [&self.name, &self.business_code, &self.street_address, &self.postal_code, &self.city, &self.invoice_email];
         if fields.iter().all(|f| f.is_absent()) {
             return Err(ApiError::Validation(
-                "the body needs at least one of name, business_code, street_address, postal_code, city, invoice_email".into(),
+                "the body needs at least one of name, business_code, street_address, postal_code, city, invoice_email"
+                    .into(),
             ));
         }
         // Address strings are not nullable: null clears them to "".

@@ -55,10 +55,13 @@ pub fn email(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
 pub fn e164(field: &str, value: &str) -> Result<String, ApiError> {
     let value = value.trim();
     let digits = value.strip_prefix('+').unwrap_or("");
-    let valid = (8..=15).contains(&digits.len())
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && !digits.starts_with('0');
-    if valid { Ok(value.to_owned()) } else { Err(ApiError::validation(field, "must be an E.164 phone number such as +358401234567")) }
+    let valid =
+        (8..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) && !digits.starts_with('0');
+    if valid {
+        Ok(value.to_owned())
+    } else {
+        Err(ApiError::validation(field, "must be an E.164 phone number such as +358401234567"))
+    }
 }
 
 #[cfg(test)]

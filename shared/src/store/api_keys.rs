@@ -34,7 +34,10 @@ pub struct ApiKeyRecord {
     /// `set_entitlement` so authentication needs one read.
     pub public_api: bool,
     pub created_at: DateTime<Utc>,
+    /// Absent attributes, not NULL: conditions test `attribute_not_exists`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
@@ -96,11 +99,31 @@ impl ApiKeys<'_> {
             .build()
             .map_err(ApiError::internal)?;
         let actions = vec![
-            put(table, to_item(&KeyItem { pk: keys::api_key_pk(&new.hash), sk: API_KEY_SK.into(), record: record.clone() })?, Some("attribute_not_exists(pk)"))?,
-            put(table, to_item(&KeyItem { pk: keys::org_pk(org), sk: keys::api_key_summary_sk(record.key_id), record: record.clone() })?, None)?,
+            put(
+                table,
+                to_item(&KeyItem { pk: keys::api_key_pk(&new.hash), sk: API_KEY_SK.into(), record: record.clone() })?,
+                Some("attribute_not_exists(pk)"),
+            )?,
+            put(
+                table,
+                to_item(&KeyItem {
+                    pk: keys::org_pk(org),
+                    sk: keys::api_key_summary_sk(record.key_id),
+                    record: record.clone(),
+                })?,
+                None,
+            )?,
             TransactWriteItem::builder().condition_check(org_check).build(),
         ];
-        transact(store, actions, &[(2, || ApiError::Conflict { code: "org_changed", message: "the organization changed meanwhile; try again".into() })]).await?;
+        transact(
+            store,
+            actions,
+            &[(2, || ApiError::Conflict {
+                code: "org_changed",
+                message: "the organization changed meanwhile; try again".into(),
+            })],
+        )
+        .await?;
         Ok((new.plaintext, record))
     }
 
@@ -152,9 +175,11 @@ impl ApiKeys<'_> {
     pub async fn revoke(&self, org: Uuid, key_id: Uuid) -> ApiResult<ApiKeyRecord> {
         let store = self.0;
         let table = store.table();
-        let not_found = || ApiError::NotFound { code: "api_key_not_found", message: "no such key in this organization" };
+        let not_found =
+            || ApiError::NotFound { code: "api_key_not_found", message: "no such key in this organization" };
         let mut record = self.list(org).await?.into_iter().find(|k| k.key_id == key_id).ok_or_else(not_found)?;
-        let hash = KeyHash::from_hex(&record.key_hash).ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
+        let hash =
+            KeyHash::from_hex(&record.key_hash).ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
         let at = crate::model::now();
         let revoke = |item_key: Item| {
             update(table, item_key)
@@ -193,7 +218,8 @@ impl ApiKeys<'_> {
         };
         let mut actions = vec![set(key(keys::org_pk(org), ORG_SK))?];
         for record in &keys_of_org {
-            let hash = KeyHash::from_hex(&record.key_hash).ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
+            let hash =
+                KeyHash::from_hex(&record.key_hash).ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
             actions.push(set(key(keys::api_key_pk(&hash), API_KEY_SK))?);
             actions.push(set(key(keys::org_pk(org), keys::api_key_summary_sk(record.key_id)))?);
         }

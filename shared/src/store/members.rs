@@ -61,7 +61,14 @@ fn phone_conflict() -> ApiError {
 
 impl Members<'_> {
     /// Creates a profile with an active membership (the phone is unique).
-    pub async fn add(&self, org: Uuid, first_name: &str, last_name: &str, phone: &str, role: &str) -> ApiResult<Membership> {
+    pub async fn add(
+        &self,
+        org: Uuid,
+        first_name: &str,
+        last_name: &str,
+        phone: &str,
+        role: &str,
+    ) -> ApiResult<Membership> {
         let store = self.0;
         let table = store.table();
         let at = crate::model::now();
@@ -77,7 +84,15 @@ impl Members<'_> {
             created_at: at,
             updated_at: at,
         };
-        let profile = ProfileItem { pk: keys::profile_pk(profile_id), sk: keys::PROFILE_SK, id: profile_id, first_name, last_name, phone, created_at: at };
+        let profile = ProfileItem {
+            pk: keys::profile_pk(profile_id),
+            sk: keys::PROFILE_SK,
+            id: profile_id,
+            first_name,
+            last_name,
+            phone,
+            created_at: at,
+        };
         let phone_item = PhoneItem { pk: keys::phone_pk(phone), sk: UNIQUE_SK, profile_id };
         let actions = vec![
             put(table, to_item(&phone_item)?, Some("attribute_not_exists(pk)"))?,

@@ -14,6 +14,9 @@ pub mod tx;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
+
+/// The SDK client type, for setup code outside the store.
+pub type DynamoClient = Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 
 use crate::error::ApiError;
@@ -73,10 +76,7 @@ pub(crate) fn cancellation_codes<R>(
     use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
     match error.as_service_error()? {
         TransactWriteItemsError::TransactionCanceledException(e) => Some(
-            e.cancellation_reasons()
-                .iter()
-                .map(|r| r.code().filter(|c| *c != "None").map(str::to_owned))
-                .collect(),
+            e.cancellation_reasons().iter().map(|r| r.code().filter(|c| *c != "None").map(str::to_owned)).collect(),
         ),
         _ => None,
     }

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
-use super::tx::{put, transact};
+use super::tx::{Conflict, put, transact};
 use super::{Store, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
@@ -219,7 +219,10 @@ impl Orgs<'_> {
             .expression_attribute_values(":active", s(STATUS_ACTIVE))
             .expression_attribute_values(":old_name", s(&current.name));
         let mut sets = vec!["updated_at = :updated_at".to_owned()];
-        update = update.expression_attribute_values(":updated_at", item::s(at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)));
+        update = update.expression_attribute_values(
+            ":updated_at",
+            item::s(at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        );
         let fields: [(&str, Option<Option<&String>>); 6] = [
             ("name", changes.name.as_ref().map(Some)),
             ("business_code", changes.business_code.as_ref().map(Option::as_ref)),
@@ -234,7 +237,7 @@ impl Orgs<'_> {
             sets.push(format!("#f_{field} = {placeholder}"));
             update = update.expression_attribute_names(format!("#f_{field}"), field).expression_attribute_values(
                 placeholder,
-                value.map_or(aws_sdk_dynamodb::types::AttributeValue::Null(true), |v| s(v)),
+                value.map_or(aws_sdk_dynamodb::types::AttributeValue::Null(true), s),
             );
         }
         let renamed = name_key(&updated.name) != name_key(&current.name);
@@ -243,8 +246,9 @@ impl Orgs<'_> {
             update = update.expression_attribute_values(":name_key", s(name_key(&updated.name)));
         }
         update = update.update_expression(format!("SET {}", sets.join(", ")));
-        let mut actions = vec![TransactWriteItem::builder().update(update.build().map_err(ApiError::internal)?).build()];
-        let mut conflicts: Vec<(usize, fn() -> ApiError)> = vec![(0, ApiError::org_not_found)];
+        let mut actions =
+            vec![TransactWriteItem::builder().update(update.build().map_err(ApiError::internal)?).build()];
+        let mut conflicts: Vec<Conflict> = vec![(0, ApiError::org_not_found)];
         if renamed {
             let old = Delete::builder()
                 .table_name(table)

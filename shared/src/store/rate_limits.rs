@@ -1,6 +1,9 @@
-//! Rate-limit counters: one item per API key with two window slots (the
-//! current and the previous fixed window). In the common case a request
-//! costs one conditional UpdateItem and no read.
+//! Rate-limit counters: one item per API key holding one counter attribute
+//! per fixed window (`c<window number>`). A request costs one conditional
+//! UpdateItem and no read: it adds one to this window's counter unless the
+//! counter reached the cap, returns the previous window's counter with it,
+//! and drops the counter two windows back. Stale counters (after an idle
+//! gap) are removed by a rare second write; TTL removes idle items.
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
@@ -22,115 +25,107 @@ pub enum Counted {
     Full { previous: u32 },
 }
 
-const ATTEMPTS: usize = 4;
-
-fn slot(window: u64) -> (String, String) {
-    (format!("w{}", window % 2), format!("c{}", window % 2))
+fn counter(window: u64) -> String {
+    format!("c{window}")
 }
 
-/// Count of the previous window, when the other slot holds it.
-fn previous(item: &Item, window: u64) -> u32 {
-    let (w, c) = slot(window + 1);
-    match get_u64(item, &w) {
-        Some(held) if held + 1 == window => get_u64(item, &c).unwrap_or(0) as u32,
-        _ => 0,
-    }
+/// Counters of windows older than the previous one.
+fn stale(item: &Item, window: u64) -> Vec<String> {
+    item.keys()
+        .filter(|name| name.strip_prefix('c').and_then(|w| w.parse::<u64>().ok()).is_some_and(|w| w + 1 < window))
+        .cloned()
+        .collect()
 }
 
 impl RateLimits<'_> {
     /// Counts one request of `key_id` in fixed window number `window` unless
     /// that window already holds `cap`. `expires_at` (Unix seconds) is the
-    /// TTL; stale slots are judged by their window number, not by TTL.
+    /// item's TTL.
     pub async fn count(&self, key_id: Uuid, window: u64, cap: u32, expires_at: u64) -> ApiResult<Counted> {
         let store = self.0;
-        let (w, c) = slot(window);
-        for _ in 0..ATTEMPTS {
-            // Common case: this window's slot is live; add one below the cap.
-            let result = store
-                .db
-                .update_item()
-                .table_name(store.table())
-                .set_key(Some(key(keys::rate_pk(key_id), RATE_SK)))
-                .update_expression("SET #ttl = :ttl ADD #c :one")
-                .condition_expression("#w = :w AND #c < :cap")
-                .expression_attribute_names("#w", &w)
-                .expression_attribute_names("#c", &c)
-                .expression_attribute_names("#ttl", keys::TTL)
-                .expression_attribute_values(":w", n(window))
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":cap", n(cap))
-                .expression_attribute_values(":ttl", n(expires_at))
-                .return_values(ReturnValue::AllNew)
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-                .send()
-                .await;
-            let old = match result {
-                Ok(out) => {
-                    let item = out.attributes.unwrap_or_default();
-                    let current = get_u64(&item, &c).unwrap_or(1) as u32;
-                    return Ok(Counted::Admitted { current, previous: previous(&item, window) });
-                }
-                Err(error) => match error.into_service_error() {
-                    UpdateItemError::ConditionalCheckFailedException(e) => e.item.unwrap_or_default(),
-                    other => return Err(ApiError::internal(other)),
-                },
-            };
-            if get_u64(&old, &w) == Some(window) {
-                return Ok(Counted::Full { previous: previous(&old, window) });
-            }
-            // The slot holds an older window (or nothing): start this one.
-            let result = store
-                .db
-                .update_item()
-                .table_name(store.table())
-                .set_key(Some(key(keys::rate_pk(key_id), RATE_SK)))
-                .update_expression("SET #w = :w, #c = :one, #ttl = :ttl")
-                .condition_expression("attribute_not_exists(#w) OR #w < :w")
-                .expression_attribute_names("#w", &w)
-                .expression_attribute_names("#c", &c)
-                .expression_attribute_names("#ttl", keys::TTL)
-                .expression_attribute_values(":w", n(window))
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":ttl", n(expires_at))
-                .return_values(ReturnValue::AllNew)
-                .send()
-                .await;
-            match result {
-                Ok(out) => {
-                    let item = out.attributes.unwrap_or_default();
-                    return Ok(Counted::Admitted { current: 1, previous: previous(&item, window) });
-                }
-                // Another request started the window first: count again.
-                Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                Err(error) => return Err(sdk_error(error)),
-            }
-        }
-        Err(ApiError::internal("rate-limit counter contention"))
-    }
-
-    /// Takes back one counted request (it was refused after counting).
-    pub async fn uncount(&self, key_id: Uuid, window: u64) -> ApiResult<()> {
-        let store = self.0;
-        let (w, c) = slot(window);
         let result = store
             .db
             .update_item()
             .table_name(store.table())
             .set_key(Some(key(keys::rate_pk(key_id), RATE_SK)))
-            .update_expression("ADD #c :minus_one")
-            .condition_expression("#w = :w AND #c > :zero")
-            .expression_attribute_names("#w", &w)
-            .expression_attribute_names("#c", &c)
-            .expression_attribute_values(":w", n(window))
+            .update_expression("SET #ttl = :ttl ADD #now :one REMOVE #old")
+            .condition_expression("attribute_not_exists(#now) OR #now < :cap")
+            .expression_attribute_names("#now", counter(window))
+            .expression_attribute_names("#old", counter(window.saturating_sub(2)))
+            .expression_attribute_names("#ttl", keys::TTL)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":cap", n(cap))
+            .expression_attribute_values(":ttl", n(expires_at))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let previous = |item: &Item| get_u64(item, &counter(window.saturating_sub(1))).unwrap_or(0) as u32;
+        match result {
+            Ok(out) => {
+                let item = out.attributes.unwrap_or_default();
+                let stale = stale(&item, window);
+                if !stale.is_empty() {
+                    self.remove(key_id, &stale).await?;
+                }
+                let current = get_u64(&item, &counter(window)).unwrap_or(1) as u32;
+                Ok(Counted::Admitted { current, previous: previous(&item) })
+            }
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(e) => {
+                    Ok(Counted::Full { previous: previous(&e.item.unwrap_or_default()) })
+                }
+                other => Err(ApiError::internal(other)),
+            },
+        }
+    }
+
+    /// Takes back one counted request (it was refused after counting).
+    pub async fn uncount(&self, key_id: Uuid, window: u64) -> ApiResult<()> {
+        let store = self.0;
+        store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::rate_pk(key_id), RATE_SK)))
+            .update_expression("ADD #now :minus_one")
+            .condition_expression("#now > :zero")
+            .expression_attribute_names("#now", counter(window))
             .expression_attribute_values(":minus_one", n(-1))
             .expression_attribute_values(":zero", n(0))
             .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // The window moved on meanwhile: nothing to take back.
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
-            Err(error) => Err(sdk_error(error)),
+            .await
+            .map(|_| ())
+            .or_else(|error| match error.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
+                _ => Err(sdk_error(error)),
+            })
+    }
+
+    async fn remove(&self, key_id: Uuid, names: &[String]) -> ApiResult<()> {
+        let store = self.0;
+        let mut request =
+            store.db.update_item().table_name(store.table()).set_key(Some(key(keys::rate_pk(key_id), RATE_SK)));
+        let mut placeholders = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            placeholders.push(format!("#s{i}"));
+            request = request.expression_attribute_names(format!("#s{i}"), name);
         }
+        request.update_expression(format!("REMOVE {}", placeholders.join(", "))).send().await.map_err(sdk_error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_counters_before_the_previous_window_are_stale() {
+        let item: Item =
+            ["c7", "c8", "c9", "c10", "ttl", "pk", "sk"].into_iter().map(|k| (k.to_owned(), n(1))).collect();
+        let mut stale = stale(&item, 10);
+        stale.sort();
+        assert_eq!(stale, vec!["c7", "c8"]);
     }
 }

@@ -2,8 +2,8 @@
 //! `infra/template.yaml`, which declares the same table (a test compares them).
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, TimeToLiveSpecification,
 };
 
 use super::keys::{PK, SK, TTL};
@@ -18,9 +18,8 @@ pub async fn ensure_table(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<
     if db.describe_table().table_name(table).send().await.is_ok() {
         return Ok(false);
     }
-    let string_attr = |name: &str| {
-        AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build()
-    };
+    let string_attr =
+        |name: &str| AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build();
     let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
     let mut request = db
         .create_table()

@@ -12,13 +12,12 @@ pub(crate) fn put(table: &str, item: Item, condition: Option<&str>) -> ApiResult
     Ok(TransactWriteItem::builder().put(put.build().map_err(ApiError::internal)?).build())
 }
 
+/// A failed condition on action `.0` means the error `.1()`.
+pub(crate) type Conflict = (usize, fn() -> ApiError);
+
 /// Runs a transaction; a failed condition on action `i` becomes the error
 /// paired with `i` in `conflicts`.
-pub(crate) async fn transact(
-    store: &Store,
-    actions: Vec<TransactWriteItem>,
-    conflicts: &[(usize, fn() -> ApiError)],
-) -> ApiResult<()> {
+pub(crate) async fn transact(store: &Store, actions: Vec<TransactWriteItem>, conflicts: &[Conflict]) -> ApiResult<()> {
     match store.db.transact_write_items().set_transact_items(Some(actions)).send().await {
         Ok(_) => Ok(()),
         Err(error) => {

@@ -1,1 +1,7 @@
+//! Integration tests: every router, through HTTP as a client sees it,
+//! against the emulator with the real SDK clients.
 
+mod auth;
+mod health;
+mod orgs;
+mod rate_limit;

@@ -1,0 +1,11 @@
+# Shared settings of the local stack (sourced). Values already set in the
+# environment win; they match .cargo/config.toml.
+: "${MOTO_HOST:=127.0.0.1}"
+: "${MOTO_PORT:=5005}"
+: "${AWS_ENDPOINT_URL:=http://${MOTO_HOST}:${MOTO_PORT}}"
+: "${AWS_REGION:=eu-north-1}"
+: "${AWS_ACCESS_KEY_ID:=local}"
+: "${AWS_SECRET_ACCESS_KEY:=local}"
+export MOTO_HOST MOTO_PORT AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+VENV=${VENV:-.venv}
+STATE_DIR=.local

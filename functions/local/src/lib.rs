@@ -1,0 +1,9 @@
+//! Every resource group's routes merged, as the dev server and the
+//! benchmarks serve them.
+
+use axum::Router;
+use shared::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().merge(docs::routes()).merge(orgs::routes())
+}

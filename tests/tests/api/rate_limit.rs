@@ -1,0 +1,125 @@
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use api_tests::{Reply, call, harness, org, run};
+use aws_sdk_dynamodb::types::AttributeValue;
+use http::Method;
+
+async fn orgs(key: &str) -> Reply {
+    call(Method::GET, "/api/v1/orgs").key(key).send().await
+}
+
+/// Waits until at least `margin` remains in the current window, so a burst
+/// stays within one window.
+async fn away_from_window_edge(window: u64, margin: u64) {
+    loop {
+        let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % window;
+        if into >= 1 && into + margin < window {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The stored count of a key's current window.
+async fn stored_count(key_id: uuid::Uuid, window_len: u64) -> u64 {
+    let h = harness().await;
+    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let window = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() / window_len;
+    let item = db
+        .get_item()
+        .table_name(h.store().table())
+        .key("pk", AttributeValue::S(format!("RATE#{key_id}")))
+        .key("sk", AttributeValue::S("RATE".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap_or_default();
+    item.get(&format!("c{window}")).and_then(|v| v.as_n().ok()).unwrap().parse().unwrap()
+}
+
+#[test]
+fn remaining_counts_down_per_successful_request() {
+    run(async {
+        let t = org().await;
+        away_from_window_edge(60, 5).await;
+        let first = orgs(&t.key).await;
+        let second = orgs(&t.key).await;
+        assert_eq!(first.header("x-ratelimit-limit"), "100");
+        assert_eq!(first.header("x-ratelimit-remaining"), "99");
+        assert_eq!(second.header("x-ratelimit-remaining"), "98");
+        let reset: u64 = first.header("x-ratelimit-reset").parse().unwrap();
+        assert_eq!(reset % 60, 0, "resets at the window's end");
+    });
+}
+
+#[test]
+fn concurrent_burst_admits_exactly_the_limit() {
+    run(async {
+        let t = org().await;
+        away_from_window_edge(60, 20).await;
+        let replies = futures::future::join_all((0..150).map(|_| {
+            let key = t.key.clone();
+            tokio::spawn(async move { orgs(&key).await })
+        }))
+        .await;
+        let replies: Vec<Reply> = replies.into_iter().map(Result::unwrap).collect();
+        let ok = replies.iter().filter(|r| r.status == 200).count();
+        let limited: Vec<&Reply> = replies.iter().filter(|r| r.status == 429).collect();
+        assert_eq!((ok, limited.len()), (100, 50));
+        for reply in limited {
+            reply.expect(429, Some("rate_limited"));
+            assert_eq!(reply.body["error"], "Too Many Requests");
+            assert_eq!(reply.header("x-ratelimit-remaining"), "0");
+            let retry: u64 = reply.header("retry-after").parse().unwrap();
+            assert!((1..=60).contains(&retry));
+        }
+        // Refused requests consumed nothing: the window holds exactly 100.
+        let key_id = harness().await.store().api_keys().list(t.id()).await.unwrap()[0].key_id;
+        assert_eq!(stored_count(key_id, 60).await, 100);
+        orgs(&t.key).await.expect(429, Some("rate_limited"));
+        assert_eq!(stored_count(key_id, 60).await, 100);
+    });
+}
+
+#[test]
+fn limit_is_configurable_and_can_be_switched_off() {
+    run(async {
+        let t = org().await;
+        let h = harness().await;
+        away_from_window_edge(60, 10).await;
+        let small = h.router_with(|c| c.rate_limit.limit = 3);
+        for remaining in ["2", "1", "0"] {
+            let reply = call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await;
+            reply.expect(200, None);
+            assert_eq!(reply.header("x-ratelimit-remaining"), remaining);
+        }
+        call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await.expect(429, Some("rate_limited"));
+
+        let off = h.router_with(|c| {
+            c.rate_limit.limit = 3;
+            c.rate_limit.enabled = false;
+        });
+        for _ in 0..5 {
+            let reply = call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&off).await;
+            reply.expect(200, None);
+            assert_eq!(reply.header("x-ratelimit-limit"), "3");
+            assert_eq!(reply.header("x-ratelimit-remaining"), "3");
+        }
+    });
+}
+
+#[test]
+fn each_key_has_its_own_budget() {
+    run(async {
+        let t = org().await;
+        let h = harness().await;
+        away_from_window_edge(60, 10).await;
+        let small = h.router_with(|c| c.rate_limit.limit = 1);
+        let other = api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await;
+        call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await.expect(200, None);
+        call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await.expect(429, Some("rate_limited"));
+        call(Method::GET, "/api/v1/orgs").key(&other).send_to(&small).await.expect(200, None);
+    });
+}
