@@ -47,7 +47,11 @@ fn resolve<'a>(spec: &'a Value, value: &'a Value) -> &'a Value {
 fn type_name(spec: &Value, schema: &Value) -> String {
     if let Some(name) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.rsplit('/').next()) {
         let target = resolve(spec, schema);
-        return if target.get("properties").is_some() { format!("<a href=\"#schema-{name}\">{name}</a>") } else { type_name(spec, target) };
+        return if target.get("properties").is_some() {
+            format!("<a href=\"#schema-{name}\">{name}</a>")
+        } else {
+            type_name(spec, target)
+        };
     }
     let mut name = match schema.get("type").and_then(Value::as_str) {
         Some("array") => format!("array of {}", schema.get("items").map_or("any".into(), |i| type_name(spec, i))),
@@ -59,7 +63,8 @@ fn type_name(spec: &Value, schema: &Value) -> String {
         let _ = write!(name, " ({format})");
     }
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let list: Vec<String> = values.iter().map(|v| format!("<code>{}</code>", escape(v.as_str().unwrap_or(&v.to_string())))).collect();
+        let list: Vec<String> =
+            values.iter().map(|v| format!("<code>{}</code>", escape(v.as_str().unwrap_or(&v.to_string())))).collect();
         let _ = write!(name, ": {}", list.join(", "));
     }
     if schema.get("nullable").and_then(Value::as_bool) == Some(true) {
@@ -73,8 +78,11 @@ fn properties_table(spec: &Value, schema: &Value) -> String {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return format!("<p>{}</p>", type_name(spec, schema));
     };
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     let mut out = String::from("<table><tr><th>Field</th><th>Type</th><th>Required</th><th>Description</th></tr>");
     for (name, property) in properties {
         let description = property.get("description").or_else(|| resolve(spec, property).get("description"));
@@ -105,9 +113,15 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
     if security.and_then(Value::as_array).is_some_and(Vec::is_empty) {
         out.push_str("<p class=\"muted\">No authentication.</p>");
     } else {
-        out.push_str("<p class=\"muted\">Needs an API key (<code>Authorization: Bearer</code> or <code>X-Api-Key</code>).</p>");
+        out.push_str(
+            "<p class=\"muted\">Needs an API key (<code>Authorization: Bearer</code> or <code>X-Api-Key</code>).</p>",
+        );
     }
-    let params: Vec<&Value> = shared_params.iter().chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten()).map(|p| resolve(spec, p)).collect();
+    let params: Vec<&Value> = shared_params
+        .iter()
+        .chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten())
+        .map(|p| resolve(spec, p))
+        .collect();
     if !params.is_empty() {
         out.push_str("<h4>Parameters</h4><table><tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr>");
         for p in params {
@@ -140,7 +154,8 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
             .and_then(|s| s.pointer("/properties/code/enum"))
             .and_then(Value::as_array);
         if let Some(codes) = codes {
-            let list: Vec<String> = codes.iter().filter_map(Value::as_str).map(|c| format!("<code>{}</code>", escape(c))).collect();
+            let list: Vec<String> =
+                codes.iter().filter_map(Value::as_str).map(|c| format!("<code>{}</code>", escape(c))).collect();
             let _ = write!(description, "<p>Codes: {}</p>", list.join(", "));
         }
         let _ = write!(out, "<tr><td><strong>{}</strong></td><td>{description}</td></tr>", escape(status));
@@ -159,7 +174,13 @@ pub fn render(spec: &Value) -> String {
         let shared_params: Vec<Value> = item.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
         for method in METHODS {
             if let Some(op) = item.get(method) {
-                let _ = write!(nav, "<li><a href=\"#{}\"><code>{} {}</code></a></li>", anchor(method, path), method.to_uppercase(), escape(path));
+                let _ = write!(
+                    nav,
+                    "<li><a href=\"#{}\"><code>{} {}</code></a></li>",
+                    anchor(method, path),
+                    method.to_uppercase(),
+                    escape(path)
+                );
                 body.push_str(&operation(spec, method, path, op, &shared_params));
             }
         }

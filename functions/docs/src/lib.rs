@@ -24,10 +24,7 @@ pub static OPENAPI: LazyLock<Value> =
 static DOCS_HTML: LazyLock<String> = LazyLock::new(|| html::render(&OPENAPI));
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/health", get(health))
-        .route("/openapi.yaml", get(openapi))
-        .route("/docs", get(docs))
+    Router::new().route("/api/health", get(health)).route("/openapi.yaml", get(openapi)).route("/docs", get(docs))
 }
 
 pub fn router(state: AppState) -> Router {
