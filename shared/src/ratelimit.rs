@@ -131,7 +131,7 @@ mod tests {
         // Halfway through, half of it does.
         assert_eq!(Window::at(at(150, 0), len).estimate(10, 100), 60);
         // Near the end, almost none.
-        assert_eq!(Window::at(at(179, 400), len).estimate(10, 100), 10);
+        assert_eq!(Window::at(at(179, 900), len).estimate(10, 100), 10);
     }
 
     #[test]

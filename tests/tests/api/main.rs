@@ -2,6 +2,7 @@
 //! against the emulator with the real SDK clients.
 
 mod auth;
+mod contract;
 mod health;
 mod orgs;
 mod rate_limit;

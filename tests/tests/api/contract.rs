@@ -1,0 +1,148 @@
+//! The OpenAPI description, the SAM template, the cargo-lambda router and
+//! the routers agree, both ways.
+
+use std::collections::BTreeSet;
+
+use api_tests::{call, org, run};
+use http::Method;
+use serde_json::Value;
+use serde_yaml_ng::Value as Yaml;
+
+const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Documented (METHOD, path) pairs.
+fn documented() -> BTreeSet<(String, String)> {
+    let mut ops = BTreeSet::new();
+    for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
+        for method in METHODS.iter().filter(|m| item.get(**m).is_some()) {
+            ops.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    ops
+}
+
+fn template() -> Yaml {
+    serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("infra/template.yaml")).unwrap()).unwrap()
+}
+
+/// HttpApi event paths of every function in the SAM template.
+fn deployed_paths() -> BTreeSet<String> {
+    let template = template();
+    let mut paths = BTreeSet::new();
+    for (_, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        for (_, event) in resource["Properties"]["Events"].as_mapping().into_iter().flatten() {
+            if let Some(path) = event["Properties"]["Path"].as_str() {
+                paths.insert(path.to_owned());
+            }
+        }
+    }
+    paths
+}
+
+#[test]
+fn every_documented_path_is_deployed_and_every_deployed_path_documented() {
+    let documented: BTreeSet<String> = documented().into_iter().map(|(_, p)| p).collect();
+    assert_eq!(deployed_paths(), documented);
+}
+
+#[test]
+fn cargo_lambda_router_covers_the_documented_paths() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let section = manifest.split("[workspace.metadata.lambda.watch.router]").nth(1).expect("router table");
+    let routed: BTreeSet<String> = section
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.trim().strip_prefix('"').and_then(|l| l.split_once('"')).map(|(p, _)| p.to_owned()))
+        .collect();
+    let documented: BTreeSet<String> = documented().into_iter().map(|(_, p)| p).collect();
+    assert_eq!(routed, documented);
+}
+
+#[test]
+fn description_is_version_1_0_0_and_protected_operations_list_common_errors() {
+    assert_eq!(docs::OPENAPI["info"]["version"], "1.0.0");
+    for (method, path) in documented() {
+        let op = &docs::OPENAPI["paths"][&path][method.to_lowercase()];
+        let responses = op["responses"].as_object().unwrap();
+        if path.starts_with("/api/v1/") {
+            for status in ["401", "403", "429", "500"] {
+                assert!(responses.contains_key(status), "{method} {path} does not document {status}");
+            }
+            assert_ne!(op["security"], Value::Array(vec![]), "{method} {path} must need a key");
+        }
+    }
+}
+
+#[test]
+fn routers_serve_exactly_the_documented_operations() {
+    run(async {
+        let t = org().await;
+        let documented = documented();
+        let paths: BTreeSet<&String> = documented.iter().map(|(_, p)| p).collect();
+        for path in paths {
+            let concrete = path.replace("{orgId}", &t.id().to_string());
+            for method in METHODS {
+                let method = method.to_uppercase();
+                let reply = call(Method::from_bytes(method.as_bytes()).unwrap(), &concrete).key(&t.key).send().await;
+                if documented.contains(&(method.clone(), path.clone())) {
+                    assert!(
+                        !["not_found", "method_not_allowed"].contains(&reply.code()),
+                        "{method} {path} is documented but not served: {}",
+                        reply.text
+                    );
+                } else {
+                    reply.expect(405, Some("method_not_allowed"));
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn served_description_and_reference() {
+    run(async {
+        let yaml = call(Method::GET, "/openapi.yaml").send().await;
+        yaml.expect(200, None);
+        assert!(yaml.header("content-type").starts_with("application/yaml"));
+        assert_eq!(yaml.text, docs::OPENAPI_YAML);
+        let html = call(Method::GET, "/docs").send().await;
+        html.expect(200, None);
+        assert!(html.header("content-type").starts_with("text/html"));
+        assert!(html.text.contains("/api/v1/orgs/{orgId}"));
+        assert!(!html.text.contains("<script") && !html.text.contains("<link"), "renders with no network access");
+    });
+}
+
+#[test]
+fn template_table_matches_the_store_schema() {
+    let template = template();
+    let table = &template["Resources"]["Table"]["Properties"];
+    let attrs: BTreeSet<&str> = table["AttributeDefinitions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a["AttributeName"].as_str().unwrap())
+        .collect();
+    let mut want: BTreeSet<String> = ["pk", "sk"].map(String::from).into();
+    let gsis: BTreeSet<&str> = table["GlobalSecondaryIndexes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|g| g["IndexName"].as_str().unwrap())
+        .collect();
+    for gsi in shared::store::schema::GSIS {
+        want.insert(format!("{gsi}pk"));
+        want.insert(format!("{gsi}sk"));
+    }
+    assert_eq!(attrs, want.iter().map(String::as_str).collect());
+    assert_eq!(gsis, shared::store::schema::GSIS.into_iter().collect());
+    assert_eq!(table["TimeToLiveSpecification"]["AttributeName"].as_str(), Some(shared::store::keys::TTL));
+    assert_eq!(table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(), Some(true));
+}
