@@ -129,6 +129,21 @@ impl ApiError {
         Self::NotFound { code: "org_not_found", message: "organization not found" }
     }
 
+    /// 409: DELETE on a record that is already archived.
+    pub fn already_archived() -> Self {
+        Self::Conflict { code: "already_archived", message: "the record is already archived".into() }
+    }
+
+    /// 409: restore on a record that is not archived.
+    pub fn not_archived() -> Self {
+        Self::Conflict { code: "not_archived", message: "the record is not archived".into() }
+    }
+
+    /// 409: PATCH on an archived record.
+    pub fn record_archived() -> Self {
+        Self::Conflict { code: "record_archived", message: "the record is archived; restore it before changing it".into() }
+    }
+
     pub fn org_name_conflict() -> Self {
         Self::Conflict { code: "org_name_conflict", message: "an organization with this name already exists".into() }
     }

@@ -5,5 +5,5 @@ use axum::Router;
 use shared::AppState;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().merge(docs::routes()).merge(orgs::routes())
+    Router::new().merge(docs::routes()).merge(orgs::routes()).merge(sites::routes())
 }

@@ -48,4 +48,8 @@ macro_rules! id_kinds {
 
 id_kinds! {
     OrgId => "orgId", "invalid_org_id";
+    SiteId => "siteId", "invalid_site_id";
+    ReceivingPointId => "rpId", "invalid_receiving_point_id";
+    FactoryId => "factoryId", "invalid_factory_id";
+    GranteeOrgId => "granteeOrgId", "invalid_org_id";
 }

@@ -1,8 +1,12 @@
 //! Resource records as the contract shows them (snake_case JSON), and the
 //! validation of their inputs.
 
+pub mod archive;
+pub mod geo;
+pub mod grant;
 pub mod org;
 pub mod patch;
+pub mod site;
 pub mod validate;
 
 use chrono::{DateTime, SubsecRound, Utc};

@@ -3,12 +3,16 @@
 
 pub mod api_keys;
 pub mod calls;
+pub mod geo;
+pub mod grants;
 pub mod item;
 pub mod keys;
 pub mod members;
 pub mod orgs;
 pub mod rate_limits;
+pub mod records;
 pub mod schema;
+pub mod sites;
 pub mod tx;
 
 use std::sync::Arc;
@@ -52,6 +56,14 @@ impl Store {
 
     pub fn members(&self) -> members::Members<'_> {
         members::Members(self)
+    }
+
+    pub fn sites(&self) -> records::Records<'_, crate::model::site::SiteRecord> {
+        records::Records::new(self)
+    }
+
+    pub fn grants(&self) -> grants::Grants<'_> {
+        grants::Grants(self)
     }
 
     pub fn rate_limits(&self) -> rate_limits::RateLimits<'_> {

@@ -6,3 +6,4 @@ mod contract;
 mod health;
 mod orgs;
 mod rate_limit;
+mod sites;

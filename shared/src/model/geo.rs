@@ -1,0 +1,84 @@
+//! Coordinates and geohash cells (for the nearby index).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Coordinates {
+    pub lat: f64,
+    pub lng: f64,
+}
+
+impl Coordinates {
+    /// Validates a `lat`/`lng` pair of a request body: both or neither.
+    pub fn from_parts(lat: Option<f64>, lng: Option<f64>) -> Result<Option<Coordinates>, ApiError> {
+        match (lat, lng) {
+            (None, None) => Ok(None),
+            (Some(lat), Some(lng)) => Self::new(lat, lng).map(Some),
+            _ => Err(ApiError::Validation("lat and lng: give both or neither".into())),
+        }
+    }
+
+    pub fn new(lat: f64, lng: f64) -> Result<Coordinates, ApiError> {
+        if !(-90.0..=90.0).contains(&lat) || !lat.is_finite() {
+            return Err(ApiError::validation("lat", "must be a number from -90 to 90"));
+        }
+        if !(-180.0..=180.0).contains(&lng) || !lng.is_finite() {
+            return Err(ApiError::validation("lng", "must be a number from -180 to 180"));
+        }
+        Ok(Coordinates { lat, lng })
+    }
+
+    /// Geohash of `precision` characters.
+    pub fn geohash(&self, precision: usize) -> String {
+        const ALPHABET: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
+        let (mut lat, mut lng) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
+        let mut out = String::with_capacity(precision);
+        let (mut bits, mut value, mut even) = (0, 0usize, true);
+        while out.len() < precision {
+            let (range, x) = if even { (&mut lng, self.lng) } else { (&mut lat, self.lat) };
+            let mid = (range.0 + range.1) / 2.0;
+            value <<= 1;
+            if x >= mid {
+                value |= 1;
+                range.0 = mid;
+            } else {
+                range.1 = mid;
+            }
+            even = !even;
+            bits += 1;
+            if bits == 5 {
+                out.push(ALPHABET[value] as char);
+                bits = 0;
+                value = 0;
+            }
+        }
+        out
+    }
+}
+
+/// Precisions at which every record with coordinates is indexed: 3 (about
+/// 156 km cells) for wide searches, 4 (about 39 x 20 km) for narrow ones.
+pub const INDEX_PRECISIONS: [usize; 2] = [3, 4];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_geohashes() {
+        // Helsinki cathedral and a well-known reference point.
+        let helsinki = Coordinates::new(60.1702, 24.9522).unwrap();
+        assert_eq!(helsinki.geohash(5), "ud9wr");
+        assert_eq!(Coordinates::new(57.64911, 10.40744).unwrap().geohash(6), "u4pruy");
+    }
+
+    #[test]
+    fn pairs_and_ranges() {
+        assert_eq!(Coordinates::from_parts(None, None).unwrap(), None);
+        assert!(Coordinates::from_parts(Some(60.0), None).is_err());
+        assert!(Coordinates::from_parts(Some(91.0), Some(0.0)).unwrap_err().to_string().starts_with("lat"));
+        assert!(Coordinates::from_parts(Some(0.0), Some(-181.0)).unwrap_err().to_string().starts_with("lng"));
+    }
+}

@@ -1,0 +1,34 @@
+//! Organization access grants: a granter lets a partner (grantee, e.g. a
+//! haulier) see its sites.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantScope {
+    /// Read the granter's sites by id (and their people).
+    #[default]
+    Read,
+    /// `read`, plus what surplus operations allow a full partner.
+    Full,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Grant {
+    pub id: Uuid,
+    pub granter_org_id: Uuid,
+    pub grantee_org_id: Uuid,
+    pub scope: GrantScope,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// POST /api/v1/org-access-grants body.
+#[derive(Debug, Deserialize)]
+pub struct CreateGrant {
+    pub grantee_org_id: Uuid,
+    #[serde(default)]
+    pub scope: Option<GrantScope>,
+}

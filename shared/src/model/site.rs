@@ -1,0 +1,464 @@
+//! Site (worksite): the stored record, its two views (list row and single
+//! read), and its create and PATCH bodies.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::archive::{self, Status};
+use super::geo::Coordinates;
+use super::patch::Patch;
+use super::validate;
+use crate::error::ApiError;
+
+/// Longest accepted string field.
+pub const MAX_TEXT: usize = 500;
+/// `metadata` limits: entries, key length, value length.
+pub const MAX_METADATA_ENTRIES: usize = 50;
+pub const MAX_METADATA_KEY: usize = 100;
+pub const MAX_METADATA_VALUE: usize = 1000;
+/// Role of the site's contact person in `members`.
+pub const CONTACT_ROLE: &str = "site_contact";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteRole {
+    ConstructionSite,
+    ReceptionSite,
+}
+
+pub type Metadata = BTreeMap<String, String>;
+
+/// The stored site.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SiteRecord {
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub name: String,
+    pub street_address: Option<String>,
+    pub postal_code: Option<String>,
+    pub city: Option<String>,
+    pub coordinates: Option<Coordinates>,
+    pub construction_id: Option<String>,
+    pub external_id: Option<String>,
+    #[serde(default)]
+    pub metadata: Metadata,
+    pub contact_first_name: Option<String>,
+    pub contact_last_name: Option<String>,
+    pub contact_phone: Option<String>,
+    pub info: Option<String>,
+    pub site_role: Option<SiteRole>,
+    pub site_type: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A person at the worksite. No e-mail, ever.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SitePerson {
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub phone: Option<String>,
+    pub role: String,
+}
+
+/// A site as responses show it. `members` and `metadata` only in the
+/// single read (and the answers of writes, which return the single view).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Site {
+    pub id: Uuid,
+    pub name: String,
+    pub status: Status,
+    pub city: Option<String>,
+    pub coordinates: Option<Coordinates>,
+    pub street_address: Option<String>,
+    pub postal_code: Option<String>,
+    pub construction_id: Option<String>,
+    pub external_id: Option<String>,
+    pub info: Option<String>,
+    pub site_role: Option<SiteRole>,
+    #[serde(rename = "type")]
+    pub site_type: Option<String>,
+    pub customer_id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<SitePerson>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+impl SiteRecord {
+    /// The site's people: its contact person, when one is recorded.
+    pub fn people(&self) -> Vec<SitePerson> {
+        let any = self.contact_first_name.is_some() || self.contact_last_name.is_some() || self.contact_phone.is_some();
+        if !any {
+            return Vec::new();
+        }
+        vec![SitePerson {
+            first_name: self.contact_first_name.clone(),
+            last_name: self.contact_last_name.clone(),
+            phone: self.contact_phone.clone(),
+            role: CONTACT_ROLE.into(),
+        }]
+    }
+
+    /// The list row.
+    pub fn row(&self) -> Site {
+        Site {
+            id: self.id,
+            name: self.name.clone(),
+            status: archive::status(self.archived_at),
+            city: self.city.clone(),
+            coordinates: self.coordinates,
+            street_address: self.street_address.clone(),
+            postal_code: self.postal_code.clone(),
+            construction_id: self.construction_id.clone(),
+            external_id: self.external_id.clone(),
+            info: self.info.clone(),
+            site_role: self.site_role,
+            site_type: self.site_type.clone(),
+            customer_id: self.org_id,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            members: None,
+            metadata: None,
+        }
+    }
+
+    /// The single read: the row plus `members` and `metadata`.
+    pub fn detail(&self) -> Site {
+        Site { members: Some(self.people()), metadata: Some(self.metadata.clone()), ..self.row() }
+    }
+}
+
+fn metadata(value: Metadata) -> Result<Metadata, ApiError> {
+    if value.len() > MAX_METADATA_ENTRIES {
+        return Err(ApiError::validation("metadata", format!("holds at most {MAX_METADATA_ENTRIES} entries")));
+    }
+    for (key, entry) in &value {
+        if key.is_empty() || key.chars().count() > MAX_METADATA_KEY {
+            return Err(ApiError::validation("metadata", format!("keys are 1 to {MAX_METADATA_KEY} characters")));
+        }
+        validate::max_len(&format!("metadata.{key}"), entry, MAX_METADATA_VALUE)?;
+    }
+    Ok(value)
+}
+
+fn customer(customer_id: Option<Uuid>, org: Uuid) -> Result<(), ApiError> {
+    match customer_id {
+        Some(id) if id != org => Err(ApiError::OrgIdMismatch("customer_id must be the key's organization")),
+        _ => Ok(()),
+    }
+}
+
+fn text(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    validate::optional_text(field, value.as_deref(), MAX_TEXT)
+}
+
+fn phone(value: Option<String>) -> Result<Option<String>, ApiError> {
+    match value.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => validate::e164("contact_phone", v).map(Some),
+    }
+}
+
+/// POST /api/v1/sites body.
+#[derive(Debug, Deserialize)]
+pub struct CreateSite {
+    pub name: String,
+    #[serde(default)]
+    pub street_address: Option<String>,
+    #[serde(default)]
+    pub postal_code: Option<String>,
+    #[serde(default)]
+    pub city: Option<String>,
+    #[serde(default)]
+    pub lat: Option<f64>,
+    #[serde(default)]
+    pub lng: Option<f64>,
+    #[serde(default)]
+    pub construction_id: Option<String>,
+    #[serde(default)]
+    pub external_id: Option<String>,
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+    #[serde(default)]
+    pub contact_first_name: Option<String>,
+    #[serde(default)]
+    pub contact_last_name: Option<String>,
+    #[serde(default)]
+    pub contact_phone: Option<String>,
+    #[serde(default)]
+    pub info: Option<String>,
+    #[serde(default)]
+    pub site_role: Option<SiteRole>,
+    #[serde(default, rename = "type")]
+    pub site_type: Option<String>,
+    #[serde(default)]
+    pub customer_id: Option<Uuid>,
+}
+
+impl CreateSite {
+    /// The new record of organization `org` (403 when `customer_id` differs).
+    pub fn validate(self, org: Uuid, now: DateTime<Utc>) -> Result<SiteRecord, ApiError> {
+        customer(self.customer_id, org)?;
+        Ok(SiteRecord {
+            id: Uuid::now_v7(),
+            org_id: org,
+            name: validate::required_text("name", &self.name, MAX_TEXT)?,
+            street_address: text("street_address", self.street_address)?,
+            postal_code: text("postal_code", self.postal_code)?,
+            city: text("city", self.city)?,
+            coordinates: Coordinates::from_parts(self.lat, self.lng)?,
+            construction_id: text("construction_id", self.construction_id)?,
+            external_id: text("external_id", self.external_id)?,
+            metadata: metadata(self.metadata.unwrap_or_default())?,
+            contact_first_name: text("contact_first_name", self.contact_first_name)?,
+            contact_last_name: text("contact_last_name", self.contact_last_name)?,
+            contact_phone: phone(self.contact_phone)?,
+            info: text("info", self.info)?,
+            site_role: self.site_role,
+            site_type: text("type", self.site_type)?,
+            created_at: now,
+            updated_at: now,
+            archived_at: None,
+            version: 0,
+        })
+    }
+}
+
+/// PATCH /api/v1/sites/{siteId} body: every field optional; `null` clears
+/// an optional field; `metadata` replaces the whole object.
+#[derive(Debug, Default, Deserialize)]
+pub struct PatchSite {
+    #[serde(default)]
+    pub name: Patch<String>,
+    #[serde(default)]
+    pub street_address: Patch<String>,
+    #[serde(default)]
+    pub postal_code: Patch<String>,
+    #[serde(default)]
+    pub city: Patch<String>,
+    #[serde(default)]
+    pub lat: Patch<f64>,
+    #[serde(default)]
+    pub lng: Patch<f64>,
+    #[serde(default)]
+    pub construction_id: Patch<String>,
+    #[serde(default)]
+    pub external_id: Patch<String>,
+    #[serde(default)]
+    pub metadata: Patch<Metadata>,
+    #[serde(default)]
+    pub contact_first_name: Patch<String>,
+    #[serde(default)]
+    pub contact_last_name: Patch<String>,
+    #[serde(default)]
+    pub contact_phone: Patch<String>,
+    #[serde(default)]
+    pub info: Patch<String>,
+    #[serde(default)]
+    pub site_role: Patch<SiteRole>,
+    #[serde(default, rename = "type")]
+    pub site_type: Patch<String>,
+    #[serde(default)]
+    pub customer_id: Patch<Uuid>,
+}
+
+/// Validated site changes: `Some(new value)` for each field to change.
+#[derive(Clone, Debug, Default)]
+pub struct SiteChanges {
+    name: Option<String>,
+    street_address: Option<Option<String>>,
+    postal_code: Option<Option<String>>,
+    city: Option<Option<String>>,
+    coordinates: Option<Option<Coordinates>>,
+    construction_id: Option<Option<String>>,
+    external_id: Option<Option<String>>,
+    metadata: Option<Metadata>,
+    contact_first_name: Option<Option<String>>,
+    contact_last_name: Option<Option<String>>,
+    contact_phone: Option<Option<String>>,
+    info: Option<Option<String>>,
+    site_role: Option<Option<SiteRole>>,
+    site_type: Option<Option<String>>,
+}
+
+fn optional(field: &str, value: Patch<String>) -> Result<Option<Option<String>>, ApiError> {
+    match value {
+        Patch::Absent => Ok(None),
+        Patch::Null => Ok(Some(None)),
+        Patch::Value(v) => text(field, Some(v)).map(Some),
+    }
+}
+
+impl PatchSite {
+    pub fn validate(self, org: Uuid) -> Result<SiteChanges, ApiError> {
+        let customer_given = match self.customer_id {
+            Patch::Absent => false,
+            Patch::Null => return Err(ApiError::validation("customer_id", "cannot change")),
+            Patch::Value(id) => {
+                customer(Some(id), org)?;
+                true
+            }
+        };
+        let coordinates = match (self.lat, self.lng) {
+            (Patch::Absent, Patch::Absent) => None,
+            (Patch::Null, Patch::Null) => Some(None),
+            (Patch::Value(lat), Patch::Value(lng)) => Some(Some(Coordinates::new(lat, lng)?)),
+            _ => return Err(ApiError::Validation("lat and lng: change both together (or set both to null)".into())),
+        };
+        let changes = SiteChanges {
+            name: match self.name {
+                Patch::Absent => None,
+                Patch::Null => return Err(ApiError::validation("name", "must not be null")),
+                Patch::Value(v) => Some(validate::required_text("name", &v, MAX_TEXT)?),
+            },
+            street_address: optional("street_address", self.street_address)?,
+            postal_code: optional("postal_code", self.postal_code)?,
+            city: optional("city", self.city)?,
+            coordinates,
+            construction_id: optional("construction_id", self.construction_id)?,
+            external_id: optional("external_id", self.external_id)?,
+            metadata: match self.metadata {
+                Patch::Absent => None,
+                Patch::Null => Some(Metadata::new()),
+                Patch::Value(v) => Some(metadata(v)?),
+            },
+            contact_first_name: optional("contact_first_name", self.contact_first_name)?,
+            contact_last_name: optional("contact_last_name", self.contact_last_name)?,
+            contact_phone: match self.contact_phone {
+                Patch::Absent => None,
+                Patch::Null => Some(None),
+                Patch::Value(v) => Some(phone(Some(v))?),
+            },
+            info: optional("info", self.info)?,
+            site_role: match self.site_role {
+                Patch::Absent => None,
+                Patch::Null => Some(None),
+                Patch::Value(v) => Some(Some(v)),
+            },
+            site_type: optional("type", self.site_type)?,
+        };
+        if !customer_given && changes.is_empty() {
+            return Err(ApiError::Validation("the body needs at least one field to change".into()));
+        }
+        Ok(changes)
+    }
+}
+
+impl SiteChanges {
+    fn is_empty(&self) -> bool {
+        self.name.is_none()
+            && self.street_address.is_none()
+            && self.postal_code.is_none()
+            && self.city.is_none()
+            && self.coordinates.is_none()
+            && self.construction_id.is_none()
+            && self.external_id.is_none()
+            && self.metadata.is_none()
+            && self.contact_first_name.is_none()
+            && self.contact_last_name.is_none()
+            && self.contact_phone.is_none()
+            && self.info.is_none()
+            && self.site_role.is_none()
+            && self.site_type.is_none()
+    }
+
+    /// Applies the changes to an active site (409 `record_archived` otherwise).
+    pub fn apply(&self, site: &mut SiteRecord, now: DateTime<Utc>) -> Result<(), ApiError> {
+        archive::ensure_editable(site.archived_at)?;
+        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
+            if let Some(v) = value {
+                *target = v.clone();
+            }
+        }
+        set(&mut site.name, &self.name);
+        set(&mut site.street_address, &self.street_address);
+        set(&mut site.postal_code, &self.postal_code);
+        set(&mut site.city, &self.city);
+        set(&mut site.coordinates, &self.coordinates);
+        set(&mut site.construction_id, &self.construction_id);
+        set(&mut site.external_id, &self.external_id);
+        set(&mut site.metadata, &self.metadata);
+        set(&mut site.contact_first_name, &self.contact_first_name);
+        set(&mut site.contact_last_name, &self.contact_last_name);
+        set(&mut site.contact_phone, &self.contact_phone);
+        set(&mut site.info, &self.info);
+        set(&mut site.site_role, &self.site_role);
+        set(&mut site.site_type, &self.site_type);
+        site.updated_at = now;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(json: serde_json::Value) -> Result<SiteRecord, ApiError> {
+        crate::http::body::parse::<CreateSite>(json.to_string().as_bytes())?.validate(Uuid::nil(), Utc::now())
+    }
+
+    #[test]
+    fn create_validates_every_optional_field() {
+        let site = create(serde_json::json!({
+            "name": " Pier ", "lat": 60.1, "lng": 24.9, "metadata": {"a": "b"}, "site_role": "reception_site",
+            "type": "harbour", "contact_first_name": "Ann", "contact_phone": "+358401234567", "customer_id": Uuid::nil()
+        }))
+        .unwrap();
+        assert_eq!(site.name, "Pier");
+        assert_eq!(site.coordinates, Some(Coordinates { lat: 60.1, lng: 24.9 }));
+        assert_eq!(site.people()[0].role, CONTACT_ROLE);
+        let detail = serde_json::to_value(site.detail()).unwrap();
+        assert_eq!(detail["type"], "harbour");
+        assert_eq!(detail["metadata"], serde_json::json!({"a": "b"}));
+        assert!(detail["members"][0].get("email").is_none());
+        let row = serde_json::to_value(site.row()).unwrap();
+        assert!(row.get("members").is_none() && row.get("metadata").is_none());
+    }
+
+    #[test]
+    fn create_rejects_bad_fields_naming_them() {
+        let cases = [
+            (serde_json::json!({"name": ""}), "name"),
+            (serde_json::json!({"name": "x", "metadata": {"a": 1}}), "metadata.a"),
+            (serde_json::json!({"name": "x", "metadata": ["a"]}), "metadata"),
+            (serde_json::json!({"name": "x", "site_role": "castle"}), "site_role"),
+            (serde_json::json!({"name": "x", "lat": 1.0}), "lat and lng"),
+            (serde_json::json!({"name": "x", "contact_phone": "123"}), "contact_phone"),
+        ];
+        for (body, field) in cases {
+            let e = create(body.clone()).unwrap_err();
+            assert_eq!(e.code(), "validation_error", "{body}");
+            assert!(e.to_string().starts_with(field), "{body}: {e}");
+        }
+        let e = create(serde_json::json!({"name": "x", "customer_id": Uuid::now_v7()})).unwrap_err();
+        assert_eq!(e.code(), "org_id_mismatch");
+    }
+
+    #[test]
+    fn patch_rules() {
+        let patch = |json: serde_json::Value| {
+            crate::http::body::parse::<PatchSite>(json.to_string().as_bytes()).and_then(|p| p.validate(Uuid::nil()))
+        };
+        assert!(patch(serde_json::json!({})).is_err());
+        assert!(patch(serde_json::json!({"customer_id": Uuid::nil()})).is_ok());
+        assert_eq!(patch(serde_json::json!({"customer_id": Uuid::now_v7()})).unwrap_err().code(), "org_id_mismatch");
+        assert!(patch(serde_json::json!({"lat": 1.0})).is_err());
+        assert!(patch(serde_json::json!({"lat": null, "lng": null})).is_ok());
+        let mut site = create(serde_json::json!({"name": "x", "metadata": {"a": "1", "b": "2"}})).unwrap();
+        let changes = patch(serde_json::json!({"metadata": {"c": "3"}, "city": "Oulu"})).unwrap();
+        changes.apply(&mut site, Utc::now()).unwrap();
+        assert_eq!(site.metadata, Metadata::from([("c".into(), "3".into())]));
+        site.archived_at = Some(Utc::now());
+        assert_eq!(changes.apply(&mut site, Utc::now()).unwrap_err().code(), "record_archived");
+    }
+}

@@ -1,0 +1,92 @@
+//! Geo index entries: every record with coordinates has one entry per index
+//! precision in its organization's cells (and, for public receiving points,
+//! in the `PUBLIC` cells), written in the same transaction as the record.
+
+use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::item::{key, to_item};
+use super::tx::put;
+use crate::error::{ApiError, ApiResult};
+use crate::model::geo::{Coordinates, INDEX_PRECISIONS};
+
+/// Scope of the cells holding public receiving points of every organization.
+pub const PUBLIC: &str = "PUBLIC";
+
+/// What a record puts in the index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GeoEntry {
+    /// `RP`, `SITE` or `FACTORY`.
+    pub kind: &'static str,
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub name: String,
+    pub coordinates: Coordinates,
+    /// Also indexed under `PUBLIC`.
+    pub public: bool,
+}
+
+#[derive(Serialize)]
+struct GeoItem<'a> {
+    pk: String,
+    sk: String,
+    kind: &'a str,
+    id: Uuid,
+    org_id: Uuid,
+    name: &'a str,
+    lat: f64,
+    lng: f64,
+}
+
+pub fn cell_pk(scope: &str, precision: usize, cell: &str) -> String {
+    format!("GEO#{scope}#{precision}#{cell}")
+}
+
+impl GeoEntry {
+    fn keys(&self) -> Vec<(String, String)> {
+        let sk = format!("{}#{}", self.kind, self.id);
+        let org = self.org_id.to_string();
+        let mut scopes = vec![org.as_str()];
+        if self.public {
+            scopes.push(PUBLIC);
+        }
+        let mut keys = Vec::new();
+        for scope in scopes {
+            for precision in INDEX_PRECISIONS {
+                keys.push((cell_pk(scope, precision, &self.coordinates.geohash(precision)), sk.clone()));
+            }
+        }
+        keys
+    }
+}
+
+/// Transaction actions that move a record's index entries from `old` to `new`.
+pub(crate) fn changes(table: &str, old: &[GeoEntry], new: &[GeoEntry]) -> ApiResult<Vec<TransactWriteItem>> {
+    let new_keys: Vec<(String, String)> = new.iter().flat_map(GeoEntry::keys).collect();
+    let mut actions = Vec::new();
+    for (pk, sk) in old.iter().flat_map(GeoEntry::keys) {
+        if !new_keys.contains(&(pk.clone(), sk.clone())) {
+            let delete = Delete::builder().table_name(table).set_key(Some(key(pk, sk))).build().map_err(ApiError::internal)?;
+            actions.push(TransactWriteItem::builder().delete(delete).build());
+        }
+    }
+    if old != new {
+        for entry in new {
+            for (pk, sk) in entry.keys() {
+                let item = GeoItem {
+                    pk,
+                    sk,
+                    kind: entry.kind,
+                    id: entry.id,
+                    org_id: entry.org_id,
+                    name: &entry.name,
+                    lat: entry.coordinates.lat,
+                    lng: entry.coordinates.lng,
+                };
+                actions.push(put(table, to_item(&item)?, None)?);
+            }
+        }
+    }
+    Ok(actions)
+}

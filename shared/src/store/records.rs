@@ -1,0 +1,148 @@
+//! Records of an organization partition (`ORG#<org>` / `<PREFIX><id>`):
+//! sites, receiving points, factories. One mechanism reads, lists, creates
+//! and changes them; a change is read, modify, conditional write on the
+//! record's version (retried on a race), with its geo index entries in the
+//! same transaction.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use super::geo::{self, GeoEntry};
+use super::item::{from_item, key, n, s, to_item};
+use super::keys;
+use super::tx::{Conflict, put, transact};
+use super::{Store, sdk_error};
+use crate::error::{ApiError, ApiResult};
+
+pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
+    /// Sort-key prefix, e.g. `SITE#`.
+    const PREFIX: &'static str;
+    fn not_found() -> ApiError;
+    fn id(&self) -> Uuid;
+    fn org_id(&self) -> Uuid;
+    fn version(&self) -> u64;
+    fn set_version(&mut self, version: u64);
+    fn archived_at(&self) -> Option<DateTime<Utc>>;
+    /// The record's entries in the geo index (none when archived).
+    fn geo(&self) -> Vec<GeoEntry>;
+}
+
+/// Which records a list shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listing {
+    Active,
+    All,
+}
+
+pub fn sk<R: Record>(id: Uuid) -> String {
+    format!("{}{id}", R::PREFIX)
+}
+
+const ATTEMPTS: usize = 3;
+
+pub struct Records<'a, R> {
+    store: &'a Store,
+    _record: std::marker::PhantomData<R>,
+}
+
+impl<'a, R: Record> Records<'a, R> {
+    pub fn new(store: &'a Store) -> Self {
+        Self { store, _record: std::marker::PhantomData }
+    }
+
+    /// The record, archived or not; `None` when `org` has no such record.
+    pub async fn get(&self, org: Uuid, id: Uuid) -> ApiResult<Option<R>> {
+        let store = self.store;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::org_pk(org), sk::<R>(id))))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        out.item.map(from_item).transpose()
+    }
+
+    /// The organization's records, newest first (ids are time-ordered).
+    pub async fn list(&self, org: Uuid, listing: Listing) -> ApiResult<Vec<R>> {
+        let store = self.store;
+        let mut rows = Vec::new();
+        let mut start = None;
+        loop {
+            let mut query = store
+                .db
+                .query()
+                .table_name(store.table())
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":pk", s(keys::org_pk(org)))
+                .expression_attribute_values(":prefix", s(R::PREFIX))
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .set_exclusive_start_key(start);
+            if listing == Listing::Active {
+                query = query.filter_expression("attribute_not_exists(archived_at)");
+            }
+            let page = query.send().await.map_err(sdk_error)?;
+            for row in page.items.unwrap_or_default() {
+                rows.push(from_item(row)?);
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(rows);
+            }
+        }
+    }
+
+    /// Stores a new record with its geo entries.
+    pub async fn create(&self, record: &R) -> ApiResult<()> {
+        let table = self.store.table();
+        let mut actions = vec![put(table, self.item(record)?, Some("attribute_not_exists(pk)"))?];
+        actions.extend(geo::changes(table, &[], &record.geo())?);
+        transact(self.store, actions, &[]).await
+    }
+
+    /// Reads the record, applies `change` (which may refuse with an error)
+    /// and writes it back if nobody changed it meanwhile.
+    pub async fn modify(&self, org: Uuid, id: Uuid, change: impl Fn(&mut R) -> ApiResult<()>) -> ApiResult<R> {
+        for _ in 0..ATTEMPTS {
+            let current = self.get(org, id).await?.ok_or_else(R::not_found)?;
+            let mut updated = current.clone();
+            change(&mut updated)?;
+            updated.set_version(current.version() + 1);
+            let table = self.store.table();
+            let put = aws_sdk_dynamodb::types::Put::builder()
+                .table_name(table)
+                .set_item(Some(self.item(&updated)?))
+                .condition_expression("version = :version")
+                .expression_attribute_values(":version", n(current.version()))
+                .build()
+                .map_err(ApiError::internal)?;
+            let mut actions = vec![aws_sdk_dynamodb::types::TransactWriteItem::builder().put(put).build()];
+            actions.extend(geo::changes(table, &current.geo(), &updated.geo())?);
+            let raced: Conflict = (0, raced);
+            match transact(self.store, actions, &[raced]).await {
+                Ok(()) => return Ok(updated),
+                Err(ApiError::Conflict { code: RACED, .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(ApiError::Conflict { code: "concurrent_update", message: "the record is being changed by another request; try again".into() })
+    }
+
+    fn item(&self, record: &R) -> ApiResult<super::item::Item> {
+        let mut item = to_item(record)?;
+        item.insert(keys::PK.into(), s(keys::org_pk(record.org_id())));
+        item.insert(keys::SK.into(), s(sk::<R>(record.id())));
+        Ok(item)
+    }
+}
+
+const RACED: &str = "raced";
+
+fn raced() -> ApiError {
+    ApiError::Conflict { code: RACED, message: String::new() }
+}

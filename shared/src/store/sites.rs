@@ -1,0 +1,44 @@
+//! Sites in the organization partition (`ORG#<org>` / `SITE#<id>`).
+
+use uuid::Uuid;
+
+use super::geo::GeoEntry;
+use super::records::Record;
+use crate::error::ApiError;
+use crate::model::site::SiteRecord;
+
+impl Record for SiteRecord {
+    const PREFIX: &'static str = "SITE#";
+
+    fn not_found() -> ApiError {
+        ApiError::NotFound { code: "site_not_found", message: "site not found" }
+    }
+    fn id(&self) -> Uuid {
+        self.id
+    }
+    fn org_id(&self) -> Uuid {
+        self.org_id
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn archived_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.archived_at
+    }
+    fn geo(&self) -> Vec<GeoEntry> {
+        match (self.archived_at, self.coordinates) {
+            (None, Some(coordinates)) => vec![GeoEntry {
+                kind: "SITE",
+                id: self.id,
+                org_id: self.org_id,
+                name: self.name.clone(),
+                coordinates,
+                public: false,
+            }],
+            _ => Vec::new(),
+        }
+    }
+}
