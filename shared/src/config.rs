@@ -55,6 +55,8 @@ pub struct Config {
     pub table_name: String,
     pub bucket_name: String,
     pub webhook_queue_url: Option<String>,
+    /// Secrets Manager secret with the access key that signs file links.
+    pub link_signer_secret_arn: Option<String>,
     pub short_name: ShortName,
     /// Deployment switch for the versioned API (`403 public_api_disabled`).
     pub public_api_enabled: bool,
@@ -109,6 +111,7 @@ impl Config {
             table_name: get("TABLE_NAME").unwrap_or_else(|| DEFAULT_TABLE.into()),
             bucket_name: get("BUCKET_NAME").unwrap_or_else(|| DEFAULT_BUCKET.into()),
             webhook_queue_url: get("WEBHOOK_QUEUE_URL"),
+            link_signer_secret_arn: get("LINK_SIGNER_SECRET_ARN"),
             short_name: match get("SERVICE_SHORT_NAME") {
                 Some(v) => ShortName::new(v.trim())?,
                 None => ShortName::default(),

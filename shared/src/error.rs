@@ -144,6 +144,16 @@ impl ApiError {
         Self::Conflict { code: "record_archived", message: "the record is archived; restore it before changing it".into() }
     }
 
+    /// 422: a body's `site_id` names no site of the key's organization.
+    pub fn site_not_found() -> Self {
+        Self::Unprocessable { code: "site_not_found", message: "site_id names no site of this organization".into() }
+    }
+
+    /// 422: a body's `site_id` names an archived site.
+    pub fn site_archived() -> Self {
+        Self::Unprocessable { code: "site_archived", message: "the site is archived; restore it first".into() }
+    }
+
     pub fn org_name_conflict() -> Self {
         Self::Conflict { code: "org_name_conflict", message: "an organization with this name already exists".into() }
     }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod cursor;
 pub mod error;
 pub mod http;
+pub mod links;
 pub mod model;
 pub mod ratelimit;
 pub mod state;

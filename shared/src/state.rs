@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::links::LinkSigner;
 use crate::store::Store;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -11,6 +12,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub struct AppState {
     pub config: Arc<Config>,
     pub store: Store,
+    pub links: LinkSigner,
 }
 
 impl AppState {
@@ -24,6 +26,7 @@ impl AppState {
 
     pub fn new(config: Config, sdk: &aws_config::SdkConfig) -> Self {
         let store = Store::new(Store::client(sdk), config.table_name.as_str());
-        Self { config: Arc::new(config), store }
+        let links = LinkSigner::new(sdk, &config.bucket_name, config.link_signer_secret_arn.clone());
+        Self { config: Arc::new(config), store, links }
     }
 }

@@ -6,4 +6,7 @@ use shared::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new().merge(docs::routes()).merge(orgs::routes()).merge(sites::routes())
+        .merge(factories::routes())
+        .merge(grants::routes())
+        .merge(receiving_points::routes())
 }

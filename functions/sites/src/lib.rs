@@ -12,9 +12,9 @@ use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{PathId, SiteId};
 use shared::http::query::QueryParams;
-use shared::model::archive::{self, ListQuery, StatusFilter};
+use shared::model::archive::ListQuery;
 use shared::model::site::{CreateSite, PatchSite, Site, SitePerson, SiteRecord};
-use shared::store::records::{Listing, Record};
+use shared::store::records::Record;
 use shared::{ApiResult, AppState};
 use uuid::Uuid;
 
@@ -41,11 +41,7 @@ async fn visible<S>(ctx: &Ctx<S>, id: Uuid) -> ApiResult<SiteRecord> {
 
 /// GET /api/v1/sites — read:data — newest first; `status=active` (default) or `all`.
 async fn list(ctx: Ctx<ReadData>, QueryParams(query): QueryParams<ListQuery>) -> ApiResult<Json<List<Site>>> {
-    let listing = match query.status {
-        StatusFilter::Active => Listing::Active,
-        StatusFilter::All => Listing::All,
-    };
-    let sites = ctx.store.sites().list(ctx.org_id, listing).await?;
+    let sites = ctx.store.sites().list(ctx.org_id, query.status).await?;
     Ok(Json(List(sites.iter().map(SiteRecord::row).collect())))
 }
 
@@ -75,31 +71,12 @@ async fn update(
 
 /// DELETE /api/v1/sites/{siteId} — write:data — archives; 409 `already_archived`.
 async fn archive_site(ctx: Ctx<WriteData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Json<Data<Site>>> {
-    let site = ctx
-        .store
-        .sites()
-        .modify(ctx.org_id, id, |site| {
-            let now = shared::model::now();
-            archive::archive(&mut site.archived_at, now)?;
-            site.updated_at = now;
-            Ok(())
-        })
-        .await?;
-    Ok(Json(Data(site.detail())))
+    Ok(Json(Data(ctx.store.sites().archive(ctx.org_id, id).await?.detail())))
 }
 
 /// POST /api/v1/sites/{siteId}/restore — write:data — 409 `not_archived`.
 async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Json<Data<Site>>> {
-    let site = ctx
-        .store
-        .sites()
-        .modify(ctx.org_id, id, |site| {
-            archive::restore(&mut site.archived_at)?;
-            site.updated_at = shared::model::now();
-            Ok(())
-        })
-        .await?;
-    Ok(Json(Data(site.detail())))
+    Ok(Json(Data(ctx.store.sites().restore(ctx.org_id, id).await?.detail())))
 }
 
 /// GET /api/v1/sites/{siteId}/members — read:data — the site's people, no e-mail.

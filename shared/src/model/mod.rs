@@ -2,10 +2,13 @@
 //! validation of their inputs.
 
 pub mod archive;
+pub mod factory;
 pub mod geo;
 pub mod grant;
+pub mod open_hours;
 pub mod org;
 pub mod patch;
+pub mod receiving_point;
 pub mod site;
 pub mod validate;
 

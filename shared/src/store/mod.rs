@@ -3,6 +3,7 @@
 
 pub mod api_keys;
 pub mod calls;
+pub mod factories;
 pub mod geo;
 pub mod grants;
 pub mod item;
@@ -10,6 +11,7 @@ pub mod keys;
 pub mod members;
 pub mod orgs;
 pub mod rate_limits;
+pub mod receiving_points;
 pub mod records;
 pub mod schema;
 pub mod sites;
@@ -59,6 +61,14 @@ impl Store {
     }
 
     pub fn sites(&self) -> records::Records<'_, crate::model::site::SiteRecord> {
+        records::Records::new(self)
+    }
+
+    pub fn factories(&self) -> records::Records<'_, crate::model::factory::FactoryRecord> {
+        records::Records::new(self)
+    }
+
+    pub fn receiving_points(&self) -> records::Records<'_, crate::model::receiving_point::ReceivingPointRecord> {
         records::Records::new(self)
     }
 

@@ -15,6 +15,7 @@ use super::keys;
 use super::tx::{Conflict, put, transact};
 use super::{Store, sdk_error};
 use crate::error::{ApiError, ApiResult};
+use crate::model::archive::{self, StatusFilter};
 
 pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
     /// Sort-key prefix, e.g. `SITE#`.
@@ -25,15 +26,10 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
     fn version(&self) -> u64;
     fn set_version(&mut self, version: u64);
     fn archived_at(&self) -> Option<DateTime<Utc>>;
+    /// Sets the archive marker and `updated_at`.
+    fn set_archived(&mut self, archived_at: Option<DateTime<Utc>>, now: DateTime<Utc>);
     /// The record's entries in the geo index (none when archived).
     fn geo(&self) -> Vec<GeoEntry>;
-}
-
-/// Which records a list shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Listing {
-    Active,
-    All,
 }
 
 pub fn sk<R: Record>(id: Uuid) -> String {
@@ -67,8 +63,13 @@ impl<'a, R: Record> Records<'a, R> {
         out.item.map(from_item).transpose()
     }
 
+    /// The record, or its kind's 404.
+    pub async fn require(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
+        self.get(org, id).await?.ok_or_else(R::not_found)
+    }
+
     /// The organization's records, newest first (ids are time-ordered).
-    pub async fn list(&self, org: Uuid, listing: Listing) -> ApiResult<Vec<R>> {
+    pub async fn list(&self, org: Uuid, listing: StatusFilter) -> ApiResult<Vec<R>> {
         let store = self.store;
         let mut rows = Vec::new();
         let mut start = None;
@@ -83,7 +84,7 @@ impl<'a, R: Record> Records<'a, R> {
                 .scan_index_forward(false)
                 .consistent_read(true)
                 .set_exclusive_start_key(start);
-            if listing == Listing::Active {
+            if listing == StatusFilter::Active {
                 query = query.filter_expression("attribute_not_exists(archived_at)");
             }
             let page = query.send().await.map_err(sdk_error)?;
@@ -105,11 +106,30 @@ impl<'a, R: Record> Records<'a, R> {
         transact(self.store, actions, &[]).await
     }
 
+    /// Stores a new record under parent record `parent_id` of the same
+    /// organization, in one transaction with a check that the parent is
+    /// still active (`archived` when it is not).
+    pub async fn create_under<P: Record>(&self, record: &R, parent_id: Uuid, archived: fn() -> ApiError) -> ApiResult<()> {
+        let table = self.store.table();
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key(keys::org_pk(record.org_id()), sk::<P>(parent_id))))
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(archived_at)")
+            .build()
+            .map_err(ApiError::internal)?;
+        let mut actions = vec![
+            put(table, self.item(record)?, Some("attribute_not_exists(pk)"))?,
+            aws_sdk_dynamodb::types::TransactWriteItem::builder().condition_check(check).build(),
+        ];
+        actions.extend(geo::changes(table, &[], &record.geo())?);
+        transact(self.store, actions, &[(1, archived)]).await
+    }
+
     /// Reads the record, applies `change` (which may refuse with an error)
     /// and writes it back if nobody changed it meanwhile.
     pub async fn modify(&self, org: Uuid, id: Uuid, change: impl Fn(&mut R) -> ApiResult<()>) -> ApiResult<R> {
         for _ in 0..ATTEMPTS {
-            let current = self.get(org, id).await?.ok_or_else(R::not_found)?;
+            let current = self.require(org, id).await?;
             let mut updated = current.clone();
             change(&mut updated)?;
             updated.set_version(current.version() + 1);
@@ -131,6 +151,29 @@ impl<'a, R: Record> Records<'a, R> {
             }
         }
         Err(ApiError::Conflict { code: "concurrent_update", message: "the record is being changed by another request; try again".into() })
+    }
+
+    /// DELETE: archives; 409 `already_archived` when archived.
+    pub async fn archive(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
+        self.modify(org, id, |record| {
+            let now = crate::model::now();
+            let mut archived_at = record.archived_at();
+            archive::archive(&mut archived_at, now)?;
+            record.set_archived(archived_at, now);
+            Ok(())
+        })
+        .await
+    }
+
+    /// POST .../restore: unarchives; 409 `not_archived` when active.
+    pub async fn restore(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
+        self.modify(org, id, |record| {
+            let mut archived_at = record.archived_at();
+            archive::restore(&mut archived_at)?;
+            record.set_archived(archived_at, crate::model::now());
+            Ok(())
+        })
+        .await
     }
 
     fn item(&self, record: &R) -> ApiResult<super::item::Item> {

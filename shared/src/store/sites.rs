@@ -28,6 +28,10 @@ impl Record for SiteRecord {
     fn archived_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         self.archived_at
     }
+    fn set_archived(&mut self, archived_at: Option<chrono::DateTime<chrono::Utc>>, now: chrono::DateTime<chrono::Utc>) {
+        self.archived_at = archived_at;
+        self.updated_at = now;
+    }
     fn geo(&self) -> Vec<GeoEntry> {
         match (self.archived_at, self.coordinates) {
             (None, Some(coordinates)) => vec![GeoEntry {

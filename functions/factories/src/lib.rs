@@ -1,0 +1,53 @@
+//! Factories: list, create, archive, restore. Contract: api-v1.md,
+//! "Factories" and "Archivable records". Archive and restore follow the
+//! sites' paths: DELETE /api/v1/factories/{factoryId} and
+//! POST /api/v1/factories/{factoryId}/restore.
+
+use axum::Json;
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{delete, get, post};
+use shared::auth::{Ctx, ReadData, WriteData};
+use shared::http::body::JsonBody;
+use shared::http::envelope::{Data, List};
+use shared::http::path::{FactoryId, PathId};
+use shared::http::query::QueryParams;
+use shared::model::archive::ListQuery;
+use shared::model::factory::{CreateFactory, Factory, FactoryRecord};
+use shared::{ApiResult, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/factories", get(list).post(create))
+        .route("/api/v1/factories/{factoryId}", delete(archive))
+        .route("/api/v1/factories/{factoryId}/restore", post(restore))
+}
+
+pub fn router(state: AppState) -> Router {
+    shared::http::app(routes(), state)
+}
+
+/// GET /api/v1/factories — read:data — this organization's; `status=active` (default) or `all`.
+async fn list(ctx: Ctx<ReadData>, QueryParams(query): QueryParams<ListQuery>) -> ApiResult<Json<List<Factory>>> {
+    let factories = ctx.store.factories().list(ctx.org_id, query.status).await?;
+    Ok(Json(List(factories.iter().map(FactoryRecord::view).collect())))
+}
+
+/// POST /api/v1/factories — write:data — 201 with the factory.
+async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateFactory>) -> ApiResult<impl IntoResponse> {
+    let factory = body.validate(ctx.org_id, shared::model::now())?;
+    ctx.store.factories().create(&factory).await?;
+    let location = format!("/api/v1/factories/{}", factory.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(Data(factory.view()))))
+}
+
+/// DELETE /api/v1/factories/{factoryId} — write:data — archives; 409 `already_archived`.
+async fn archive(ctx: Ctx<WriteData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Json<Data<Factory>>> {
+    Ok(Json(Data(ctx.store.factories().archive(ctx.org_id, id).await?.view())))
+}
+
+/// POST /api/v1/factories/{factoryId}/restore — write:data — 409 `not_archived`.
+async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Json<Data<Factory>>> {
+    Ok(Json(Data(ctx.store.factories().restore(ctx.org_id, id).await?.view())))
+}

@@ -1,0 +1,51 @@
+//! Organization access grants: partners (hauliers) this organization lets
+//! read its sites. Contract: api-v1.md, "Organization access grants".
+//! Revocation: DELETE /api/v1/org-access-grants/{granteeOrgId} (one grant
+//! per grantee), 204.
+
+use axum::Json;
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use shared::auth::{Ctx, ReadData, WriteData};
+use shared::http::body::JsonBody;
+use shared::http::envelope::{Data, List};
+use shared::http::path::{GranteeOrgId, PathId};
+use shared::model::grant::{CreateGrant, Grant};
+use shared::{ApiError, ApiResult, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/org-access-grants", get(list).post(upsert))
+        .route("/api/v1/org-access-grants/{granteeOrgId}", delete(revoke))
+}
+
+pub fn router(state: AppState) -> Router {
+    shared::http::app(routes(), state)
+}
+
+/// GET /api/v1/org-access-grants — read:data — grants this organization issued.
+async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Grant>>> {
+    Ok(Json(List(ctx.store.grants().issued(ctx.org_id).await?)))
+}
+
+/// POST /api/v1/org-access-grants — write:data — idempotent upsert per
+/// grantee: 201 when created, 200 when it existed (scope updated).
+async fn upsert(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateGrant>) -> ApiResult<(StatusCode, Json<Data<Grant>>)> {
+    if body.grantee_org_id == ctx.org_id {
+        return Err(ApiError::Unprocessable { code: "grant_to_self", message: "an organization cannot grant access to itself".into() });
+    }
+    if ctx.store.orgs().get(body.grantee_org_id).await?.is_none() {
+        return Err(ApiError::Unprocessable { code: "grantee_not_found", message: "grantee_org_id names no organization".into() });
+    }
+    let scope = body.scope.unwrap_or_default();
+    let (grant, created) = ctx.store.grants().upsert(ctx.org_id, body.grantee_org_id, scope).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(Data(grant))))
+}
+
+/// DELETE /api/v1/org-access-grants/{granteeOrgId} — write:data — 204; 404 `grant_not_found`.
+async fn revoke(ctx: Ctx<WriteData>, PathId(grantee, _): PathId<GranteeOrgId>) -> ApiResult<StatusCode> {
+    ctx.store.grants().revoke(ctx.org_id, grantee).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,119 @@
+//! Opening hours of a receiving point: Monday to Sunday, each
+//! `{closed, from, to}` with `HH:MM` times (`to` may be `24:00`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayHours {
+    pub closed: bool,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenHours {
+    pub monday: DayHours,
+    pub tuesday: DayHours,
+    pub wednesday: DayHours,
+    pub thursday: DayHours,
+    pub friday: DayHours,
+    pub saturday: DayHours,
+    pub sunday: DayHours,
+}
+
+/// Minutes after midnight of `HH:MM` (00:00 to 23:59, or 24:00 when `end`).
+fn minutes(text: &str, end: bool) -> Option<u32> {
+    let (h, m) = text.split_once(':')?;
+    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
+    match (h, m) {
+        (24, 0) if end => Some(24 * 60),
+        (0..=23, 0..=59) => Some(h * 60 + m),
+        _ => None,
+    }
+}
+
+impl DayHours {
+    fn validate(self, day: &str) -> Result<DayHours, ApiError> {
+        if self.closed {
+            return Ok(DayHours { closed: true, from: None, to: None });
+        }
+        let field = |name: &str| format!("open_hours.{day}.{name}");
+        let from = self.from.ok_or_else(|| ApiError::validation(&field("from"), "is required when the day is open"))?;
+        let to = self.to.ok_or_else(|| ApiError::validation(&field("to"), "is required when the day is open"))?;
+        let start = minutes(&from, false).ok_or_else(|| ApiError::validation(&field("from"), "must be HH:MM (00:00 to 23:59)"))?;
+        let end = minutes(&to, true).ok_or_else(|| ApiError::validation(&field("to"), "must be HH:MM (00:00 to 24:00)"))?;
+        if end <= start {
+            return Err(ApiError::validation(&field("to"), "must be after from"));
+        }
+        Ok(DayHours { closed: false, from: Some(from), to: Some(to) })
+    }
+}
+
+impl OpenHours {
+    pub fn validate(self) -> Result<OpenHours, ApiError> {
+        Ok(OpenHours {
+            monday: self.monday.validate("monday")?,
+            tuesday: self.tuesday.validate("tuesday")?,
+            wednesday: self.wednesday.validate("wednesday")?,
+            thursday: self.thursday.validate("thursday")?,
+            friday: self.friday.validate("friday")?,
+            saturday: self.saturday.validate("saturday")?,
+            sunday: self.sunday.validate("sunday")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn week(day: serde_json::Value) -> serde_json::Value {
+        let mut week = serde_json::Map::new();
+        for name in ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"] {
+            week.insert(name.into(), json!({"closed": false, "from": "07:00", "to": "16:00"}));
+        }
+        week.insert("sunday".into(), day);
+        week.into()
+    }
+
+    fn parse(value: serde_json::Value) -> Result<OpenHours, ApiError> {
+        crate::http::body::parse::<OpenHours>(value.to_string().as_bytes())?.validate()
+    }
+
+    #[test]
+    fn times_are_checked() {
+        assert!(parse(week(json!({"closed": true}))).is_ok());
+        assert!(parse(week(json!({"closed": false, "from": "00:00", "to": "24:00"}))).is_ok());
+        for bad in [
+            json!({"closed": false, "from": "7:00", "to": "16:00"}),
+            json!({"closed": false, "from": "07:00", "to": "25:00"}),
+            json!({"closed": false, "from": "07:60", "to": "16:00"}),
+            json!({"closed": false, "from": "16:00", "to": "07:00"}),
+            json!({"closed": false, "from": "07:00"}),
+        ] {
+            let e = parse(week(bad.clone())).unwrap_err();
+            assert!(e.to_string().starts_with("open_hours.sunday."), "{bad}: {e}");
+        }
+        let closed = parse(week(json!({"closed": true, "from": "07:00", "to": "08:00"}))).unwrap();
+        assert_eq!(closed.sunday, DayHours { closed: true, from: None, to: None });
+    }
+
+    #[test]
+    fn all_seven_days_and_no_others() {
+        let mut partial = week(json!({"closed": true}));
+        partial.as_object_mut().unwrap().remove("monday");
+        assert!(parse(partial).is_err());
+        let mut extra = week(json!({"closed": true}));
+        extra.as_object_mut().unwrap().insert("funday".into(), json!({"closed": true}));
+        assert!(parse(extra).is_err());
+    }
+}

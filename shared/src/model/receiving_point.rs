@@ -1,0 +1,267 @@
+//! Receiving point: the stored record, its views and its create and PATCH
+//! bodies. Photos are stored object paths, shown as signed links.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::archive::{self, Status};
+use super::geo::Coordinates;
+use super::open_hours::OpenHours;
+use super::patch::Patch;
+use super::validate;
+use crate::error::ApiError;
+use crate::links::SignedLink;
+
+pub const MAX_TEXT: usize = 500;
+/// Longer free texts: `notes`, `directions`.
+pub const MAX_NOTE: usize = 2000;
+/// Largest accepted `capacity_m3`.
+pub const MAX_CAPACITY_M3: i64 = 1_000_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReceivingPointRecord {
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub site_id: Uuid,
+    pub name: String,
+    pub coordinates: Option<Coordinates>,
+    pub capacity_m3: Option<i64>,
+    pub is_public: bool,
+    pub notes: Option<String>,
+    pub directions: Option<String>,
+    pub open_hours: Option<OpenHours>,
+    /// Object paths in the bucket, added by operators.
+    #[serde(default)]
+    pub photos: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A receiving point as responses show it; `open_hours` and `photos` only
+/// in the single read (and the answers of writes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReceivingPoint {
+    pub id: Uuid,
+    pub name: String,
+    pub site_id: Uuid,
+    pub coordinates: Option<Coordinates>,
+    pub capacity_m3: Option<i64>,
+    pub is_public: bool,
+    pub status: Status,
+    pub notes: Option<String>,
+    pub directions: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_hours: Option<Option<OpenHours>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photos: Option<Vec<SignedLink>>,
+}
+
+impl ReceivingPointRecord {
+    pub fn row(&self) -> ReceivingPoint {
+        ReceivingPoint {
+            id: self.id,
+            name: self.name.clone(),
+            site_id: self.site_id,
+            coordinates: self.coordinates,
+            capacity_m3: self.capacity_m3,
+            is_public: self.is_public,
+            status: archive::status(self.archived_at),
+            notes: self.notes.clone(),
+            directions: self.directions.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            open_hours: None,
+            photos: None,
+        }
+    }
+
+    /// The single read, with `photos` already signed.
+    pub fn detail(&self, photos: Vec<SignedLink>) -> ReceivingPoint {
+        ReceivingPoint { open_hours: Some(self.open_hours.clone()), photos: Some(photos), ..self.row() }
+    }
+}
+
+fn capacity(value: Option<i64>) -> Result<Option<i64>, ApiError> {
+    match value {
+        Some(v) if !(0..=MAX_CAPACITY_M3).contains(&v) => {
+            Err(ApiError::validation("capacity_m3", format!("must be an integer from 0 to {MAX_CAPACITY_M3}")))
+        }
+        other => Ok(other),
+    }
+}
+
+fn note(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> {
+    validate::optional_text(field, value.as_deref(), MAX_NOTE)
+}
+
+/// POST /api/v1/receiving-points body.
+#[derive(Debug, Deserialize)]
+pub struct CreateReceivingPoint {
+    pub site_id: Uuid,
+    pub name: String,
+    #[serde(default)]
+    pub lat: Option<f64>,
+    #[serde(default)]
+    pub lng: Option<f64>,
+    #[serde(default)]
+    pub capacity_m3: Option<i64>,
+    #[serde(default)]
+    pub is_public: Option<bool>,
+    #[serde(default)]
+    pub notes: Option<String>,
+    #[serde(default)]
+    pub directions: Option<String>,
+    #[serde(default)]
+    pub open_hours: Option<OpenHours>,
+}
+
+impl CreateReceivingPoint {
+    /// The new record (the site is checked by the caller).
+    pub fn validate(self, org: Uuid, now: DateTime<Utc>) -> Result<ReceivingPointRecord, ApiError> {
+        Ok(ReceivingPointRecord {
+            id: Uuid::now_v7(),
+            org_id: org,
+            site_id: self.site_id,
+            name: validate::required_text("name", &self.name, MAX_TEXT)?,
+            coordinates: Coordinates::from_parts(self.lat, self.lng)?,
+            capacity_m3: capacity(self.capacity_m3)?,
+            is_public: self.is_public.unwrap_or(false),
+            notes: note("notes", self.notes)?,
+            directions: note("directions", self.directions)?,
+            open_hours: self.open_hours.map(OpenHours::validate).transpose()?,
+            photos: Vec::new(),
+            created_at: now,
+            updated_at: now,
+            archived_at: None,
+            version: 0,
+        })
+    }
+}
+
+/// PATCH /api/v1/receiving-points/{rpId} body. `site_id` may be repeated
+/// but not changed.
+#[derive(Debug, Default, Deserialize)]
+pub struct PatchReceivingPoint {
+    #[serde(default)]
+    pub site_id: Patch<Uuid>,
+    #[serde(default)]
+    pub name: Patch<String>,
+    #[serde(default)]
+    pub lat: Patch<f64>,
+    #[serde(default)]
+    pub lng: Patch<f64>,
+    #[serde(default)]
+    pub capacity_m3: Patch<i64>,
+    #[serde(default)]
+    pub is_public: Patch<bool>,
+    #[serde(default)]
+    pub notes: Patch<String>,
+    #[serde(default)]
+    pub directions: Patch<String>,
+    #[serde(default)]
+    pub open_hours: Patch<OpenHours>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ReceivingPointChanges {
+    site_id: Option<Uuid>,
+    name: Option<String>,
+    coordinates: Option<Option<Coordinates>>,
+    capacity_m3: Option<Option<i64>>,
+    is_public: Option<bool>,
+    notes: Option<Option<String>>,
+    directions: Option<Option<String>>,
+    open_hours: Option<Option<OpenHours>>,
+}
+
+fn optional_note(field: &str, value: Patch<String>) -> Result<Option<Option<String>>, ApiError> {
+    match value {
+        Patch::Absent => Ok(None),
+        Patch::Null => Ok(Some(None)),
+        Patch::Value(v) => note(field, Some(v)).map(Some),
+    }
+}
+
+impl PatchReceivingPoint {
+    pub fn validate(self) -> Result<ReceivingPointChanges, ApiError> {
+        let changes = ReceivingPointChanges {
+            site_id: match self.site_id {
+                Patch::Absent => None,
+                Patch::Null => return Err(ApiError::validation("site_id", "cannot change")),
+                Patch::Value(id) => Some(id),
+            },
+            name: match self.name {
+                Patch::Absent => None,
+                Patch::Null => return Err(ApiError::validation("name", "must not be null")),
+                Patch::Value(v) => Some(validate::required_text("name", &v, MAX_TEXT)?),
+            },
+            coordinates: match (self.lat, self.lng) {
+                (Patch::Absent, Patch::Absent) => None,
+                (Patch::Null, Patch::Null) => Some(None),
+                (Patch::Value(lat), Patch::Value(lng)) => Some(Some(Coordinates::new(lat, lng)?)),
+                _ => return Err(ApiError::Validation("lat and lng: change both together (or set both to null)".into())),
+            },
+            capacity_m3: match self.capacity_m3 {
+                Patch::Absent => None,
+                Patch::Null => Some(None),
+                Patch::Value(v) => Some(capacity(Some(v))?),
+            },
+            is_public: match self.is_public {
+                Patch::Absent => None,
+                Patch::Null => return Err(ApiError::validation("is_public", "must be true or false")),
+                Patch::Value(v) => Some(v),
+            },
+            notes: optional_note("notes", self.notes)?,
+            directions: optional_note("directions", self.directions)?,
+            open_hours: match self.open_hours {
+                Patch::Absent => None,
+                Patch::Null => Some(None),
+                Patch::Value(v) => Some(Some(v.validate()?)),
+            },
+        };
+        let empty = changes.site_id.is_none()
+            && changes.name.is_none()
+            && changes.coordinates.is_none()
+            && changes.capacity_m3.is_none()
+            && changes.is_public.is_none()
+            && changes.notes.is_none()
+            && changes.directions.is_none()
+            && changes.open_hours.is_none();
+        if empty {
+            return Err(ApiError::Validation("the body needs at least one field to change".into()));
+        }
+        Ok(changes)
+    }
+}
+
+impl ReceivingPointChanges {
+    /// Applies the changes to an active point (409 `record_archived` when
+    /// archived; 422 when `site_id` differs).
+    pub fn apply(&self, point: &mut ReceivingPointRecord, now: DateTime<Utc>) -> Result<(), ApiError> {
+        archive::ensure_editable(point.archived_at)?;
+        if self.site_id.is_some_and(|site| site != point.site_id) {
+            return Err(ApiError::validation("site_id", "cannot change"));
+        }
+        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
+            if let Some(v) = value {
+                *target = v.clone();
+            }
+        }
+        set(&mut point.name, &self.name);
+        set(&mut point.coordinates, &self.coordinates);
+        set(&mut point.capacity_m3, &self.capacity_m3);
+        set(&mut point.is_public, &self.is_public);
+        set(&mut point.notes, &self.notes);
+        set(&mut point.directions, &self.directions);
+        set(&mut point.open_hours, &self.open_hours);
+        point.updated_at = now;
+        Ok(())
+    }
+}
