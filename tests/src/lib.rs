@@ -88,6 +88,8 @@ async fn setup() -> Harness {
     let config = Config::from_env().expect("config");
     let db = shared::store::Store::client(&sdk);
     shared::store::schema::ensure_table(&db, &config.table_name).await.expect("table");
+    let s3 = shared::links::s3_client(&sdk);
+    shared::store::schema::ensure_bucket(&s3, &config.bucket_name).await.expect("bucket");
     let state = AppState::new(config, &sdk);
     let router = shared::http::app(local::routes(), state.clone());
     Harness { sdk, state, router }

@@ -88,6 +88,15 @@ enum Command {
         #[arg(long)]
         key_id: Uuid,
     },
+    /// Add a photo (JPEG, PNG or WebP) to a receiving point.
+    AddPhoto {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        receiving_point: Uuid,
+        #[arg(long)]
+        file: std::path::PathBuf,
+    },
     /// Create the table, bucket and queues if missing (local stack).
     SetupLocal,
     /// Create a demo organization with an all-scopes key (local stack).
@@ -172,8 +181,27 @@ async fn run(cli: Cli) -> Result<()> {
             let record = store.api_keys().revoke(org, key_id).await?;
             print(key_json(&record));
         }
+        Command::AddPhoto { org, receiving_point, file } => {
+            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let (extension, content_type) = image_kind(&bytes).context("the file is not a JPEG, PNG or WebP image")?;
+            let points = store.receiving_points();
+            points.require(org, receiving_point).await?;
+            let path = format!("receiving-points/{org}/{receiving_point}/{}.{extension}", Uuid::now_v7());
+            shared::links::s3_client(&sdk)
+                .put_object()
+                .bucket(&config.bucket_name)
+                .key(&path)
+                .content_type(content_type)
+                .body(bytes.into())
+                .send()
+                .await
+                .map_err(|e| anyhow::anyhow!(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
+            let stored = path.clone();
+            points.modify(org, receiving_point, move |p| Ok(p.photos.push(stored.clone()))).await?;
+            print(json!({"receiving_point_id": receiving_point, "storage_path": path}));
+        }
         Command::SetupLocal => {
-            let db = aws_sdk_dynamodb_client(&sdk);
+            let db = Store::client(&sdk);
             let created =
                 shared::store::schema::ensure_table(&db, &config.table_name).await.map_err(anyhow::Error::msg)?;
             print(json!({"table": config.table_name, "created": created}));
@@ -209,6 +237,12 @@ async fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-fn aws_sdk_dynamodb_client(sdk: &aws_config::SdkConfig) -> shared::store::DynamoClient {
-    Store::client(sdk)
+/// File extension and content type of a JPEG, PNG or WebP image, by its magic bytes.
+fn image_kind(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
+    match bytes {
+        [0xff, 0xd8, 0xff, ..] => Some(("jpg", "image/jpeg")),
+        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some(("png", "image/png")),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(("webp", "image/webp")),
+        _ => None,
+    }
 }

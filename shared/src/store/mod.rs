@@ -20,9 +20,6 @@ pub mod tx;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
-
-/// The SDK client type, for setup code outside the store.
-pub type DynamoClient = Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 
 use crate::error::ApiError;

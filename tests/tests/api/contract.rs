@@ -87,7 +87,11 @@ fn routers_serve_exactly_the_documented_operations() {
         let documented = documented();
         let paths: BTreeSet<&String> = documented.iter().map(|(_, p)| p).collect();
         for path in paths {
-            let concrete = path.replace("{orgId}", &t.id().to_string());
+            let concrete: Vec<String> = path
+                .split('/')
+                .map(|segment| if segment.starts_with('{') { t.id().to_string() } else { segment.to_owned() })
+                .collect();
+            let concrete = concrete.join("/");
             for method in METHODS {
                 let method = method.to_uppercase();
                 let reply = call(Method::from_bytes(method.as_bytes()).unwrap(), &concrete).key(&t.key).send().await;

@@ -3,7 +3,10 @@
 
 mod auth;
 mod contract;
+mod factories;
+mod grants;
 mod health;
 mod orgs;
 mod rate_limit;
+mod receiving_points;
 mod sites;
