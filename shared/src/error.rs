@@ -141,7 +141,10 @@ impl ApiError {
 
     /// 409: PATCH on an archived record.
     pub fn record_archived() -> Self {
-        Self::Conflict { code: "record_archived", message: "the record is archived; restore it before changing it".into() }
+        Self::Conflict {
+            code: "record_archived",
+            message: "the record is archived; restore it before changing it".into(),
+        }
     }
 
     /// 422: a body's `site_id` names no site of the key's organization.

@@ -62,19 +62,20 @@ fn ensure_emulator() {
         return;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let moto = root.join(".venv/bin/moto_server");
-    assert!(moto.exists(), "no emulator at {endpoint} and no {}: run `make test`", moto.display());
+    let python = root.join(".venv/bin/python");
+    assert!(python.exists(), "no emulator at {endpoint} and no {}: run `make test`", python.display());
     let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
     let (host, port) = authority.rsplit_once(':').expect("endpoint has a port");
     let log = std::fs::File::create(std::env::temp_dir().join("moto-tests.log")).expect("moto log");
     // Left running on purpose: later test runs reuse it (`make stop-emulator`).
     #[allow(clippy::zombie_processes)]
-    Command::new(moto)
-        .args(["-H", host, "-p", port])
+    Command::new(python)
+        .arg(root.join("functions/local/scripts/moto_server.py"))
+        .args([host, port])
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .expect("start moto_server");
+        .expect("start the emulator");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !reachable(&endpoint) {
         assert!(Instant::now() < deadline, "moto_server did not start at {endpoint}");
@@ -85,7 +86,10 @@ fn ensure_emulator() {
 async fn setup() -> Harness {
     tokio::task::spawn_blocking(ensure_emulator).await.expect("emulator");
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let config = Config::from_env().expect("config");
+    let mut config = Config::from_env().expect("config");
+    // A table of this run's own: runs against a reused emulator stay
+    // independent, and the table stays small (moto copies it per transaction).
+    config.table_name = format!("test-{}", uuid::Uuid::new_v4());
     let db = shared::store::Store::client(&sdk);
     shared::store::schema::ensure_table(&db, &config.table_name).await.expect("table");
     let s3 = shared::links::s3_client(&sdk);

@@ -197,7 +197,12 @@ async fn run(cli: Cli) -> Result<()> {
                 .await
                 .map_err(|e| anyhow::anyhow!(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
             let stored = path.clone();
-            points.modify(org, receiving_point, move |p| Ok(p.photos.push(stored.clone()))).await?;
+            points
+                .modify(org, receiving_point, move |p| {
+                    p.photos.push(stored.clone());
+                    Ok(())
+                })
+                .await?;
             print(json!({"receiving_point_id": receiving_point, "storage_path": path}));
         }
         Command::SetupLocal => {

@@ -31,12 +31,21 @@ async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Grant>>> {
 
 /// POST /api/v1/org-access-grants — write:data — idempotent upsert per
 /// grantee: 201 when created, 200 when it existed (scope updated).
-async fn upsert(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateGrant>) -> ApiResult<(StatusCode, Json<Data<Grant>>)> {
+async fn upsert(
+    ctx: Ctx<WriteData>,
+    JsonBody(body): JsonBody<CreateGrant>,
+) -> ApiResult<(StatusCode, Json<Data<Grant>>)> {
     if body.grantee_org_id == ctx.org_id {
-        return Err(ApiError::Unprocessable { code: "grant_to_self", message: "an organization cannot grant access to itself".into() });
+        return Err(ApiError::Unprocessable {
+            code: "grant_to_self",
+            message: "an organization cannot grant access to itself".into(),
+        });
     }
     if ctx.store.orgs().get(body.grantee_org_id).await?.is_none() {
-        return Err(ApiError::Unprocessable { code: "grantee_not_found", message: "grantee_org_id names no organization".into() });
+        return Err(ApiError::Unprocessable {
+            code: "grantee_not_found",
+            message: "grantee_org_id names no organization".into(),
+        });
     }
     let scope = body.scope.unwrap_or_default();
     let (grant, created) = ctx.store.grants().upsert(ctx.org_id, body.grantee_org_id, scope).await?;

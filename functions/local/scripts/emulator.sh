@@ -16,7 +16,7 @@ answers() {
 case "${1:-}" in
 start)
     if answers; then echo reused; exit 0; fi
-    "$VENV/bin/moto_server" -H "$MOTO_HOST" -p "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
+    "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 1 150); do
         if answers; then echo started; exit 0; fi

@@ -5,7 +5,10 @@ use axum::Router;
 use shared::AppState;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().merge(docs::routes()).merge(orgs::routes()).merge(sites::routes())
+    Router::new()
+        .merge(docs::routes())
+        .merge(orgs::routes())
+        .merge(sites::routes())
         .merge(factories::routes())
         .merge(grants::routes())
         .merge(receiving_points::routes())

@@ -13,9 +13,7 @@ use shared::http::envelope::{Data, List};
 use shared::http::path::{PathId, ReceivingPointId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
-use shared::model::receiving_point::{
-    CreateReceivingPoint, PatchReceivingPoint, ReceivingPoint, ReceivingPointRecord,
-};
+use shared::model::receiving_point::{CreateReceivingPoint, PatchReceivingPoint, ReceivingPoint, ReceivingPointRecord};
 use shared::model::site::SiteRecord;
 use shared::{ApiError, ApiResult, AppState};
 
@@ -67,19 +65,24 @@ async fn update(
     JsonBody(body): JsonBody<PatchReceivingPoint>,
 ) -> ApiResult<Json<Data<ReceivingPoint>>> {
     let changes = body.validate()?;
-    let point =
-        ctx.store.receiving_points().modify(ctx.org_id, id, |p| changes.apply(p, shared::model::now())).await?;
+    let point = ctx.store.receiving_points().modify(ctx.org_id, id, |p| changes.apply(p, shared::model::now())).await?;
     Ok(Json(Data(detail(&ctx, &point).await?)))
 }
 
 /// DELETE /api/v1/receiving-points/{rpId} — write:data — archives; 409 `already_archived`.
-async fn archive(ctx: Ctx<WriteData>, PathId(id, _): PathId<ReceivingPointId>) -> ApiResult<Json<Data<ReceivingPoint>>> {
+async fn archive(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<ReceivingPointId>,
+) -> ApiResult<Json<Data<ReceivingPoint>>> {
     let point = ctx.store.receiving_points().archive(ctx.org_id, id).await?;
     Ok(Json(Data(detail(&ctx, &point).await?)))
 }
 
 /// POST /api/v1/receiving-points/{rpId}/restore — write:data — 409 `not_archived`.
-async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<ReceivingPointId>) -> ApiResult<Json<Data<ReceivingPoint>>> {
+async fn restore(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<ReceivingPointId>,
+) -> ApiResult<Json<Data<ReceivingPoint>>> {
     let point = ctx.store.receiving_points().restore(ctx.org_id, id).await?;
     Ok(Json(Data(detail(&ctx, &point).await?)))
 }

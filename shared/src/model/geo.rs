@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::patch::Patch;
 use crate::error::ApiError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,6 +18,17 @@ impl Coordinates {
             (None, None) => Ok(None),
             (Some(lat), Some(lng)) => Self::new(lat, lng).map(Some),
             _ => Err(ApiError::Validation("lat and lng: give both or neither".into())),
+        }
+    }
+
+    /// Validates the `lat`/`lng` pair of a PATCH: both values, both `null`
+    /// (clears) or neither.
+    pub fn from_patch(lat: Patch<f64>, lng: Patch<f64>) -> Result<Option<Option<Coordinates>>, ApiError> {
+        match (lat, lng) {
+            (Patch::Absent, Patch::Absent) => Ok(None),
+            (Patch::Null, Patch::Null) => Ok(Some(None)),
+            (Patch::Value(lat), Patch::Value(lng)) => Ok(Some(Some(Self::new(lat, lng)?))),
+            _ => Err(ApiError::Validation("lat and lng: change both together (or set both to null)".into())),
         }
     }
 

@@ -48,8 +48,10 @@ impl DayHours {
         let field = |name: &str| format!("open_hours.{day}.{name}");
         let from = self.from.ok_or_else(|| ApiError::validation(&field("from"), "is required when the day is open"))?;
         let to = self.to.ok_or_else(|| ApiError::validation(&field("to"), "is required when the day is open"))?;
-        let start = minutes(&from, false).ok_or_else(|| ApiError::validation(&field("from"), "must be HH:MM (00:00 to 23:59)"))?;
-        let end = minutes(&to, true).ok_or_else(|| ApiError::validation(&field("to"), "must be HH:MM (00:00 to 24:00)"))?;
+        let start = minutes(&from, false)
+            .ok_or_else(|| ApiError::validation(&field("from"), "must be HH:MM (00:00 to 23:59)"))?;
+        let end =
+            minutes(&to, true).ok_or_else(|| ApiError::validation(&field("to"), "must be HH:MM (00:00 to 24:00)"))?;
         if end <= start {
             return Err(ApiError::validation(&field("to"), "must be after from"));
         }

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::patch::Patch;
+use super::patch::{self, Patch, assign};
 use super::validate;
 use crate::error::ApiError;
 
@@ -142,16 +142,8 @@ impl PatchOrg {
             }
         };
         Ok(OrgChanges {
-            name: match self.name {
-                Patch::Absent => None,
-                Patch::Null => return Err(ApiError::validation("name", "must not be null")),
-                Patch::Value(v) => Some(validate::required_text("name", &v, MAX_TEXT)?),
-            },
-            business_code: match self.business_code {
-                Patch::Absent => None,
-                Patch::Null => Some(None),
-                Patch::Value(v) => Some(validate::optional_text("business_code", Some(&v), MAX_TEXT)?),
-            },
+            name: patch::required_text("name", self.name, MAX_TEXT)?,
+            business_code: patch::optional_text("business_code", self.business_code, MAX_TEXT)?,
             street_address: address("street_address", self.street_address)?,
             postal_code: address("postal_code", self.postal_code)?,
             city: address("city", self.city)?,
@@ -167,24 +159,12 @@ impl PatchOrg {
 impl Organization {
     /// The record after `changes` (the store writes the same).
     pub fn apply(&mut self, changes: &OrgChanges, at: DateTime<Utc>) {
-        if let Some(v) = &changes.name {
-            self.name = v.clone();
-        }
-        if let Some(v) = &changes.business_code {
-            self.business_code = v.clone();
-        }
-        if let Some(v) = &changes.street_address {
-            self.street_address = v.clone();
-        }
-        if let Some(v) = &changes.postal_code {
-            self.postal_code = v.clone();
-        }
-        if let Some(v) = &changes.city {
-            self.city = v.clone();
-        }
-        if let Some(v) = &changes.invoice_email {
-            self.invoice_email = v.clone();
-        }
+        assign(&mut self.name, &changes.name);
+        assign(&mut self.business_code, &changes.business_code);
+        assign(&mut self.street_address, &changes.street_address);
+        assign(&mut self.postal_code, &changes.postal_code);
+        assign(&mut self.city, &changes.city);
+        assign(&mut self.invoice_email, &changes.invoice_email);
         self.updated_at = at;
     }
 }

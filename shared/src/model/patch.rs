@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Deserializer};
 
+use super::validate;
+use crate::error::ApiError;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Patch<T> {
     #[default]
@@ -29,6 +32,33 @@ impl<T> Patch<T> {
             Patch::Null => Patch::Null,
             Patch::Value(v) => Patch::Value(f(v)),
         }
+    }
+}
+
+/// A required text field of a PATCH: `null` is refused, a value trimmed
+/// and checked (1 to `max` characters).
+pub fn required_text(field: &str, value: Patch<String>, max: usize) -> Result<Option<String>, ApiError> {
+    match value {
+        Patch::Absent => Ok(None),
+        Patch::Null => Err(ApiError::validation(field, "must not be null")),
+        Patch::Value(v) => validate::required_text(field, &v, max).map(Some),
+    }
+}
+
+/// An optional text field of a PATCH: `null` (or blank) clears it, a value
+/// is trimmed and at most `max` characters.
+pub fn optional_text(field: &str, value: Patch<String>, max: usize) -> Result<Option<Option<String>>, ApiError> {
+    match value {
+        Patch::Absent => Ok(None),
+        Patch::Null => Ok(Some(None)),
+        Patch::Value(v) => validate::optional_text(field, Some(&v), max).map(Some),
+    }
+}
+
+/// Sets `target` to the new value of a validated change, if there is one.
+pub fn assign<T: Clone>(target: &mut T, change: &Option<T>) {
+    if let Some(value) = change {
+        *target = value.clone();
     }
 }
 

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::archive::{self, Status};
 use super::geo::Coordinates;
 use super::open_hours::OpenHours;
-use super::patch::Patch;
+use super::patch::{self, Patch, assign};
 use super::validate;
 use crate::error::ApiError;
 use crate::links::SignedLink;
@@ -181,14 +181,6 @@ pub struct ReceivingPointChanges {
     open_hours: Option<Option<OpenHours>>,
 }
 
-fn optional_note(field: &str, value: Patch<String>) -> Result<Option<Option<String>>, ApiError> {
-    match value {
-        Patch::Absent => Ok(None),
-        Patch::Null => Ok(Some(None)),
-        Patch::Value(v) => note(field, Some(v)).map(Some),
-    }
-}
-
 impl PatchReceivingPoint {
     pub fn validate(self) -> Result<ReceivingPointChanges, ApiError> {
         let changes = ReceivingPointChanges {
@@ -197,17 +189,8 @@ impl PatchReceivingPoint {
                 Patch::Null => return Err(ApiError::validation("site_id", "cannot change")),
                 Patch::Value(id) => Some(id),
             },
-            name: match self.name {
-                Patch::Absent => None,
-                Patch::Null => return Err(ApiError::validation("name", "must not be null")),
-                Patch::Value(v) => Some(validate::required_text("name", &v, MAX_TEXT)?),
-            },
-            coordinates: match (self.lat, self.lng) {
-                (Patch::Absent, Patch::Absent) => None,
-                (Patch::Null, Patch::Null) => Some(None),
-                (Patch::Value(lat), Patch::Value(lng)) => Some(Some(Coordinates::new(lat, lng)?)),
-                _ => return Err(ApiError::Validation("lat and lng: change both together (or set both to null)".into())),
-            },
+            name: patch::required_text("name", self.name, MAX_TEXT)?,
+            coordinates: Coordinates::from_patch(self.lat, self.lng)?,
             capacity_m3: match self.capacity_m3 {
                 Patch::Absent => None,
                 Patch::Null => Some(None),
@@ -218,8 +201,8 @@ impl PatchReceivingPoint {
                 Patch::Null => return Err(ApiError::validation("is_public", "must be true or false")),
                 Patch::Value(v) => Some(v),
             },
-            notes: optional_note("notes", self.notes)?,
-            directions: optional_note("directions", self.directions)?,
+            notes: patch::optional_text("notes", self.notes, MAX_NOTE)?,
+            directions: patch::optional_text("directions", self.directions, MAX_NOTE)?,
             open_hours: match self.open_hours {
                 Patch::Absent => None,
                 Patch::Null => Some(None),
@@ -249,18 +232,13 @@ impl ReceivingPointChanges {
         if self.site_id.is_some_and(|site| site != point.site_id) {
             return Err(ApiError::validation("site_id", "cannot change"));
         }
-        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
-            if let Some(v) = value {
-                *target = v.clone();
-            }
-        }
-        set(&mut point.name, &self.name);
-        set(&mut point.coordinates, &self.coordinates);
-        set(&mut point.capacity_m3, &self.capacity_m3);
-        set(&mut point.is_public, &self.is_public);
-        set(&mut point.notes, &self.notes);
-        set(&mut point.directions, &self.directions);
-        set(&mut point.open_hours, &self.open_hours);
+        assign(&mut point.name, &self.name);
+        assign(&mut point.coordinates, &self.coordinates);
+        assign(&mut point.capacity_m3, &self.capacity_m3);
+        assign(&mut point.is_public, &self.is_public);
+        assign(&mut point.notes, &self.notes);
+        assign(&mut point.directions, &self.directions);
+        assign(&mut point.open_hours, &self.open_hours);
         point.updated_at = now;
         Ok(())
     }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::archive::{self, Status};
 use super::geo::Coordinates;
-use super::patch::Patch;
+use super::patch::{self, Patch, assign};
 use super::validate;
 use crate::error::ApiError;
 
@@ -291,14 +291,6 @@ pub struct SiteChanges {
     site_type: Option<Option<String>>,
 }
 
-fn optional(field: &str, value: Patch<String>) -> Result<Option<Option<String>>, ApiError> {
-    match value {
-        Patch::Absent => Ok(None),
-        Patch::Null => Ok(Some(None)),
-        Patch::Value(v) => text(field, Some(v)).map(Some),
-    }
-}
-
 impl PatchSite {
     pub fn validate(self, org: Uuid) -> Result<SiteChanges, ApiError> {
         let customer_given = match self.customer_id {
@@ -309,43 +301,33 @@ impl PatchSite {
                 true
             }
         };
-        let coordinates = match (self.lat, self.lng) {
-            (Patch::Absent, Patch::Absent) => None,
-            (Patch::Null, Patch::Null) => Some(None),
-            (Patch::Value(lat), Patch::Value(lng)) => Some(Some(Coordinates::new(lat, lng)?)),
-            _ => return Err(ApiError::Validation("lat and lng: change both together (or set both to null)".into())),
-        };
         let changes = SiteChanges {
-            name: match self.name {
-                Patch::Absent => None,
-                Patch::Null => return Err(ApiError::validation("name", "must not be null")),
-                Patch::Value(v) => Some(validate::required_text("name", &v, MAX_TEXT)?),
-            },
-            street_address: optional("street_address", self.street_address)?,
-            postal_code: optional("postal_code", self.postal_code)?,
-            city: optional("city", self.city)?,
-            coordinates,
-            construction_id: optional("construction_id", self.construction_id)?,
-            external_id: optional("external_id", self.external_id)?,
+            name: patch::required_text("name", self.name, MAX_TEXT)?,
+            street_address: patch::optional_text("street_address", self.street_address, MAX_TEXT)?,
+            postal_code: patch::optional_text("postal_code", self.postal_code, MAX_TEXT)?,
+            city: patch::optional_text("city", self.city, MAX_TEXT)?,
+            coordinates: Coordinates::from_patch(self.lat, self.lng)?,
+            construction_id: patch::optional_text("construction_id", self.construction_id, MAX_TEXT)?,
+            external_id: patch::optional_text("external_id", self.external_id, MAX_TEXT)?,
             metadata: match self.metadata {
                 Patch::Absent => None,
                 Patch::Null => Some(Metadata::new()),
                 Patch::Value(v) => Some(metadata(v)?),
             },
-            contact_first_name: optional("contact_first_name", self.contact_first_name)?,
-            contact_last_name: optional("contact_last_name", self.contact_last_name)?,
+            contact_first_name: patch::optional_text("contact_first_name", self.contact_first_name, MAX_TEXT)?,
+            contact_last_name: patch::optional_text("contact_last_name", self.contact_last_name, MAX_TEXT)?,
             contact_phone: match self.contact_phone {
                 Patch::Absent => None,
                 Patch::Null => Some(None),
                 Patch::Value(v) => Some(phone(Some(v))?),
             },
-            info: optional("info", self.info)?,
+            info: patch::optional_text("info", self.info, MAX_TEXT)?,
             site_role: match self.site_role {
                 Patch::Absent => None,
                 Patch::Null => Some(None),
                 Patch::Value(v) => Some(Some(v)),
             },
-            site_type: optional("type", self.site_type)?,
+            site_type: patch::optional_text("type", self.site_type, MAX_TEXT)?,
         };
         if !customer_given && changes.is_empty() {
             return Err(ApiError::Validation("the body needs at least one field to change".into()));
@@ -375,25 +357,20 @@ impl SiteChanges {
     /// Applies the changes to an active site (409 `record_archived` otherwise).
     pub fn apply(&self, site: &mut SiteRecord, now: DateTime<Utc>) -> Result<(), ApiError> {
         archive::ensure_editable(site.archived_at)?;
-        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
-            if let Some(v) = value {
-                *target = v.clone();
-            }
-        }
-        set(&mut site.name, &self.name);
-        set(&mut site.street_address, &self.street_address);
-        set(&mut site.postal_code, &self.postal_code);
-        set(&mut site.city, &self.city);
-        set(&mut site.coordinates, &self.coordinates);
-        set(&mut site.construction_id, &self.construction_id);
-        set(&mut site.external_id, &self.external_id);
-        set(&mut site.metadata, &self.metadata);
-        set(&mut site.contact_first_name, &self.contact_first_name);
-        set(&mut site.contact_last_name, &self.contact_last_name);
-        set(&mut site.contact_phone, &self.contact_phone);
-        set(&mut site.info, &self.info);
-        set(&mut site.site_role, &self.site_role);
-        set(&mut site.site_type, &self.site_type);
+        assign(&mut site.name, &self.name);
+        assign(&mut site.street_address, &self.street_address);
+        assign(&mut site.postal_code, &self.postal_code);
+        assign(&mut site.city, &self.city);
+        assign(&mut site.coordinates, &self.coordinates);
+        assign(&mut site.construction_id, &self.construction_id);
+        assign(&mut site.external_id, &self.external_id);
+        assign(&mut site.metadata, &self.metadata);
+        assign(&mut site.contact_first_name, &self.contact_first_name);
+        assign(&mut site.contact_last_name, &self.contact_last_name);
+        assign(&mut site.contact_phone, &self.contact_phone);
+        assign(&mut site.info, &self.info);
+        assign(&mut site.site_role, &self.site_role);
+        assign(&mut site.site_type, &self.site_type);
         site.updated_at = now;
         Ok(())
     }

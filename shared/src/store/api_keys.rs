@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::item::{Item, from_item, key, s, to_item};
 use super::keys::{self, API_KEY_SK, ORG_SK};
 use super::tx::{put, transact};
-use super::{Store, sdk_error};
+use super::{Store, query_all, sdk_error};
 use crate::auth::key::{self as api_key, KeyHash};
 use crate::auth::scope::Scope;
 use crate::error::{ApiError, ApiResult};
@@ -146,29 +146,15 @@ impl ApiKeys<'_> {
     /// The organization's keys, oldest first. No secrets are stored.
     pub async fn list(&self, org: Uuid) -> ApiResult<Vec<ApiKeyRecord>> {
         let store = self.0;
-        let mut records = Vec::new();
-        let mut start = None;
-        loop {
-            let page = store
-                .db
-                .query()
-                .table_name(store.table())
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", s(keys::org_pk(org)))
-                .expression_attribute_values(":prefix", s(keys::API_KEY_SUMMARY_PREFIX))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for row in page.items.unwrap_or_default() {
-                records.push(from_item::<KeyItem>(row)?.record);
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(records);
-            }
-        }
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(keys::org_pk(org)))
+            .expression_attribute_values(":prefix", s(keys::API_KEY_SUMMARY_PREFIX))
+            .consistent_read(true);
+        query_all(query).await?.into_iter().map(|item| from_item::<KeyItem>(item).map(|k| k.record)).collect()
     }
 
     /// Revokes a key for good (both items, one transaction).

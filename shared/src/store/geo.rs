@@ -67,7 +67,8 @@ pub(crate) fn changes(table: &str, old: &[GeoEntry], new: &[GeoEntry]) -> ApiRes
     let mut actions = Vec::new();
     for (pk, sk) in old.iter().flat_map(GeoEntry::keys) {
         if !new_keys.contains(&(pk.clone(), sk.clone())) {
-            let delete = Delete::builder().table_name(table).set_key(Some(key(pk, sk))).build().map_err(ApiError::internal)?;
+            let delete =
+                Delete::builder().table_name(table).set_key(Some(key(pk, sk))).build().map_err(ApiError::internal)?;
             actions.push(TransactWriteItem::builder().delete(delete).build());
         }
     }

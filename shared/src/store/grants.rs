@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::item::{from_item, key, s};
 use super::records::{Record, sk};
-use super::{Store, keys, sdk_error};
+use super::{Store, keys, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::grant::{Grant, GrantScope};
 
@@ -23,7 +23,10 @@ fn grantee_pk(grantee: Uuid) -> String {
 }
 
 pub fn grant_not_found() -> ApiError {
-    ApiError::NotFound { code: "grant_not_found", message: "this organization has issued no grant to that organization" }
+    ApiError::NotFound {
+        code: "grant_not_found",
+        message: "this organization has issued no grant to that organization",
+    }
 }
 
 impl Grants<'_> {
@@ -44,7 +47,10 @@ impl Grants<'_> {
             .expression_attribute_names("#scope", "scope")
             .expression_attribute_values(":id", s(new_id.to_string()))
             .expression_attribute_values(":now", s(now.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)))
-            .expression_attribute_values(":scope", s(serde_json::to_value(scope).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()))
+            .expression_attribute_values(
+                ":scope",
+                s(serde_json::to_value(scope).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),
+            )
             .expression_attribute_values(":granter", s(granter.to_string()))
             .expression_attribute_values(":grantee", s(grantee.to_string()))
             .expression_attribute_values(":gpk", s(grantee_pk(grantee)))
@@ -61,29 +67,15 @@ impl Grants<'_> {
     /// Grants `granter` has issued, oldest first.
     pub async fn issued(&self, granter: Uuid) -> ApiResult<Vec<Grant>> {
         let store = self.0;
-        let mut grants = Vec::new();
-        let mut start = None;
-        loop {
-            let page = store
-                .db
-                .query()
-                .table_name(store.table())
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", s(keys::org_pk(granter)))
-                .expression_attribute_values(":prefix", s("GRANT#"))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for row in page.items.unwrap_or_default() {
-                grants.push(from_item(row)?);
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(grants);
-            }
-        }
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(keys::org_pk(granter)))
+            .expression_attribute_values(":prefix", s("GRANT#"))
+            .consistent_read(true);
+        query_all(query).await?.into_iter().map(from_item).collect()
     }
 
     /// Revokes the grant to `grantee`; 404 `grant_not_found` when none.

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::item::{Item, from_item, key, s, to_item};
 use super::keys::{self, MEMBER_PREFIX, UNIQUE_SK};
 use super::tx::{put, transact};
-use super::{Store, sdk_error};
+use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 
 pub const ROLE_ORG_ADMIN: &str = "org_admin";
@@ -120,33 +120,19 @@ impl Members<'_> {
     /// The organization's active `org_admin` memberships.
     pub async fn active_admins(&self, org: Uuid) -> ApiResult<Vec<Membership>> {
         let store = self.0;
-        let mut admins = Vec::new();
-        let mut start = None;
-        loop {
-            let page = store
-                .db
-                .query()
-                .table_name(store.table())
-                .key_condition_expression("pk = :pk AND begins_with(sk, :member)")
-                .filter_expression("#role = :admin AND active = :yes")
-                .expression_attribute_names("#role", "role")
-                .expression_attribute_values(":pk", s(keys::org_pk(org)))
-                .expression_attribute_values(":member", s(MEMBER_PREFIX))
-                .expression_attribute_values(":admin", s(ROLE_ORG_ADMIN))
-                .expression_attribute_values(":yes", aws_sdk_dynamodb::types::AttributeValue::Bool(true))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for row in page.items.unwrap_or_default() {
-                admins.push(from_item::<MemberItem>(row)?.membership);
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(admins);
-            }
-        }
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :member)")
+            .filter_expression("#role = :admin AND active = :yes")
+            .expression_attribute_names("#role", "role")
+            .expression_attribute_values(":pk", s(keys::org_pk(org)))
+            .expression_attribute_values(":member", s(MEMBER_PREFIX))
+            .expression_attribute_values(":admin", s(ROLE_ORG_ADMIN))
+            .expression_attribute_values(":yes", aws_sdk_dynamodb::types::AttributeValue::Bool(true))
+            .consistent_read(true);
+        query_all(query).await?.into_iter().map(|item| from_item::<MemberItem>(item).map(|m| m.membership)).collect()
     }
 
     /// The item of `membership` copied into organization `org`.

@@ -2,8 +2,8 @@
 //! `store.orgs().get(id)`, never the SDK. Every key shape is in `keys`.
 
 pub mod api_keys;
+pub mod archivable;
 pub mod calls;
-pub mod factories;
 pub mod geo;
 pub mod grants;
 pub mod item;
@@ -11,10 +11,8 @@ pub mod keys;
 pub mod members;
 pub mod orgs;
 pub mod rate_limits;
-pub mod receiving_points;
 pub mod records;
 pub mod schema;
-pub mod sites;
 pub mod tx;
 
 use std::sync::Arc;
@@ -22,7 +20,7 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -75,6 +73,22 @@ impl Store {
 
     pub fn rate_limits(&self) -> rate_limits::RateLimits<'_> {
         rate_limits::RateLimits(self)
+    }
+}
+
+/// Every item a query matches, page by page (a page is up to 1 MB).
+pub(crate) async fn query_all(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+) -> ApiResult<Vec<item::Item>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = query.clone().set_exclusive_start_key(start).send().await.map_err(sdk_error)?;
+        items.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(items);
+        }
     }
 }
 

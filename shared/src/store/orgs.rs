@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
 use super::tx::{Conflict, put, transact};
-use super::{Store, sdk_error};
+use super::{Store, query_all};
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
 
@@ -120,35 +120,24 @@ impl Orgs<'_> {
     /// query of its partition. `None` when missing or not active.
     pub async fn get(&self, id: Uuid) -> ApiResult<Option<OrgRecord>> {
         let store = self.0;
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :org)")
+            .expression_attribute_values(":pk", s(keys::org_pk(id)))
+            .expression_attribute_values(":org", s(ORG_SK))
+            .consistent_read(true);
         let mut org: Option<OrgItem> = None;
         let mut children = Vec::new();
-        let mut start = None;
-        loop {
-            let page = store
-                .db
-                .query()
-                .table_name(store.table())
-                .key_condition_expression("pk = :pk AND begins_with(sk, :org)")
-                .expression_attribute_values(":pk", s(keys::org_pk(id)))
-                .expression_attribute_values(":org", s(ORG_SK))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for row in page.items.unwrap_or_default() {
-                if item::get_s(&row, keys::SK) == Some(ORG_SK) {
-                    org = Some(from_item(row)?);
-                } else {
-                    let child: ChildItem = from_item(row)?;
-                    if child.status == STATUS_ACTIVE {
-                        children.push(ChildOrg { id: child.id, name: child.name, status: child.status });
-                    }
+        for row in query_all(query).await? {
+            if item::get_s(&row, keys::SK) == Some(ORG_SK) {
+                org = Some(from_item(row)?);
+            } else {
+                let child: ChildItem = from_item(row)?;
+                if child.status == STATUS_ACTIVE {
+                    children.push(ChildOrg { id: child.id, name: child.name, status: child.status });
                 }
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                break;
             }
         }
         Ok(org.filter(|o| o.status == STATUS_ACTIVE).map(|o| o.into_record(children)))

@@ -13,7 +13,7 @@ use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
 use super::tx::{Conflict, put, transact};
-use super::{Store, sdk_error};
+use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::archive::{self, StatusFilter};
 
@@ -71,31 +71,19 @@ impl<'a, R: Record> Records<'a, R> {
     /// The organization's records, newest first (ids are time-ordered).
     pub async fn list(&self, org: Uuid, listing: StatusFilter) -> ApiResult<Vec<R>> {
         let store = self.store;
-        let mut rows = Vec::new();
-        let mut start = None;
-        loop {
-            let mut query = store
-                .db
-                .query()
-                .table_name(store.table())
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", s(keys::org_pk(org)))
-                .expression_attribute_values(":prefix", s(R::PREFIX))
-                .scan_index_forward(false)
-                .consistent_read(true)
-                .set_exclusive_start_key(start);
-            if listing == StatusFilter::Active {
-                query = query.filter_expression("attribute_not_exists(archived_at)");
-            }
-            let page = query.send().await.map_err(sdk_error)?;
-            for row in page.items.unwrap_or_default() {
-                rows.push(from_item(row)?);
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(rows);
-            }
+        let mut query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(keys::org_pk(org)))
+            .expression_attribute_values(":prefix", s(R::PREFIX))
+            .scan_index_forward(false)
+            .consistent_read(true);
+        if listing == StatusFilter::Active {
+            query = query.filter_expression("attribute_not_exists(archived_at)");
         }
+        query_all(query).await?.into_iter().map(from_item).collect()
     }
 
     /// Stores a new record with its geo entries.
@@ -109,7 +97,12 @@ impl<'a, R: Record> Records<'a, R> {
     /// Stores a new record under parent record `parent_id` of the same
     /// organization, in one transaction with a check that the parent is
     /// still active (`archived` when it is not).
-    pub async fn create_under<P: Record>(&self, record: &R, parent_id: Uuid, archived: fn() -> ApiError) -> ApiResult<()> {
+    pub async fn create_under<P: Record>(
+        &self,
+        record: &R,
+        parent_id: Uuid,
+        archived: fn() -> ApiError,
+    ) -> ApiResult<()> {
         let table = self.store.table();
         let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
             .table_name(table)
@@ -150,7 +143,10 @@ impl<'a, R: Record> Records<'a, R> {
                 Err(other) => return Err(other),
             }
         }
-        Err(ApiError::Conflict { code: "concurrent_update", message: "the record is being changed by another request; try again".into() })
+        Err(ApiError::Conflict {
+            code: "concurrent_update",
+            message: "the record is being changed by another request; try again".into(),
+        })
     }
 
     /// DELETE: archives; 409 `already_archived` when archived.

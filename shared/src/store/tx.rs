@@ -18,17 +18,30 @@ pub(crate) type Conflict = (usize, fn() -> ApiError);
 /// Runs a transaction; a failed condition on action `i` becomes the error
 /// paired with `i` in `conflicts`.
 pub(crate) async fn transact(store: &Store, actions: Vec<TransactWriteItem>, conflicts: &[Conflict]) -> ApiResult<()> {
-    match store.db.transact_write_items().set_transact_items(Some(actions)).send().await {
-        Ok(_) => Ok(()),
-        Err(error) => {
-            if let Some(codes) = cancellation_codes(&error) {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match store.db.transact_write_items().set_transact_items(Some(actions.clone())).send().await {
+            Ok(_) => return Ok(()),
+            Err(error) => {
+                let codes = cancellation_codes(&error).unwrap_or_default();
+                let code = |i: usize| codes.get(i).and_then(Option::as_deref);
                 for (index, make) in conflicts {
-                    if codes.get(*index).and_then(Option::as_deref) == Some("ConditionalCheckFailed") {
+                    if code(*index) == Some("ConditionalCheckFailed") {
                         return Err(make());
                     }
                 }
+                // Another transaction held one of the items: try again.
+                let raced = codes.iter().flatten().any(|c| c == "TransactionConflict");
+                if raced && attempt < CONFLICT_ATTEMPTS {
+                    tokio::time::sleep(std::time::Duration::from_millis(20 * attempt)).await;
+                    continue;
+                }
+                return Err(sdk_error(error));
             }
-            Err(sdk_error(error))
         }
     }
 }
+
+/// Attempts of a transaction cancelled by a conflicting transaction.
+const CONFLICT_ATTEMPTS: u64 = 4;

@@ -83,14 +83,19 @@ fn archive_state_table() {
         assert_eq!(geo_entries(t.id(), "FACTORY", &first, (61.0, 25.0)).await, 0);
         send(&t, Method::DELETE, &path, None).await.expect(409, Some("already_archived"));
         assert_eq!(ids(&send(&t, Method::GET, "/api/v1/factories", None).await), vec![second.clone()]);
-        assert_eq!(ids(&send(&t, Method::GET, "/api/v1/factories?status=all", None).await), vec![second.clone(), first.clone()]);
+        assert_eq!(
+            ids(&send(&t, Method::GET, "/api/v1/factories?status=all", None).await),
+            vec![second.clone(), first.clone()]
+        );
         let restored = send(&t, Method::POST, &format!("{path}/restore"), None).await;
         restored.expect(200, None);
         assert_eq!(restored.body["data"]["status"], "active");
         assert_eq!(geo_entries(t.id(), "FACTORY", &first, (61.0, 25.0)).await, 2);
         assert_eq!(ids(&send(&t, Method::GET, "/api/v1/factories", None).await), vec![second, first]);
         send(&t, Method::GET, "/api/v1/factories?status=deleted", None).await.expect(422, Some("validation_error"));
-        send(&t, Method::DELETE, &format!("/api/v1/factories/{}", Uuid::now_v7()), None).await.expect(404, Some("factory_not_found"));
+        send(&t, Method::DELETE, &format!("/api/v1/factories/{}", Uuid::now_v7()), None)
+            .await
+            .expect(404, Some("factory_not_found"));
         send(&t, Method::DELETE, "/api/v1/factories/x", None).await.expect(400, Some("invalid_factory_id"));
     });
 }
@@ -102,13 +107,21 @@ fn another_organization_never_sees_or_changes_factories() {
         let other = org().await;
         let id = new_factory(&owner, json!({"name": "Plant"})).await;
         assert!(ids(&send(&other, Method::GET, "/api/v1/factories?status=all", None).await).is_empty());
-        send(&other, Method::DELETE, &format!("/api/v1/factories/{id}"), None).await.expect(404, Some("factory_not_found"));
-        send(&other, Method::POST, &format!("/api/v1/factories/{id}/restore"), None).await.expect(404, Some("factory_not_found"));
+        send(&other, Method::DELETE, &format!("/api/v1/factories/{id}"), None)
+            .await
+            .expect(404, Some("factory_not_found"));
+        send(&other, Method::POST, &format!("/api/v1/factories/{id}/restore"), None)
+            .await
+            .expect(404, Some("factory_not_found"));
         let list = send(&owner, Method::GET, "/api/v1/factories", None).await;
         assert_eq!(list.body["data"][0]["status"], "active");
         let reader = TestOrg { org: owner.org.clone(), key: new_key(owner.id(), &[Scope::ReadData]).await };
         send(&reader, Method::GET, "/api/v1/factories", None).await.expect(200, None);
-        send(&reader, Method::POST, "/api/v1/factories", Some(json!({"name": "x"}))).await.expect(403, Some("insufficient_scope"));
-        send(&reader, Method::DELETE, &format!("/api/v1/factories/{id}"), None).await.expect(403, Some("insufficient_scope"));
+        send(&reader, Method::POST, "/api/v1/factories", Some(json!({"name": "x"})))
+            .await
+            .expect(403, Some("insufficient_scope"));
+        send(&reader, Method::DELETE, &format!("/api/v1/factories/{id}"), None)
+            .await
+            .expect(403, Some("insufficient_scope"));
     });
 }

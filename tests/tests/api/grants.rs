@@ -56,7 +56,9 @@ fn grants_to_oneself_or_unknown_organizations_are_refused() {
         send(&t, Method::POST, "/api/v1/org-access-grants", Some(json!({"grantee_org_id": "nope"})))
             .await
             .expect(422, Some("validation_error"));
-        send(&t, Method::POST, "/api/v1/org-access-grants", Some(json!({}))).await.expect(422, Some("validation_error"));
+        send(&t, Method::POST, "/api/v1/org-access-grants", Some(json!({})))
+            .await
+            .expect(422, Some("validation_error"));
         assert_eq!(send(&t, Method::GET, "/api/v1/org-access-grants", None).await.body["meta"]["count"], 0);
     });
 }
@@ -99,16 +101,22 @@ fn a_grant_lets_the_grantee_read_the_granters_sites_by_id_only() {
         send(&haulier, Method::POST, &format!("{path}/restore"), None).await.expect(404, Some("site_not_found"));
         assert_eq!(send(&haulier, Method::GET, "/api/v1/org-access-grants", None).await.body["meta"]["count"], 0);
         let haulier_site = new_site(&haulier, json!({"name": "Haulier depot"})).await;
-        send(&granter, Method::GET, &format!("/api/v1/sites/{haulier_site}"), None).await.expect(404, Some("site_not_found"));
+        send(&granter, Method::GET, &format!("/api/v1/sites/{haulier_site}"), None)
+            .await
+            .expect(404, Some("site_not_found"));
         send(&stranger, Method::GET, &path, None).await.expect(404, Some("site_not_found"));
-        let rp = send(&granter, Method::POST, "/api/v1/receiving-points", Some(json!({"site_id": site, "name": "Gate"}))).await;
+        let rp =
+            send(&granter, Method::POST, "/api/v1/receiving-points", Some(json!({"site_id": site, "name": "Gate"})))
+                .await;
         rp.expect(201, None);
         let rp_path = format!("/api/v1/receiving-points/{}", rp.body["data"]["id"].as_str().unwrap());
         send(&haulier, Method::GET, &rp_path, None).await.expect(404, Some("receiving_point_not_found"));
         assert_eq!(send(&granter, Method::GET, &path, None).await.body["data"]["name"], "Granted yard");
 
         // Revocation takes the access away.
-        send(&granter, Method::DELETE, &format!("/api/v1/org-access-grants/{}", haulier.id()), None).await.expect(204, None);
+        send(&granter, Method::DELETE, &format!("/api/v1/org-access-grants/{}", haulier.id()), None)
+            .await
+            .expect(204, None);
         send(&haulier, Method::GET, &path, None).await.expect(404, Some("site_not_found"));
     });
 }
@@ -118,7 +126,8 @@ fn scopes_are_enforced() {
     run(async {
         let t = org().await;
         let other = org().await;
-        let reader = TestOrg { org: t.org.clone(), key: api_tests::new_key(t.id(), &[shared::auth::Scope::ReadData]).await };
+        let reader =
+            TestOrg { org: t.org.clone(), key: api_tests::new_key(t.id(), &[shared::auth::Scope::ReadData]).await };
         send(&reader, Method::GET, "/api/v1/org-access-grants", None).await.expect(200, None);
         grant(&reader, other.id(), None).await.expect(403, Some("insufficient_scope"));
         send(&reader, Method::DELETE, &format!("/api/v1/org-access-grants/{}", other.id()), None)

@@ -159,6 +159,7 @@ fn create_copies_active_org_admins_only() {
         let admin = members.add(t.id(), "Ada", "Admin", &phone(0), "org_admin").await.unwrap();
         let plain = members.add(t.id(), "Max", "Member", &phone(1), "member").await.unwrap();
         let reply = create_child(&t, json!({"name": unique("Sub")})).await;
+        reply.expect(201, None);
         let child: Uuid = reply.body["data"]["id"].as_str().unwrap().parse().unwrap();
         let copied = members.get(child, admin.profile_id).await.unwrap().expect("admin copied");
         assert_eq!((copied.role.as_str(), copied.active, copied.org_id), ("org_admin", true, child));

@@ -141,9 +141,16 @@ fn patch_rules() {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
         let other_site = new_site(&t, json!({"name": "Other"})).await;
-        let id = new_point(&t, json!({"site_id": site, "name": "Gate", "lat": 60.1, "lng": 24.1, "capacity_m3": 10})).await;
+        let id =
+            new_point(&t, json!({"site_id": site, "name": "Gate", "lat": 60.1, "lng": 24.1, "capacity_m3": 10})).await;
         let path = format!("/api/v1/receiving-points/{id}");
-        let reply = send(&t, Method::PATCH, &path, Some(json!({"capacity_m3": null, "is_public": true, "open_hours": week(), "site_id": site}))).await;
+        let reply = send(
+            &t,
+            Method::PATCH,
+            &path,
+            Some(json!({"capacity_m3": null, "is_public": true, "open_hours": week(), "site_id": site})),
+        )
+        .await;
         reply.expect(200, None);
         assert_eq!(reply.body["data"]["capacity_m3"], Value::Null);
         assert_eq!(reply.body["data"]["is_public"], true);
@@ -155,7 +162,9 @@ fn patch_rules() {
         let moved = send(&t, Method::PATCH, &path, Some(json!({"site_id": other_site}))).await;
         moved.expect(422, Some("validation_error"));
         assert!(moved.body["message"].as_str().unwrap().starts_with("site_id"));
-        for body in [json!({}), json!({"name": null}), json!({"capacity_m3": 1.5}), json!({"open_hours": {"monday": {}}})] {
+        for body in
+            [json!({}), json!({"name": null}), json!({"capacity_m3": 1.5}), json!({"open_hours": {"monday": {}}})]
+        {
             send(&t, Method::PATCH, &path, Some(body)).await.expect(422, Some("validation_error"));
         }
         assert_eq!(send(&t, Method::GET, &path, None).await.body["data"]["site_id"], site);
@@ -167,7 +176,8 @@ fn archive_state_table() {
     run(async {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
-        let id = new_point(&t, json!({"site_id": site, "name": "Gate", "lat": 60.2, "lng": 24.2, "is_public": true})).await;
+        let id =
+            new_point(&t, json!({"site_id": site, "name": "Gate", "lat": 60.2, "lng": 24.2, "is_public": true})).await;
         let path = format!("/api/v1/receiving-points/{id}");
         send(&t, Method::POST, &format!("{path}/restore"), None).await.expect(409, Some("not_archived"));
         let archived = send(&t, Method::DELETE, &path, None).await;
@@ -185,7 +195,9 @@ fn archive_state_table() {
         send(&t, Method::GET, &format!("/api/v1/receiving-points/{}", Uuid::now_v7()), None)
             .await
             .expect(404, Some("receiving_point_not_found"));
-        send(&t, Method::GET, "/api/v1/receiving-points/123", None).await.expect(400, Some("invalid_receiving_point_id"));
+        send(&t, Method::GET, "/api/v1/receiving-points/123", None)
+            .await
+            .expect(400, Some("invalid_receiving_point_id"));
     });
 }
 
@@ -207,7 +219,14 @@ fn photos_are_signed_links_valid_for_a_day() {
             .await
             .unwrap();
         let stored = path.clone();
-        h.store().receiving_points().modify(t.id(), id, move |p| Ok(p.photos.push(stored.clone()))).await.unwrap();
+        h.store()
+            .receiving_points()
+            .modify(t.id(), id, move |p| {
+                p.photos.push(stored.clone());
+                Ok(())
+            })
+            .await
+            .unwrap();
         let read = send(&t, Method::GET, &format!("/api/v1/receiving-points/{id}"), None).await;
         read.expect(200, None);
         let photo = &read.body["data"]["photos"][0];
@@ -232,10 +251,17 @@ fn another_organization_never_sees_or_changes_a_point() {
         let id = new_point(&owner, json!({"site_id": site, "name": "Gate", "is_public": true})).await;
         let path = format!("/api/v1/receiving-points/{id}");
         send(&other, Method::GET, &path, None).await.expect(404, Some("receiving_point_not_found"));
-        send(&other, Method::PATCH, &path, Some(json!({"name": "Mine"}))).await.expect(404, Some("receiving_point_not_found"));
+        send(&other, Method::PATCH, &path, Some(json!({"name": "Mine"})))
+            .await
+            .expect(404, Some("receiving_point_not_found"));
         send(&other, Method::DELETE, &path, None).await.expect(404, Some("receiving_point_not_found"));
-        send(&other, Method::POST, &format!("{path}/restore"), None).await.expect(404, Some("receiving_point_not_found"));
-        assert_eq!(send(&other, Method::GET, "/api/v1/receiving-points?status=all", None).await.body["meta"]["count"], 0);
+        send(&other, Method::POST, &format!("{path}/restore"), None)
+            .await
+            .expect(404, Some("receiving_point_not_found"));
+        assert_eq!(
+            send(&other, Method::GET, "/api/v1/receiving-points?status=all", None).await.body["meta"]["count"],
+            0
+        );
         assert_eq!(send(&owner, Method::GET, &path, None).await.body["data"]["name"], "Gate");
         let reader = TestOrg { org: owner.org.clone(), key: new_key(owner.id(), &[Scope::ReadData]).await };
         send(&reader, Method::GET, &path, None).await.expect(200, None);

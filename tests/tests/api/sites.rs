@@ -78,7 +78,10 @@ fn create_returns_201_with_every_field() {
         assert_eq!(d["type"], "harbour");
         assert_eq!(d["site_role"], "construction_site");
         assert_eq!(d["metadata"], json!({"project": "P7", "phase": "2"}));
-        assert_eq!(d["members"], json!([{"first_name": "Ann", "last_name": "Lee", "phone": "+358401112222", "role": "site_contact"}]));
+        assert_eq!(
+            d["members"],
+            json!([{"first_name": "Ann", "last_name": "Lee", "phone": "+358401112222", "role": "site_contact"}])
+        );
         let id = d["id"].as_str().unwrap();
         assert_eq!(reply.header("location"), format!("/api/v1/sites/{id}"));
         // Stored, and indexed for the nearby search in the same write.
@@ -175,9 +178,19 @@ fn single_read_includes_archived_and_costs_three_calls() {
 fn patch_is_partial_and_replaces_metadata() {
     run(async {
         let t = org().await;
-        let id = new_site(&t, json!({"name": "Yard", "city": "Espoo", "metadata": {"a": "1", "b": "2"}, "lat": 60.2, "lng": 24.8})).await;
+        let id = new_site(
+            &t,
+            json!({"name": "Yard", "city": "Espoo", "metadata": {"a": "1", "b": "2"}, "lat": 60.2, "lng": 24.8}),
+        )
+        .await;
         let path = format!("/api/v1/sites/{id}");
-        let reply = send(&t, Method::PATCH, &path, Some(json!({"metadata": {"c": "3"}, "info": "North gate", "lat": 61.5, "lng": 23.8}))).await;
+        let reply = send(
+            &t,
+            Method::PATCH,
+            &path,
+            Some(json!({"metadata": {"c": "3"}, "info": "North gate", "lat": 61.5, "lng": 23.8})),
+        )
+        .await;
         reply.expect(200, None);
         let d = &reply.body["data"];
         assert_eq!(d["metadata"], json!({"c": "3"}));
@@ -190,14 +203,24 @@ fn patch_is_partial_and_replaces_metadata() {
         assert_eq!(geo_entries(t.id(), "SITE", &id, (60.2, 24.8)).await, 0);
         assert_eq!(geo_entries(t.id(), "SITE", &id, (61.5, 23.8)).await, 2);
         // null clears optional fields; customer_id may be repeated but not changed.
-        let cleared = send(&t, Method::PATCH, &path, Some(json!({"city": null, "lat": null, "lng": null, "customer_id": t.id()}))).await;
+        let cleared = send(
+            &t,
+            Method::PATCH,
+            &path,
+            Some(json!({"city": null, "lat": null, "lng": null, "customer_id": t.id()})),
+        )
+        .await;
         cleared.expect(200, None);
         assert_eq!(cleared.body["data"]["city"], Value::Null);
         assert_eq!(cleared.body["data"]["coordinates"], Value::Null);
         assert_eq!(geo_entries(t.id(), "SITE", &id, (61.5, 23.8)).await, 0);
         let other = org().await;
-        send(&t, Method::PATCH, &path, Some(json!({"customer_id": other.id()}))).await.expect(403, Some("org_id_mismatch"));
-        for body in [json!({}), json!({"name": ""}), json!({"name": null}), json!({"metadata": {"k": 5}}), json!({"lat": 1.0})] {
+        send(&t, Method::PATCH, &path, Some(json!({"customer_id": other.id()})))
+            .await
+            .expect(403, Some("org_id_mismatch"));
+        for body in
+            [json!({}), json!({"name": ""}), json!({"name": null}), json!({"metadata": {"k": 5}}), json!({"lat": 1.0})]
+        {
             send(&t, Method::PATCH, &path, Some(body)).await.expect(422, Some("validation_error"));
         }
         send(&t, Method::PATCH, &format!("/api/v1/sites/{}", Uuid::now_v7()), Some(json!({"name": "x"})))
@@ -233,8 +256,12 @@ fn archive_state_table() {
         assert_eq!(ids(&get(&t, "/api/v1/sites").await), vec![id.clone()]);
         assert_eq!(geo_entries(t.id(), "SITE", &id, (60.3, 25.0)).await, 2);
         send(&t, Method::PATCH, &path, Some(json!({"name": "Renamed"}))).await.expect(200, None);
-        send(&t, Method::DELETE, &format!("/api/v1/sites/{}", Uuid::now_v7()), None).await.expect(404, Some("site_not_found"));
-        send(&t, Method::POST, &format!("/api/v1/sites/{}/restore", Uuid::now_v7()), None).await.expect(404, Some("site_not_found"));
+        send(&t, Method::DELETE, &format!("/api/v1/sites/{}", Uuid::now_v7()), None)
+            .await
+            .expect(404, Some("site_not_found"));
+        send(&t, Method::POST, &format!("/api/v1/sites/{}/restore", Uuid::now_v7()), None)
+            .await
+            .expect(404, Some("site_not_found"));
     });
 }
 
@@ -242,10 +269,14 @@ fn archive_state_table() {
 fn members_lists_people_without_email() {
     run(async {
         let t = org().await;
-        let id = new_site(&t, json!({"name": "Yard", "contact_first_name": "Ann", "contact_phone": "+358409998888"})).await;
+        let id =
+            new_site(&t, json!({"name": "Yard", "contact_first_name": "Ann", "contact_phone": "+358409998888"})).await;
         let reply = get(&t, &format!("/api/v1/sites/{id}/members")).await;
         reply.expect(200, None);
-        assert_eq!(reply.body, json!({"data": [{"first_name": "Ann", "last_name": null, "phone": "+358409998888", "role": "site_contact"}], "meta": {"count": 1}}));
+        assert_eq!(
+            reply.body,
+            json!({"data": [{"first_name": "Ann", "last_name": null, "phone": "+358409998888", "role": "site_contact"}], "meta": {"count": 1}})
+        );
         let empty = new_site(&t, json!({"name": "Empty"})).await;
         assert_eq!(get(&t, &format!("/api/v1/sites/{empty}/members")).await.body["meta"]["count"], 0);
         get(&t, &format!("/api/v1/sites/{}/members", Uuid::now_v7())).await.expect(404, Some("site_not_found"));
@@ -260,8 +291,11 @@ fn scopes_are_enforced() {
         let reader = TestOrg { org: t.org.clone(), key: new_key(t.id(), &[Scope::ReadData]).await };
         get(&reader, &format!("/api/v1/sites/{id}")).await.expect(200, None);
         create_site(&reader, json!({"name": "No"})).await.expect(403, Some("insufficient_scope"));
-        send(&reader, Method::DELETE, &format!("/api/v1/sites/{id}"), None).await.expect(403, Some("insufficient_scope"));
-        let orgs_only = TestOrg { org: t.org.clone(), key: new_key(t.id(), &[Scope::ReadOrgs, Scope::WriteOrgsSelf]).await };
+        send(&reader, Method::DELETE, &format!("/api/v1/sites/{id}"), None)
+            .await
+            .expect(403, Some("insufficient_scope"));
+        let orgs_only =
+            TestOrg { org: t.org.clone(), key: new_key(t.id(), &[Scope::ReadOrgs, Scope::WriteOrgsSelf]).await };
         get(&orgs_only, "/api/v1/sites").await.expect(403, Some("insufficient_scope"));
     });
 }

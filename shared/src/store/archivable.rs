@@ -1,0 +1,69 @@
+//! Sites, receiving points and factories as organization-partition records
+//! (`ORG#<org>` / `<PREFIX><id>`), each with its geo index entry.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::geo::GeoEntry;
+use super::records::Record;
+use crate::error::ApiError;
+use crate::model::factory::FactoryRecord;
+use crate::model::receiving_point::ReceivingPointRecord;
+use crate::model::site::SiteRecord;
+
+macro_rules! archivable {
+    ($record:ty, prefix: $prefix:literal, geo: $kind:literal, not_found: $code:literal, $message:literal, public: |$r:ident| $public:expr) => {
+        impl Record for $record {
+            const PREFIX: &'static str = $prefix;
+
+            fn not_found() -> ApiError {
+                ApiError::NotFound { code: $code, message: $message }
+            }
+            fn id(&self) -> Uuid {
+                self.id
+            }
+            fn org_id(&self) -> Uuid {
+                self.org_id
+            }
+            fn version(&self) -> u64 {
+                self.version
+            }
+            fn set_version(&mut self, version: u64) {
+                self.version = version;
+            }
+            fn archived_at(&self) -> Option<DateTime<Utc>> {
+                self.archived_at
+            }
+            fn set_archived(&mut self, archived_at: Option<DateTime<Utc>>, now: DateTime<Utc>) {
+                self.archived_at = archived_at;
+                self.updated_at = now;
+            }
+            fn geo(&self) -> Vec<GeoEntry> {
+                let $r = self;
+                match (self.archived_at, self.coordinates) {
+                    (None, Some(coordinates)) => vec![GeoEntry {
+                        kind: $kind,
+                        id: self.id,
+                        org_id: self.org_id,
+                        name: self.name.clone(),
+                        coordinates,
+                        public: $public,
+                    }],
+                    _ => Vec::new(),
+                }
+            }
+        }
+    };
+}
+
+archivable!(SiteRecord, prefix: "SITE#", geo: "SITE", not_found: "site_not_found", "site not found", public: |_s| false);
+archivable!(FactoryRecord, prefix: "FACTORY#", geo: "FACTORY", not_found: "factory_not_found", "factory not found", public: |_f| false);
+// Public receiving points are also indexed in the `PUBLIC` cells.
+archivable!(
+    ReceivingPointRecord,
+    prefix: "RP#",
+    geo: "RP",
+    not_found: "receiving_point_not_found",
+    "receiving point not found",
+    public: |point| point.is_public
+);
