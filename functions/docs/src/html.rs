@@ -73,6 +73,15 @@ fn type_name(spec: &Value, schema: &Value) -> String {
     name
 }
 
+/// The `code` enum of an error schema, also inside `allOf`.
+fn error_codes<'a>(spec: &'a Value, schema: &'a Value) -> Option<&'a Vec<Value>> {
+    let schema = resolve(spec, schema);
+    schema
+        .pointer("/properties/code/enum")
+        .and_then(Value::as_array)
+        .or_else(|| schema.get("allOf")?.as_array()?.iter().find_map(|part| error_codes(spec, part)))
+}
+
 fn properties_table(spec: &Value, schema: &Value) -> String {
     let schema = resolve(spec, schema);
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
@@ -148,11 +157,7 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
     for (status, response) in op.get("responses").and_then(Value::as_object).into_iter().flatten() {
         let response = resolve(spec, response);
         let mut description = markdown(response.get("description").and_then(Value::as_str).unwrap_or(""));
-        let codes = response
-            .pointer("/content/application~1json/schema")
-            .map(|s| resolve(spec, s))
-            .and_then(|s| s.pointer("/properties/code/enum"))
-            .and_then(Value::as_array);
+        let codes = response.pointer("/content/application~1json/schema").and_then(|schema| error_codes(spec, schema));
         if let Some(codes) = codes {
             let list: Vec<String> =
                 codes.iter().filter_map(Value::as_str).map(|c| format!("<code>{}</code>", escape(c))).collect();

@@ -66,5 +66,6 @@ mod tests {
             }
         }
         assert!(!page.contains("<script") && !page.contains("<link"), "the page loads nothing from the network");
+        assert!(page.contains("<code>rate_limited</code>"), "error codes are listed");
     }
 }

@@ -1,13 +1,13 @@
 //! Factories: list, create, archive, restore. Contract: api-v1.md,
-//! "Factories" and "Archivable records". Archive and restore follow the
-//! sites' paths: DELETE /api/v1/factories/{factoryId} and
+//! "Factories" and "Archivable records". Read, archive and restore follow
+//! the sites' paths: GET and DELETE /api/v1/factories/{factoryId},
 //! POST /api/v1/factories/{factoryId}/restore.
 
 use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{delete, get, post};
+use axum::routing::{get, post};
 use shared::auth::{Ctx, ReadData, WriteData};
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
@@ -20,7 +20,7 @@ use shared::{ApiResult, AppState};
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/factories", get(list).post(create))
-        .route("/api/v1/factories/{factoryId}", delete(archive))
+        .route("/api/v1/factories/{factoryId}", get(read).delete(archive))
         .route("/api/v1/factories/{factoryId}/restore", post(restore))
 }
 
@@ -40,6 +40,11 @@ async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateFactory>) ->
     ctx.store.factories().create(&factory).await?;
     let location = format!("/api/v1/factories/{}", factory.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(Data(factory.view()))))
+}
+
+/// GET /api/v1/factories/{factoryId} — read:data — archived included.
+async fn read(ctx: Ctx<ReadData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Json<Data<Factory>>> {
+    Ok(Json(Data(ctx.store.factories().require(ctx.org_id, id).await?.view())))
 }
 
 /// DELETE /api/v1/factories/{factoryId} — write:data — archives; 409 `already_archived`.

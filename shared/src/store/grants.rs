@@ -75,7 +75,9 @@ impl Grants<'_> {
             .expression_attribute_values(":pk", s(keys::org_pk(granter)))
             .expression_attribute_values(":prefix", s("GRANT#"))
             .consistent_read(true);
-        query_all(query).await?.into_iter().map(from_item).collect()
+        let mut grants: Vec<Grant> = query_all(query).await?.into_iter().map(from_item).collect::<ApiResult<_>>()?;
+        grants.sort_by_key(|g| (g.created_at, g.id));
+        Ok(grants)
     }
 
     /// Revokes the grant to `grantee`; 404 `grant_not_found` when none.

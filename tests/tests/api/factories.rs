@@ -43,6 +43,10 @@ fn create_returns_the_factory() {
         assert_eq!(d["coordinates"], json!({"lat": 60.29, "lng": 25.04}));
         let id = d["id"].as_str().unwrap();
         assert_eq!(reply.header("location"), format!("/api/v1/factories/{id}"));
+        let read = send(&t, Method::GET, &format!("/api/v1/factories/{id}"), None).await;
+        read.expect(200, None);
+        assert_eq!(&read.body["data"], d);
+        assert!(read.ddb_calls <= 3, "single read cost {} calls", read.ddb_calls);
         let list = send(&t, Method::GET, "/api/v1/factories", None).await;
         assert_eq!(&list.body["data"][0], d);
         assert!(list.ddb_calls <= 3, "list cost {} calls", list.ddb_calls);
@@ -107,6 +111,9 @@ fn another_organization_never_sees_or_changes_factories() {
         let other = org().await;
         let id = new_factory(&owner, json!({"name": "Plant"})).await;
         assert!(ids(&send(&other, Method::GET, "/api/v1/factories?status=all", None).await).is_empty());
+        send(&other, Method::GET, &format!("/api/v1/factories/{id}"), None)
+            .await
+            .expect(404, Some("factory_not_found"));
         send(&other, Method::DELETE, &format!("/api/v1/factories/{id}"), None)
             .await
             .expect(404, Some("factory_not_found"));

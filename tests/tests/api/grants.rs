@@ -135,3 +135,25 @@ fn scopes_are_enforced() {
             .expect(403, Some("insufficient_scope"));
     });
 }
+
+#[test]
+fn another_organization_cannot_see_or_revoke_a_grant() {
+    run(async {
+        let granter = org().await;
+        let haulier = org().await;
+        let other = org().await;
+        grant(&granter, haulier.id(), None).await.expect(201, None);
+        // The other organization's own grant list is empty and its DELETE only ever names its own grants.
+        assert_eq!(send(&other, Method::GET, "/api/v1/org-access-grants", None).await.body["meta"]["count"], 0);
+        send(&other, Method::DELETE, &format!("/api/v1/org-access-grants/{}", haulier.id()), None)
+            .await
+            .expect(404, Some("grant_not_found"));
+        // Neither can the grantee revoke it.
+        send(&haulier, Method::DELETE, &format!("/api/v1/org-access-grants/{}", haulier.id()), None)
+            .await
+            .expect(404, Some("grant_not_found"));
+        let list = send(&granter, Method::GET, "/api/v1/org-access-grants", None).await;
+        assert_eq!(list.body["meta"]["count"], 1);
+        assert_eq!(list.body["data"][0]["grantee_org_id"], haulier.id().to_string());
+    });
+}
