@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
-use super::tx::{Conflict, put, transact};
+use super::tx::{Conflict, RACE_ATTEMPTS, concurrent_update, is_raced, put, raced, transact};
 use super::{Store, query_all};
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
@@ -191,6 +191,16 @@ impl Orgs<'_> {
     /// Applies validated changes. A rename moves the name's uniqueness item
     /// and the parent's child summary in the same transaction.
     pub async fn update(&self, id: Uuid, changes: &OrgChanges) -> ApiResult<Organization> {
+        for _ in 0..RACE_ATTEMPTS {
+            match self.update_once(id, changes).await {
+                Err(e) if is_raced(&e) => continue,
+                other => return other,
+            }
+        }
+        Err(concurrent_update())
+    }
+
+    async fn update_once(&self, id: Uuid, changes: &OrgChanges) -> ApiResult<Organization> {
         let store = self.0;
         let table = store.table();
         let current = self.get(id).await?.ok_or_else(ApiError::org_not_found)?.org;
@@ -201,7 +211,7 @@ impl Orgs<'_> {
         let mut update = Update::builder()
             .table_name(table)
             .set_key(Some(key(keys::org_pk(id), ORG_SK)))
-            // The name read above is still the stored one: renames cannot race.
+            // The name read above is still the stored one (else: raced, retry).
             .condition_expression("#status = :active AND #name = :old_name")
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#name", "name")
@@ -237,7 +247,7 @@ impl Orgs<'_> {
         update = update.update_expression(format!("SET {}", sets.join(", ")));
         let mut actions =
             vec![TransactWriteItem::builder().update(update.build().map_err(ApiError::internal)?).build()];
-        let mut conflicts: Vec<Conflict> = vec![(0, ApiError::org_not_found)];
+        let mut conflicts: Vec<Conflict> = vec![(0, raced)];
         if renamed {
             let old = Delete::builder()
                 .table_name(table)

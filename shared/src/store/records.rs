@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
-use super::tx::{Conflict, put, transact};
+use super::tx::{RACE_ATTEMPTS, concurrent_update, is_raced, put, raced, transact};
 use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::archive::{self, StatusFilter};
@@ -35,8 +35,6 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
 pub fn sk<R: Record>(id: Uuid) -> String {
     format!("{}{id}", R::PREFIX)
 }
-
-const ATTEMPTS: usize = 3;
 
 pub struct Records<'a, R> {
     store: &'a Store,
@@ -121,7 +119,7 @@ impl<'a, R: Record> Records<'a, R> {
     /// Reads the record, applies `change` (which may refuse with an error)
     /// and writes it back if nobody changed it meanwhile.
     pub async fn modify(&self, org: Uuid, id: Uuid, change: impl Fn(&mut R) -> ApiResult<()>) -> ApiResult<R> {
-        for _ in 0..ATTEMPTS {
+        for _ in 0..RACE_ATTEMPTS {
             let current = self.require(org, id).await?;
             let mut updated = current.clone();
             change(&mut updated)?;
@@ -136,17 +134,12 @@ impl<'a, R: Record> Records<'a, R> {
                 .map_err(ApiError::internal)?;
             let mut actions = vec![aws_sdk_dynamodb::types::TransactWriteItem::builder().put(put).build()];
             actions.extend(geo::changes(table, &current.geo(), &updated.geo())?);
-            let raced: Conflict = (0, raced);
-            match transact(self.store, actions, &[raced]).await {
-                Ok(()) => return Ok(updated),
-                Err(ApiError::Conflict { code: RACED, .. }) => continue,
-                Err(other) => return Err(other),
+            match transact(self.store, actions, &[(0, raced)]).await {
+                Err(e) if is_raced(&e) => continue,
+                other => return other.map(|()| updated),
             }
         }
-        Err(ApiError::Conflict {
-            code: "concurrent_update",
-            message: "the record is being changed by another request; try again".into(),
-        })
+        Err(concurrent_update())
     }
 
     /// DELETE: archives; 409 `already_archived` when archived.
@@ -178,10 +171,4 @@ impl<'a, R: Record> Records<'a, R> {
         item.insert(keys::SK.into(), s(sk::<R>(record.id())));
         Ok(item)
     }
-}
-
-const RACED: &str = "raced";
-
-fn raced() -> ApiError {
-    ApiError::Conflict { code: RACED, message: String::new() }
 }

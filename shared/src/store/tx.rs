@@ -12,6 +12,29 @@ pub(crate) fn put(table: &str, item: Item, condition: Option<&str>) -> ApiResult
     Ok(TransactWriteItem::builder().put(put.build().map_err(ApiError::internal)?).build())
 }
 
+/// The error for a lost optimistic race (the item changed since it was
+/// read); callers read again and retry.
+pub(crate) fn raced() -> ApiError {
+    ApiError::Conflict { code: RACED, message: String::new() }
+}
+
+pub(crate) fn is_raced(error: &ApiError) -> bool {
+    matches!(error, ApiError::Conflict { code: RACED, .. })
+}
+
+const RACED: &str = "raced";
+
+/// Attempts of a read-modify-write that keeps losing races.
+pub(crate) const RACE_ATTEMPTS: usize = 3;
+
+/// 409 after `RACE_ATTEMPTS` lost races.
+pub(crate) fn concurrent_update() -> ApiError {
+    ApiError::Conflict {
+        code: "concurrent_update",
+        message: "the record is being changed by another request; try again".into(),
+    }
+}
+
 /// A failed condition on action `.0` means the error `.1()`.
 pub(crate) type Conflict = (usize, fn() -> ApiError);
 
