@@ -19,7 +19,7 @@ emulator=$(functions/local/scripts/emulator.sh start)
 echo "==> emulator ($emulator) at $AWS_ENDPOINT_URL"
 server=""
 cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
     if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; echo "==> emulator stopped"; fi
 }
 trap cleanup EXIT

@@ -1,7 +1,7 @@
 //! `make bench` driver.
 //!
-//! `bench load <base url> <key> <requests> <concurrency>`: GET /api/v1/orgs
-//! over keep-alive HTTP/1.1 connections; prints requests/s, p50, p99.
+//! `bench load <host:port> <path> <key> <requests> <concurrency>`: GET
+//! `path` over keep-alive HTTP/1.1 connections; prints requests/s, p50, p99.
 //!
 //! `bench cold <binary> <event.json> <key>`: starts a Lambda binary against a
 //! minimal Lambda Runtime API served here, hands it the event, and prints the
@@ -22,9 +22,13 @@ use tokio::sync::mpsc;
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        ["load", base, key, requests, concurrency] => load(base, key, requests.parse()?, concurrency.parse()?).await,
+        ["load", base, path, key, requests, concurrency] => {
+            load(base, path, key, requests.parse()?, concurrency.parse()?).await
+        }
         ["cold", binary, event, key] => cold(binary, event, key).await,
-        _ => bail!("usage: bench load <base> <key> <requests> <concurrency> | bench cold <binary> <event.json> <key>"),
+        _ => bail!(
+            "usage: bench load <host:port> <path> <key> <requests> <concurrency> | bench cold <binary> <event.json> <key>"
+        ),
     }
 }
 
@@ -62,9 +66,9 @@ async fn worker(addr: String, request: String, count: usize) -> Result<Vec<Durat
     Ok(latencies)
 }
 
-async fn load(base: &str, key: &str, requests: usize, concurrency: usize) -> Result<()> {
+async fn load(base: &str, path: &str, key: &str, requests: usize, concurrency: usize) -> Result<()> {
     let addr = base.trim_start_matches("http://").trim_end_matches('/').to_owned();
-    let request = format!("GET /api/v1/orgs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\r\n");
     // Warm up connections and caches.
     worker(addr.clone(), request.clone(), 20).await?;
     let started = Instant::now();
@@ -79,7 +83,7 @@ async fn load(base: &str, key: &str, requests: usize, concurrency: usize) -> Res
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
     println!(
-        "{{\"requests\":{},\"concurrency\":{concurrency},\"requests_per_s\":{:.0},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}",
+        "{{\"path\":\"{path}\",\"requests\":{},\"concurrency\":{concurrency},\"requests_per_s\":{:.0},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}",
         latencies.len(),
         latencies.len() as f64 / elapsed.as_secs_f64(),
         pct(0.50).as_secs_f64() * 1000.0,
