@@ -12,7 +12,7 @@ export PORT
 # Project-local virtualenv with the emulator and the template linter.
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'openapi-spec-validator==0.*'
 	touch $@
 
 ## run: emulator + demo organization and key + dev server on 127.0.0.1:$(PORT)
@@ -26,11 +26,12 @@ test: $(VENV)/.installed
 	trap '[ "$$state" = started ] && functions/local/scripts/emulator.sh stop' EXIT; \
 	cargo test --workspace --locked
 
-## lint: formatting, clippy and the SAM template
+## lint: formatting, clippy, the SAM template and the OpenAPI description
 lint: $(VENV)/.installed
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(VENV)/bin/cfn-lint infra/template.yaml
+	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 
 ## bench: GET /api/v1/orgs throughput and latency, calls per request, binary size, init time
 bench: $(VENV)/.installed
