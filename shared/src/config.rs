@@ -13,11 +13,15 @@ impl ShortName {
     pub fn new(value: &str) -> Result<Self, ConfigError> {
         let ok = !value.is_empty()
             && value.len() <= 16
-            && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
         if ok {
             Ok(Self(value.to_owned()))
         } else {
-            Err(ConfigError(format!("SERVICE_SHORT_NAME must be 1 to 16 lowercase letters or digits, got {value:?}")))
+            Err(ConfigError(format!(
+                "SERVICE_SHORT_NAME must be 1 to 16 lowercase letters or digits, got {value:?}"
+            )))
         }
     }
 
@@ -89,7 +93,9 @@ impl Config {
                 None => Ok(default),
                 Some("1" | "true" | "yes" | "on") => Ok(true),
                 Some("0" | "false" | "no" | "off") => Ok(false),
-                Some(other) => Err(ConfigError(format!("{name} must be true or false, got {other:?}"))),
+                Some(other) => Err(ConfigError(format!(
+                    "{name} must be true or false, got {other:?}"
+                ))),
             }
         };
         let number = |name: &str, default: u64| -> Result<u64, ConfigError> {
@@ -100,12 +106,16 @@ impl Config {
                     .parse::<u64>()
                     .ok()
                     .filter(|n| *n > 0)
-                    .ok_or_else(|| ConfigError(format!("{name} must be a positive integer, got {v:?}"))),
+                    .ok_or_else(|| {
+                        ConfigError(format!("{name} must be a positive integer, got {v:?}"))
+                    }),
             }
         };
         let cursor_key = get("CURSOR_SIGNING_KEY").unwrap_or_else(|| DEV_CURSOR_KEY.into());
         if cursor_key.len() < 32 {
-            return Err(ConfigError("CURSOR_SIGNING_KEY must be at least 32 characters".into()));
+            return Err(ConfigError(
+                "CURSOR_SIGNING_KEY must be at least 32 characters".into(),
+            ));
         }
         Ok(Self {
             table_name: get("TABLE_NAME").unwrap_or_else(|| DEFAULT_TABLE.into()),
@@ -136,7 +146,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|name| map.get(name).cloned())
     }
 

@@ -45,20 +45,40 @@ impl<'a> CursorCodec<'a> {
     }
 
     pub fn encode<T: Serialize>(&self, org: Uuid, filters: &str, position: &T) -> String {
-        let payload = serde_json::to_vec(&Envelope { v: VERSION, o: org, f: filters.to_owned(), p: position })
-            .expect("cursor positions serialize");
+        let payload = serde_json::to_vec(&Envelope {
+            v: VERSION,
+            o: org,
+            f: filters.to_owned(),
+            p: position,
+        })
+        .expect("cursor positions serialize");
         let tag = self.mac(&payload).finalize().into_bytes();
-        format!("{}.{}", URL_SAFE_NO_PAD.encode(&payload), URL_SAFE_NO_PAD.encode(tag))
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
     }
 
-    pub fn decode<T: DeserializeOwned>(&self, org: Uuid, filters: &str, token: &str) -> Result<T, ApiError> {
-        let invalid =
-            || ApiError::validation("cursor", "is not a cursor of this list; pass meta.next_cursor unchanged");
+    pub fn decode<T: DeserializeOwned>(
+        &self,
+        org: Uuid,
+        filters: &str,
+        token: &str,
+    ) -> Result<T, ApiError> {
+        let invalid = || {
+            ApiError::validation(
+                "cursor",
+                "is not a cursor of this list; pass meta.next_cursor unchanged",
+            )
+        };
         let (payload, tag) = token.split_once('.').ok_or_else(invalid)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
         // Constant-time tag check.
-        self.mac(&payload).verify_slice(&tag).map_err(|_| invalid())?;
+        self.mac(&payload)
+            .verify_slice(&tag)
+            .map_err(|_| invalid())?;
         let envelope: Envelope<T> = serde_json::from_slice(&payload).map_err(|_| invalid())?;
         if envelope.v != VERSION || envelope.o != org || envelope.f != filters {
             return Err(invalid());
@@ -73,7 +93,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn position() -> BTreeMap<String, String> {
-        BTreeMap::from([("pk".into(), "ORG#1".into()), ("sk".into(), "SURPLUS#2".into())])
+        BTreeMap::from([
+            ("pk".into(), "ORG#1".into()),
+            ("sk".into(), "SURPLUS#2".into()),
+        ])
     }
 
     #[test]
@@ -81,7 +104,12 @@ mod tests {
         let codec = CursorCodec::new(b"k");
         let org = Uuid::now_v7();
         let token = codec.encode(org, "status=open", &position());
-        assert_eq!(codec.decode::<BTreeMap<String, String>>(org, "status=open", &token).unwrap(), position());
+        assert_eq!(
+            codec
+                .decode::<BTreeMap<String, String>>(org, "status=open", &token)
+                .unwrap(),
+            position()
+        );
     }
 
     #[test]
@@ -89,7 +117,8 @@ mod tests {
         let codec = CursorCodec::new(b"k");
         let org = Uuid::now_v7();
         let token = codec.encode(org, "status=open", &position());
-        let decode = |c: &CursorCodec, o, f: &str, t: &str| c.decode::<BTreeMap<String, String>>(o, f, t);
+        let decode =
+            |c: &CursorCodec, o, f: &str, t: &str| c.decode::<BTreeMap<String, String>>(o, f, t);
         assert!(decode(&codec, Uuid::now_v7(), "status=open", &token).is_err());
         assert!(decode(&codec, org, "status=all", &token).is_err());
         assert!(decode(&CursorCodec::new(b"other"), org, "status=open", &token).is_err());

@@ -15,7 +15,10 @@ pub enum ApiError {
     // 400
     /// A path id is not a UUID. `code` names the id (`invalid_org_id`, ...).
     #[error("{param} must be a UUID")]
-    InvalidId { code: &'static str, param: &'static str },
+    InvalidId {
+        code: &'static str,
+        param: &'static str,
+    },
     #[error("{0}")]
     InvalidJson(String),
     // 401
@@ -40,7 +43,10 @@ pub enum ApiError {
     PublicApiDisabled,
     // 404
     #[error("{message}")]
-    NotFound { code: &'static str, message: &'static str },
+    NotFound {
+        code: &'static str,
+        message: &'static str,
+    },
     #[error("no route matches this path")]
     RouteNotFound,
     // 405
@@ -66,7 +72,10 @@ pub enum ApiError {
     Internal(BoxError),
     // 503
     #[error("{message}")]
-    Unavailable { code: &'static str, message: &'static str },
+    Unavailable {
+        code: &'static str,
+        message: &'static str,
+    },
 }
 
 impl ApiError {
@@ -77,7 +86,9 @@ impl ApiError {
             MissingApiKey | InvalidApiKey | ApiKeyRevoked | ApiKeyExpired | ConflictingApiKeys => {
                 StatusCode::UNAUTHORIZED
             }
-            OrgIdMismatch(_) | FeatureNotEnabled | InsufficientScope(_) | PublicApiDisabled => StatusCode::FORBIDDEN,
+            OrgIdMismatch(_) | FeatureNotEnabled | InsufficientScope(_) | PublicApiDisabled => {
+                StatusCode::FORBIDDEN
+            }
             NotFound { .. } | RouteNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Conflict { .. } => StatusCode::CONFLICT,
@@ -126,17 +137,26 @@ impl ApiError {
     }
 
     pub fn org_not_found() -> Self {
-        Self::NotFound { code: "org_not_found", message: "organization not found" }
+        Self::NotFound {
+            code: "org_not_found",
+            message: "organization not found",
+        }
     }
 
     /// 409: DELETE on a record that is already archived.
     pub fn already_archived() -> Self {
-        Self::Conflict { code: "already_archived", message: "the record is already archived".into() }
+        Self::Conflict {
+            code: "already_archived",
+            message: "the record is already archived".into(),
+        }
     }
 
     /// 409: restore on a record that is not archived.
     pub fn not_archived() -> Self {
-        Self::Conflict { code: "not_archived", message: "the record is not archived".into() }
+        Self::Conflict {
+            code: "not_archived",
+            message: "the record is not archived".into(),
+        }
     }
 
     /// 409: PATCH on an archived record.
@@ -149,16 +169,25 @@ impl ApiError {
 
     /// 422: a body's `site_id` names no site of the key's organization.
     pub fn site_not_found() -> Self {
-        Self::Unprocessable { code: "site_not_found", message: "site_id names no site of this organization".into() }
+        Self::Unprocessable {
+            code: "site_not_found",
+            message: "site_id names no site of this organization".into(),
+        }
     }
 
     /// 422: a body's `site_id` names an archived site.
     pub fn site_archived() -> Self {
-        Self::Unprocessable { code: "site_archived", message: "the site is archived; restore it first".into() }
+        Self::Unprocessable {
+            code: "site_archived",
+            message: "the site is archived; restore it first".into(),
+        }
     }
 
     pub fn org_name_conflict() -> Self {
-        Self::Conflict { code: "org_name_conflict", message: "an organization with this name already exists".into() }
+        Self::Conflict {
+            code: "org_name_conflict",
+            message: "an organization with this name already exists".into(),
+        }
     }
 }
 
@@ -176,14 +205,21 @@ impl IntoResponse for ApiError {
             ApiError::Internal(source) => {
                 // The request span carries the request id.
                 tracing::error!(error = %source, "internal error");
-                "an unexpected error occurred; quote the x-request-id header when reporting it".to_owned()
+                "an unexpected error occurred; quote the x-request-id header when reporting it"
+                    .to_owned()
             }
             other => other.to_string(),
         };
-        let body = ErrorBody { error: status.canonical_reason().unwrap_or("Error"), message, code: self.code() };
+        let body = ErrorBody {
+            error: status.canonical_reason().unwrap_or("Error"),
+            message,
+            code: self.code(),
+        };
         let mut response = (status, Json(body)).into_response();
         if let ApiError::RateLimited { retry_after } = self {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
         response
     }
@@ -197,7 +233,9 @@ mod tests {
         let response = error.into_response();
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
         (status, serde_json::from_slice(&bytes).unwrap(), headers)
     }
 

@@ -46,24 +46,48 @@ pub struct LinkSigner {
 /// emulator) is configured.
 pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     let path_style = sdk.endpoint_url().is_some();
-    aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(sdk).force_path_style(path_style).build())
+    aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(sdk)
+            .force_path_style(path_style)
+            .build(),
+    )
 }
 
 impl LinkSigner {
     pub fn new(sdk: &aws_config::SdkConfig, bucket: &str, secret_arn: Option<String>) -> Self {
-        Self { sdk: sdk.clone(), bucket: bucket.to_owned(), secret_arn, client: Default::default() }
+        Self {
+            sdk: sdk.clone(),
+            bucket: bucket.to_owned(),
+            secret_arn,
+            client: Default::default(),
+        }
     }
 
     async fn client(&self) -> ApiResult<&aws_sdk_s3::Client> {
         self.client
             .get_or_try_init(|| async {
-                let Some(arn) = &self.secret_arn else { return Ok(s3_client(&self.sdk)) };
+                let Some(arn) = &self.secret_arn else {
+                    return Ok(s3_client(&self.sdk));
+                };
                 let secrets = aws_sdk_secretsmanager::Client::new(&self.sdk);
-                let out = secrets.get_secret_value().secret_id(arn).send().await.map_err(|e| {
-                    ApiError::internal(aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())
+                let out = secrets
+                    .get_secret_value()
+                    .secret_id(arn)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        ApiError::internal(
+                            aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
+                        )
+                    })?;
+                let secret: SignerSecret = serde_json::from_str(
+                    out.secret_string().unwrap_or_default(),
+                )
+                .map_err(|_| {
+                    ApiError::internal(
+                        "link signer secret is not {access_key_id, secret_access_key}",
+                    )
                 })?;
-                let secret: SignerSecret = serde_json::from_str(out.secret_string().unwrap_or_default())
-                    .map_err(|_| ApiError::internal("link signer secret is not {access_key_id, secret_access_key}"))?;
                 let credentials = aws_sdk_s3::config::Credentials::new(
                     secret.access_key_id,
                     secret.secret_access_key,
@@ -95,7 +119,9 @@ impl LinkSigner {
             .key(storage_path)
             .presigned(config)
             .await
-            .map_err(|e| ApiError::internal(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| {
+                ApiError::internal(aws_sdk_s3::error::DisplayErrorContext(e).to_string())
+            })?;
         let expires = chrono::Duration::from_std(LINK_LIFETIME).map_err(ApiError::internal)?;
         Ok(SignedLink {
             storage_path: storage_path.to_owned(),
@@ -130,7 +156,11 @@ mod tests {
         let signer = LinkSigner::new(&sdk, "files", None);
         let link = signer.sign("receiving-points/a/b/photo.jpg").await.unwrap();
         assert!(link.url.contains("files"), "{}", link.url);
-        assert!(link.url.contains("receiving-points/a/b/photo.jpg"), "{}", link.url);
+        assert!(
+            link.url.contains("receiving-points/a/b/photo.jpg"),
+            "{}",
+            link.url
+        );
         assert!(link.url.contains("X-Amz-Expires=86400"), "{}", link.url);
         assert!(link.url.contains("X-Amz-Signature="), "{}", link.url);
         let lifetime = link.url_expires_at - Utc::now();

@@ -31,7 +31,12 @@ impl RateLimitDecision {
     /// limit is switched off): the full budget and the window's end.
     pub fn untouched(config: &RateLimitConfig, now: SystemTime) -> Self {
         let window = Window::at(now, config.window);
-        Self { allowed: true, limit: config.limit, remaining: config.limit, reset: window.end() }
+        Self {
+            allowed: true,
+            limit: config.limit,
+            remaining: config.limit,
+            reset: window.end(),
+        }
     }
 
     /// Seconds until the window resets (at least 1), for `Retry-After`.
@@ -60,7 +65,11 @@ impl Window {
         let len_ms = len.as_millis().max(1);
         let index = (since_epoch.as_millis() / len_ms) as u64;
         let elapsed = Duration::from_millis((since_epoch.as_millis() % len_ms) as u64);
-        Self { index, len, elapsed }
+        Self {
+            index,
+            len,
+            elapsed,
+        }
     }
 
     fn end(&self) -> u64 {
@@ -93,8 +102,17 @@ pub async fn check(
     // Counters live two windows, then TTL may remove them.
     let expires_at = window.end() + 2 * config.window.as_secs();
     let limit = config.limit;
-    let refused = RateLimitDecision { allowed: false, limit, remaining: 0, reset: window.end() };
-    match store.rate_limits().count(key_id, window.index, limit, expires_at).await? {
+    let refused = RateLimitDecision {
+        allowed: false,
+        limit,
+        remaining: 0,
+        reset: window.end(),
+    };
+    match store
+        .rate_limits()
+        .count(key_id, window.index, limit, expires_at)
+        .await?
+    {
         Counted::Full { .. } => Ok(refused),
         Counted::Admitted { current, previous } => {
             let estimate = window.estimate(current, previous);
@@ -102,7 +120,12 @@ pub async fn check(
                 store.rate_limits().uncount(key_id, window.index).await?;
                 return Ok(refused);
             }
-            Ok(RateLimitDecision { allowed: true, limit, remaining: limit - estimate, reset: window.end() })
+            Ok(RateLimitDecision {
+                allowed: true,
+                limit,
+                remaining: limit - estimate,
+                reset: window.end(),
+            })
         }
     }
 }
@@ -136,7 +159,11 @@ mod tests {
 
     #[test]
     fn untouched_shows_full_budget() {
-        let config = RateLimitConfig { enabled: true, limit: 100, window: Duration::from_secs(60) };
+        let config = RateLimitConfig {
+            enabled: true,
+            limit: 100,
+            window: Duration::from_secs(60),
+        };
         let d = RateLimitDecision::untouched(&config, at(61, 0));
         assert_eq!((d.limit, d.remaining, d.reset), (100, 100, 120));
         assert_eq!(d.retry_after(at(61, 0)), 59);

@@ -26,7 +26,15 @@ impl AppState {
 
     pub fn new(config: Config, sdk: &aws_config::SdkConfig) -> Self {
         let store = Store::new(Store::client(sdk), config.table_name.as_str());
-        let links = LinkSigner::new(sdk, &config.bucket_name, config.link_signer_secret_arn.clone());
-        Self { config: Arc::new(config), store, links }
+        let links = LinkSigner::new(
+            sdk,
+            &config.bucket_name,
+            config.link_signer_secret_arn.clone(),
+        );
+        Self {
+            config: Arc::new(config),
+            store,
+            links,
+        }
     }
 }

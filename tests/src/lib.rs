@@ -22,8 +22,12 @@ use shared::store::calls::DynamoCalls;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
-static RUNTIME: LazyLock<tokio::runtime::Runtime> =
-    LazyLock::new(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("test runtime"));
+static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("test runtime")
+});
 
 /// Runs a test body on the shared runtime (SDK connection pools live there).
 pub fn run<F: Future>(future: F) -> F::Output {
@@ -43,7 +47,8 @@ pub async fn harness() -> &'static Harness {
 }
 
 fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL is set (by .cargo/config.toml or the environment)")
+    std::env::var("AWS_ENDPOINT_URL")
+        .expect("AWS_ENDPOINT_URL is set (by .cargo/config.toml or the environment)")
 }
 
 fn reachable(endpoint: &str) -> bool {
@@ -63,7 +68,11 @@ fn ensure_emulator() {
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let python = root.join(".venv/bin/python");
-    assert!(python.exists(), "no emulator at {endpoint} and no {}: run `make test`", python.display());
+    assert!(
+        python.exists(),
+        "no emulator at {endpoint} and no {}: run `make test`",
+        python.display()
+    );
     let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
     let (host, port) = authority.rsplit_once(':').expect("endpoint has a port");
     let log = std::fs::File::create(std::env::temp_dir().join("moto-tests.log")).expect("moto log");
@@ -78,22 +87,31 @@ fn ensure_emulator() {
         .expect("start the emulator");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !reachable(&endpoint) {
-        assert!(Instant::now() < deadline, "moto_server did not start at {endpoint}");
+        assert!(
+            Instant::now() < deadline,
+            "moto_server did not start at {endpoint}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 async fn setup() -> Harness {
-    tokio::task::spawn_blocking(ensure_emulator).await.expect("emulator");
+    tokio::task::spawn_blocking(ensure_emulator)
+        .await
+        .expect("emulator");
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let mut config = Config::from_env().expect("config");
     // A table of this run's own: runs against a reused emulator stay
     // independent, and the table stays small (moto copies it per transaction).
     config.table_name = format!("test-{}", uuid::Uuid::new_v4());
     let db = shared::store::Store::client(&sdk);
-    shared::store::schema::ensure_table(&db, &config.table_name).await.expect("table");
+    shared::store::schema::ensure_table(&db, &config.table_name)
+        .await
+        .expect("table");
     let s3 = shared::links::s3_client(&sdk);
-    shared::store::schema::ensure_bucket(&s3, &config.bucket_name).await.expect("bucket");
+    shared::store::schema::ensure_bucket(&s3, &config.bucket_name)
+        .await
+        .expect("bucket");
     let state = AppState::new(config, &sdk);
     let router = shared::http::app(local::routes(), state.clone());
     Harness { sdk, state, router }
@@ -130,13 +148,21 @@ impl Reply {
     }
 
     pub fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 
     /// Asserts the status and, for errors, the contract's error body.
     #[track_caller]
     pub fn expect(&self, status: u16, code: Option<&str>) -> &Self {
-        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.text);
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.text
+        );
         if let Some(code) = code {
             assert_eq!(self.code(), code, "unexpected code; body: {}", self.text);
             assert!(
@@ -144,8 +170,17 @@ impl Reply {
                 "error message missing: {}",
                 self.text
             );
-            assert_eq!(self.body["error"].as_str(), self.status.canonical_reason(), "error title: {}", self.text);
-            assert_eq!(self.body.as_object().map(|o| o.len()), Some(3), "error body has exactly error, message, code");
+            assert_eq!(
+                self.body["error"].as_str(),
+                self.status.canonical_reason(),
+                "error title: {}",
+                self.text
+            );
+            assert_eq!(
+                self.body.as_object().map(|o| o.len()),
+                Some(3),
+                "error body has exactly error, message, code"
+            );
         }
         self
     }
@@ -158,12 +193,17 @@ pub struct Call {
 }
 
 pub fn call(method: Method, path: &str) -> Call {
-    Call { request: Request::builder().method(method).uri(path), body: Body::empty() }
+    Call {
+        request: Request::builder().method(method).uri(path),
+        body: Body::empty(),
+    }
 }
 
 impl Call {
     pub fn key(mut self, key: &str) -> Self {
-        self.request = self.request.header("authorization", format!("Bearer {key}"));
+        self.request = self
+            .request
+            .header("authorization", format!("Bearer {key}"));
         self
     }
 
@@ -186,14 +226,32 @@ impl Call {
 
     pub async fn send_to(self, router: &Router) -> Reply {
         let request = self.request.body(self.body).expect("request");
-        let response = router.clone().oneshot(request).await.expect("infallible router");
+        let response = router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("infallible router");
         let status = response.status();
         let headers = response.headers().clone();
-        let ddb_calls = response.extensions().get::<DynamoCalls>().map_or(0, |c| c.0);
-        let bytes = response.into_body().collect().await.expect("body").to_bytes();
+        let ddb_calls = response
+            .extensions()
+            .get::<DynamoCalls>()
+            .map_or(0, |c| c.0);
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Reply { status, headers, body, text, ddb_calls }
+        Reply {
+            status,
+            headers,
+            body,
+            text,
+            ddb_calls,
+        }
     }
 
     pub async fn send(self) -> Reply {
@@ -233,7 +291,11 @@ pub async fn org_with(scopes: &[Scope]) -> TestOrg {
     }
     .validate()
     .expect("valid org");
-    let org = store.orgs().create_top_level(&new, true).await.expect("create org");
+    let org = store
+        .orgs()
+        .create_top_level(&new, true)
+        .await
+        .expect("create org");
     let key = new_key(org.id, scopes).await;
     TestOrg { org, key }
 }
@@ -246,5 +308,10 @@ pub async fn org() -> TestOrg {
 pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
     let h = harness().await;
     let prefix = h.state.config.short_name.key_prefix();
-    h.store().api_keys().create(org, scopes.to_vec(), None, None, &prefix).await.expect("create key").0
+    h.store()
+        .api_keys()
+        .create(org, scopes.to_vec(), None, None, &prefix)
+        .await
+        .expect("create key")
+        .0
 }

@@ -14,7 +14,10 @@ use shared::store::api_keys::ApiKeyRecord;
 use uuid::Uuid;
 
 #[derive(Parser)]
-#[command(name = "admin", about = "Operator tool: organizations, entitlement and API keys")]
+#[command(
+    name = "admin",
+    about = "Operator tool: organizations, entitlement and API keys"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -104,8 +107,11 @@ enum Command {
 }
 
 fn parse_scope(text: &str) -> Result<Scope, String> {
-    Scope::parse(text)
-        .ok_or_else(|| format!("unknown scope {text:?}; use read:orgs, read:data, write:orgs:self, write:data or *"))
+    Scope::parse(text).ok_or_else(|| {
+        format!(
+            "unknown scope {text:?}; use read:orgs, read:data, write:orgs:self, write:data or *"
+        )
+    })
 }
 
 fn print(value: Value) {
@@ -137,15 +143,33 @@ async fn run(cli: Cli) -> Result<()> {
     let config = Config::from_env()?;
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
-        eprintln!("admin: using endpoint {endpoint}, table {}", config.table_name);
+        eprintln!(
+            "admin: using endpoint {endpoint}, table {}",
+            config.table_name
+        );
     }
     let store = Store::new(Store::client(&sdk), config.table_name.as_str());
     let prefix = config.short_name.key_prefix();
     match cli.command {
-        Command::CreateOrg { name, public_api, business_code, street_address, postal_code, city, invoice_email } => {
-            let new =
-                CreateOrg { name, parent_id: None, business_code, street_address, postal_code, city, invoice_email }
-                    .validate()?;
+        Command::CreateOrg {
+            name,
+            public_api,
+            business_code,
+            street_address,
+            postal_code,
+            city,
+            invoice_email,
+        } => {
+            let new = CreateOrg {
+                name,
+                parent_id: None,
+                business_code,
+                street_address,
+                postal_code,
+                city,
+                invoice_email,
+            }
+            .validate()?;
             let org = store.orgs().create_top_level(&new, public_api).await?;
             print(json!({"org": org, "public_api": public_api}));
         }
@@ -153,21 +177,46 @@ async fn run(cli: Cli) -> Result<()> {
             store.api_keys().set_entitlement(org, enabled).await?;
             print(json!({"org_id": org, "public_api": enabled}));
         }
-        Command::AddAdmin { org, first_name, last_name, phone } => {
+        Command::AddAdmin {
+            org,
+            first_name,
+            last_name,
+            phone,
+        } => {
             let phone = shared::model::validate::e164("phone", &phone)?;
-            store.orgs().get(org).await?.context("organization not found")?;
+            store
+                .orgs()
+                .get(org)
+                .await?
+                .context("organization not found")?;
             let member = store
                 .members()
-                .add(org, &first_name, &last_name, &phone, shared::store::members::ROLE_ORG_ADMIN)
+                .add(
+                    org,
+                    &first_name,
+                    &last_name,
+                    &phone,
+                    shared::store::members::ROLE_ORG_ADMIN,
+                )
                 .await?;
             print(json!({"member": member}));
         }
-        Command::CreateKey { org, scopes, expires_at, expires_in_days, label } => {
-            let expires_at = expires_at.or(expires_in_days.map(|d| Utc::now() + Duration::days(i64::from(d))));
+        Command::CreateKey {
+            org,
+            scopes,
+            expires_at,
+            expires_in_days,
+            label,
+        } => {
+            let expires_at =
+                expires_at.or(expires_in_days.map(|d| Utc::now() + Duration::days(i64::from(d))));
             if expires_at.is_some_and(|at| at <= Utc::now()) {
                 bail!("the expiry is in the past");
             }
-            let (plaintext, record) = store.api_keys().create(org, scopes, expires_at, label, &prefix).await?;
+            let (plaintext, record) = store
+                .api_keys()
+                .create(org, scopes, expires_at, label, &prefix)
+                .await?;
             let mut out = key_json(&record);
             out["api_key"] = json!(plaintext);
             print(out);
@@ -181,12 +230,21 @@ async fn run(cli: Cli) -> Result<()> {
             let record = store.api_keys().revoke(org, key_id).await?;
             print(key_json(&record));
         }
-        Command::AddPhoto { org, receiving_point, file } => {
-            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let (extension, content_type) = image_kind(&bytes).context("the file is not a JPEG, PNG or WebP image")?;
+        Command::AddPhoto {
+            org,
+            receiving_point,
+            file,
+        } => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let (extension, content_type) =
+                image_kind(&bytes).context("the file is not a JPEG, PNG or WebP image")?;
             let points = store.receiving_points();
             points.require(org, receiving_point).await?;
-            let path = format!("receiving-points/{org}/{receiving_point}/{}.{extension}", Uuid::now_v7());
+            let path = format!(
+                "receiving-points/{org}/{receiving_point}/{}.{extension}",
+                Uuid::now_v7()
+            );
             shared::links::s3_client(&sdk)
                 .put_object()
                 .bucket(&config.bucket_name)
@@ -195,7 +253,9 @@ async fn run(cli: Cli) -> Result<()> {
                 .body(bytes.into())
                 .send()
                 .await
-                .map_err(|e| anyhow::anyhow!(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
+                .map_err(|e| {
+                    anyhow::anyhow!(aws_sdk_s3::error::DisplayErrorContext(e).to_string())
+                })?;
             let stored = path.clone();
             points
                 .modify(org, receiving_point, move |p| {
@@ -207,17 +267,24 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::SetupLocal => {
             let db = Store::client(&sdk);
-            let created =
-                shared::store::schema::ensure_table(&db, &config.table_name).await.map_err(anyhow::Error::msg)?;
+            let created = shared::store::schema::ensure_table(&db, &config.table_name)
+                .await
+                .map_err(anyhow::Error::msg)?;
             print(json!({"table": config.table_name, "created": created}));
-            let s3 =
-                aws_sdk_s3::Client::from_conf(aws_sdk_s3::config::Builder::from(&sdk).force_path_style(true).build());
-            let created =
-                shared::store::schema::ensure_bucket(&s3, &config.bucket_name).await.map_err(anyhow::Error::msg)?;
+            let s3 = aws_sdk_s3::Client::from_conf(
+                aws_sdk_s3::config::Builder::from(&sdk)
+                    .force_path_style(true)
+                    .build(),
+            );
+            let created = shared::store::schema::ensure_bucket(&s3, &config.bucket_name)
+                .await
+                .map_err(anyhow::Error::msg)?;
             print(json!({"bucket": config.bucket_name, "created": created}));
             let sqs = aws_sdk_sqs::Client::new(&sdk);
             for name in ["webhook-deliveries-dlq", "webhook-deliveries"] {
-                let url = shared::store::schema::ensure_queue(&sqs, name).await.map_err(anyhow::Error::msg)?;
+                let url = shared::store::schema::ensure_queue(&sqs, name)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
                 print(json!({"queue": name, "url": url}));
             }
         }
@@ -234,9 +301,19 @@ async fn run(cli: Cli) -> Result<()> {
             }
             .validate()?;
             let org = store.orgs().create_top_level(&new, true).await?;
-            let (plaintext, record) =
-                store.api_keys().create(org.id, vec![Scope::All], None, Some("make run demo".into()), &prefix).await?;
-            print(json!({"org_id": org.id, "org_name": org.name, "key_id": record.key_id, "api_key": plaintext}));
+            let (plaintext, record) = store
+                .api_keys()
+                .create(
+                    org.id,
+                    vec![Scope::All],
+                    None,
+                    Some("make run demo".into()),
+                    &prefix,
+                )
+                .await?;
+            print(
+                json!({"org_id": org.id, "org_name": org.name, "key_id": record.key_id, "api_key": plaintext}),
+            );
         }
     }
     Ok(())
@@ -247,7 +324,21 @@ fn image_kind(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
     match bytes {
         [0xff, 0xd8, 0xff, ..] => Some(("jpg", "image/jpeg")),
         [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some(("png", "image/png")),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(("webp", "image/webp")),
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => Some(("webp", "image/webp")),
         _ => None,
     }
 }

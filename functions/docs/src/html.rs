@@ -21,12 +21,18 @@ th{background:#f0f2f6}.op{background:#fff;border:1px solid #dde;border-radius:6p
 
 /// The HTML id of an operation.
 pub fn anchor(method: &str, path: &str) -> String {
-    let slug: String = path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let slug: String = path
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
     format!("op-{method}{slug}")
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn markdown(text: &str) -> String {
@@ -38,14 +44,24 @@ fn markdown(text: &str) -> String {
 
 /// Follows a local `$ref` (`#/components/...`).
 fn resolve<'a>(spec: &'a Value, value: &'a Value) -> &'a Value {
-    match value.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix('#')) {
-        Some(pointer) => spec.pointer(pointer).map_or(value, |target| resolve(spec, target)),
+    match value
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+    {
+        Some(pointer) => spec
+            .pointer(pointer)
+            .map_or(value, |target| resolve(spec, target)),
         None => value,
     }
 }
 
 fn type_name(spec: &Value, schema: &Value) -> String {
-    if let Some(name) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.rsplit('/').next()) {
+    if let Some(name) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+    {
         let target = resolve(spec, schema);
         return if target.get("properties").is_some() {
             format!("<a href=\"#schema-{name}\">{name}</a>")
@@ -54,17 +70,31 @@ fn type_name(spec: &Value, schema: &Value) -> String {
         };
     }
     let mut name = match schema.get("type").and_then(Value::as_str) {
-        Some("array") => format!("array of {}", schema.get("items").map_or("any".into(), |i| type_name(spec, i))),
+        Some("array") => format!(
+            "array of {}",
+            schema
+                .get("items")
+                .map_or("any".into(), |i| type_name(spec, i))
+        ),
         Some(t) => t.to_owned(),
-        None if schema.get("anyOf").is_some() || schema.get("oneOf").is_some() => "one of several".into(),
+        None if schema.get("anyOf").is_some() || schema.get("oneOf").is_some() => {
+            "one of several".into()
+        }
         None => "object".into(),
     };
     if let Some(format) = schema.get("format").and_then(Value::as_str) {
         let _ = write!(name, " ({format})");
     }
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let list: Vec<String> =
-            values.iter().map(|v| format!("<code>{}</code>", escape(v.as_str().unwrap_or(&v.to_string())))).collect();
+        let list: Vec<String> = values
+            .iter()
+            .map(|v| {
+                format!(
+                    "<code>{}</code>",
+                    escape(v.as_str().unwrap_or(&v.to_string()))
+                )
+            })
+            .collect();
         let _ = write!(name, ": {}", list.join(", "));
     }
     if schema.get("nullable").and_then(Value::as_bool) == Some(true) {
@@ -79,7 +109,13 @@ fn error_codes<'a>(spec: &'a Value, schema: &'a Value) -> Option<&'a Vec<Value>>
     schema
         .pointer("/properties/code/enum")
         .and_then(Value::as_array)
-        .or_else(|| schema.get("allOf")?.as_array()?.iter().find_map(|part| error_codes(spec, part)))
+        .or_else(|| {
+            schema
+                .get("allOf")?
+                .as_array()?
+                .iter()
+                .find_map(|part| error_codes(spec, part))
+        })
 }
 
 fn properties_table(spec: &Value, schema: &Value) -> String {
@@ -92,23 +128,40 @@ fn properties_table(spec: &Value, schema: &Value) -> String {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let mut out = String::from("<table><tr><th>Field</th><th>Type</th><th>Required</th><th>Description</th></tr>");
+    let mut out = String::from(
+        "<table><tr><th>Field</th><th>Type</th><th>Required</th><th>Description</th></tr>",
+    );
     for (name, property) in properties {
-        let description = property.get("description").or_else(|| resolve(spec, property).get("description"));
+        let description = property
+            .get("description")
+            .or_else(|| resolve(spec, property).get("description"));
         let _ = write!(
             out,
             "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(name),
             type_name(spec, property),
-            if required.contains(&name.as_str()) { "yes" } else { "" },
-            description.and_then(Value::as_str).map(markdown).unwrap_or_default()
+            if required.contains(&name.as_str()) {
+                "yes"
+            } else {
+                ""
+            },
+            description
+                .and_then(Value::as_str)
+                .map(markdown)
+                .unwrap_or_default()
         );
     }
     out.push_str("</table>");
     out
 }
 
-fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: &[Value]) -> String {
+fn operation(
+    spec: &Value,
+    method: &str,
+    path: &str,
+    op: &Value,
+    shared_params: &[Value],
+) -> String {
     let text = |key: &str| op.get(key).and_then(Value::as_str).unwrap_or("");
     let mut out = format!(
         "<section class=\"op\" id=\"{}\"><h3><span class=\"m {method}\">{}</span><span class=\"path\">{}</span></h3><p><strong>{}</strong></p>{}",
@@ -119,7 +172,10 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
         markdown(text("description"))
     );
     let security = op.get("security").or_else(|| spec.get("security"));
-    if security.and_then(Value::as_array).is_some_and(Vec::is_empty) {
+    if security
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
         out.push_str("<p class=\"muted\">No authentication.</p>");
     } else {
         out.push_str(
@@ -128,7 +184,12 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
     }
     let params: Vec<&Value> = shared_params
         .iter()
-        .chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten())
+        .chain(
+            op.get("parameters")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten(),
+        )
         .map(|p| resolve(spec, p))
         .collect();
     if !params.is_empty() {
@@ -140,7 +201,9 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
                 "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(field("name")),
                 escape(field("in")),
-                p.get("schema").map(|s| type_name(spec, s)).unwrap_or_default(),
+                p.get("schema")
+                    .map(|s| type_name(spec, s))
+                    .unwrap_or_default(),
                 markdown(field("description"))
             );
         }
@@ -148,22 +211,45 @@ fn operation(spec: &Value, method: &str, path: &str, op: &Value, shared_params: 
     }
     if let Some(body) = op.get("requestBody").map(|b| resolve(spec, b)) {
         out.push_str("<h4>Request body</h4>");
-        out.push_str(&markdown(body.get("description").and_then(Value::as_str).unwrap_or("")));
+        out.push_str(&markdown(
+            body.get("description")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        ));
         if let Some(schema) = body.pointer("/content/application~1json/schema") {
             out.push_str(&properties_table(spec, schema));
         }
     }
     out.push_str("<h4>Responses</h4><table><tr><th>Status</th><th>Description</th></tr>");
-    for (status, response) in op.get("responses").and_then(Value::as_object).into_iter().flatten() {
+    for (status, response) in op
+        .get("responses")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         let response = resolve(spec, response);
-        let mut description = markdown(response.get("description").and_then(Value::as_str).unwrap_or(""));
-        let codes = response.pointer("/content/application~1json/schema").and_then(|schema| error_codes(spec, schema));
+        let mut description = markdown(
+            response
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        );
+        let codes = response
+            .pointer("/content/application~1json/schema")
+            .and_then(|schema| error_codes(spec, schema));
         if let Some(codes) = codes {
-            let list: Vec<String> =
-                codes.iter().filter_map(Value::as_str).map(|c| format!("<code>{}</code>", escape(c))).collect();
+            let list: Vec<String> = codes
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|c| format!("<code>{}</code>", escape(c)))
+                .collect();
             let _ = write!(description, "<p>Codes: {}</p>", list.join(", "));
         }
-        let _ = write!(out, "<tr><td><strong>{}</strong></td><td>{description}</td></tr>", escape(status));
+        let _ = write!(
+            out,
+            "<tr><td><strong>{}</strong></td><td>{description}</td></tr>",
+            escape(status)
+        );
     }
     out.push_str("</table></section>");
     out
@@ -176,7 +262,11 @@ pub fn render(spec: &Value) -> String {
     let mut nav = String::new();
     let mut body = String::new();
     for (path, item) in spec["paths"].as_object().into_iter().flatten() {
-        let shared_params: Vec<Value> = item.get("parameters").and_then(Value::as_array).cloned().unwrap_or_default();
+        let shared_params: Vec<Value> = item
+            .get("parameters")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         for method in METHODS {
             if let Some(op) = item.get(method) {
                 let _ = write!(
@@ -191,12 +281,22 @@ pub fn render(spec: &Value) -> String {
         }
     }
     let mut schemas = String::new();
-    for (name, schema) in spec.pointer("/components/schemas").and_then(Value::as_object).into_iter().flatten() {
+    for (name, schema) in spec
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         if schema.get("properties").is_some() {
             let _ = write!(
                 schemas,
                 "<h3 id=\"schema-{name}\">{name}</h3>{}{}",
-                markdown(schema.get("description").and_then(Value::as_str).unwrap_or("")),
+                markdown(
+                    schema
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                ),
                 properties_table(spec, schema)
             );
         }

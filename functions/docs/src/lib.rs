@@ -24,7 +24,10 @@ pub static OPENAPI: LazyLock<Value> =
 static DOCS_HTML: LazyLock<String> = LazyLock::new(|| html::render(&OPENAPI));
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/health", get(health)).route("/openapi.yaml", get(openapi)).route("/docs", get(docs))
+    Router::new()
+        .route("/api/health", get(health))
+        .route("/openapi.yaml", get(openapi))
+        .route("/docs", get(docs))
 }
 
 pub fn router(state: AppState) -> Router {
@@ -38,7 +41,10 @@ async fn health() -> Json<Value> {
 
 /// GET /openapi.yaml — the machine-readable description.
 async fn openapi() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/yaml; charset=utf-8")], OPENAPI_YAML)
+    (
+        [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
+        OPENAPI_YAML,
+    )
 }
 
 /// GET /docs — the HTML reference, self-contained (no network needed).
@@ -60,12 +66,26 @@ mod tests {
     fn html_lists_every_operation() {
         let page = html::render(&OPENAPI);
         for (path, item) in OPENAPI["paths"].as_object().unwrap() {
-            for method in item.as_object().unwrap().keys().filter(|m| html::METHODS.contains(&m.as_str())) {
+            for method in item
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|m| html::METHODS.contains(&m.as_str()))
+            {
                 let id = html::anchor(method, path);
-                assert!(page.contains(&format!("id=\"{id}\"")), "{method} {path} missing");
+                assert!(
+                    page.contains(&format!("id=\"{id}\"")),
+                    "{method} {path} missing"
+                );
             }
         }
-        assert!(!page.contains("<script") && !page.contains("<link"), "the page loads nothing from the network");
-        assert!(page.contains("<code>rate_limited</code>"), "error codes are listed");
+        assert!(
+            !page.contains("<script") && !page.contains("<link"),
+            "the page loads nothing from the network"
+        );
+        assert!(
+            page.contains("<code>rate_limited</code>"),
+            "error codes are listed"
+        );
     }
 }

@@ -29,30 +29,57 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// GET /api/v1/factories — read:data — this organization's; `status=active` (default) or `all`.
-async fn list(ctx: Ctx<ReadData>, QueryParams(query): QueryParams<ListQuery>) -> ApiResult<Json<List<Factory>>> {
+async fn list(
+    ctx: Ctx<ReadData>,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> ApiResult<Json<List<Factory>>> {
     let factories = ctx.store.factories().list(ctx.org_id, query.status).await?;
-    Ok(Json(List(factories.iter().map(FactoryRecord::view).collect())))
+    Ok(Json(List(
+        factories.iter().map(FactoryRecord::view).collect(),
+    )))
 }
 
 /// POST /api/v1/factories — write:data — 201 with the factory.
-async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateFactory>) -> ApiResult<impl IntoResponse> {
+async fn create(
+    ctx: Ctx<WriteData>,
+    JsonBody(body): JsonBody<CreateFactory>,
+) -> ApiResult<impl IntoResponse> {
     let factory = body.validate(ctx.org_id, shared::model::now())?;
     ctx.store.factories().create(&factory).await?;
     let location = format!("/api/v1/factories/{}", factory.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(Data(factory.view()))))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(Data(factory.view())),
+    ))
 }
 
 /// GET /api/v1/factories/{factoryId} — read:data — archived included.
-async fn read(ctx: Ctx<ReadData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Json<Data<Factory>>> {
-    Ok(Json(Data(ctx.store.factories().require(ctx.org_id, id).await?.view())))
+async fn read(
+    ctx: Ctx<ReadData>,
+    PathId(id, _): PathId<FactoryId>,
+) -> ApiResult<Json<Data<Factory>>> {
+    Ok(Json(Data(
+        ctx.store.factories().require(ctx.org_id, id).await?.view(),
+    )))
 }
 
 /// DELETE /api/v1/factories/{factoryId} — write:data — archives; 409 `already_archived`.
-async fn archive(ctx: Ctx<WriteData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Json<Data<Factory>>> {
-    Ok(Json(Data(ctx.store.factories().archive(ctx.org_id, id).await?.view())))
+async fn archive(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<FactoryId>,
+) -> ApiResult<Json<Data<Factory>>> {
+    Ok(Json(Data(
+        ctx.store.factories().archive(ctx.org_id, id).await?.view(),
+    )))
 }
 
 /// POST /api/v1/factories/{factoryId}/restore — write:data — 409 `not_archived`.
-async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Json<Data<Factory>>> {
-    Ok(Json(Data(ctx.store.factories().restore(ctx.org_id, id).await?.view())))
+async fn restore(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<FactoryId>,
+) -> ApiResult<Json<Data<Factory>>> {
+    Ok(Json(Data(
+        ctx.store.factories().restore(ctx.org_id, id).await?.view(),
+    )))
 }

@@ -48,13 +48,24 @@ async fn upsert(
         });
     }
     let scope = body.scope.unwrap_or_default();
-    let (grant, created) = ctx.store.grants().upsert(ctx.org_id, body.grantee_org_id, scope).await?;
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let (grant, created) = ctx
+        .store
+        .grants()
+        .upsert(ctx.org_id, body.grantee_org_id, scope)
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, Json(Data(grant))))
 }
 
 /// DELETE /api/v1/org-access-grants/{granteeOrgId} — write:data — 204; 404 `grant_not_found`.
-async fn revoke(ctx: Ctx<WriteData>, PathId(grantee, _): PathId<GranteeOrgId>) -> ApiResult<StatusCode> {
+async fn revoke(
+    ctx: Ctx<WriteData>,
+    PathId(grantee, _): PathId<GranteeOrgId>,
+) -> ApiResult<StatusCode> {
     ctx.store.grants().revoke(ctx.org_id, grantee).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -6,10 +6,14 @@ use anyhow::Context;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     shared::telemetry::init();
-    let state = shared::AppState::from_env().await.map_err(anyhow::Error::msg)?;
+    let state = shared::AppState::from_env()
+        .await
+        .map_err(anyhow::Error::msg)?;
     let app = shared::http::app(local::routes(), state);
     let addr = std::env::var("LOCAL_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
-    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
     tracing::info!(%addr, "dev server listening");
     axum::serve(listener, app)
         .with_graceful_shutdown(async {

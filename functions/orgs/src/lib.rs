@@ -14,7 +14,9 @@ use shared::model::org::{CreateOrg, Organization, PatchOrg};
 use shared::{ApiError, ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/orgs", get(list).post(create)).route("/api/v1/orgs/{orgId}", get(read).patch(update))
+    Router::new()
+        .route("/api/v1/orgs", get(list).post(create))
+        .route("/api/v1/orgs/{orgId}", get(read).patch(update))
 }
 
 pub fn router(state: AppState) -> Router {
@@ -23,13 +25,27 @@ pub fn router(state: AppState) -> Router {
 
 /// GET /api/v1/orgs — read:orgs — the key's organization as a one-row list.
 async fn list(ctx: Ctx<ReadOrgs>) -> ApiResult<Json<List<Organization>>> {
-    let org = ctx.store.orgs().get(ctx.org_id).await?.ok_or_else(ApiError::org_not_found)?;
+    let org = ctx
+        .store
+        .orgs()
+        .get(ctx.org_id)
+        .await?
+        .ok_or_else(ApiError::org_not_found)?;
     Ok(Json(List(vec![org.org])))
 }
 
 /// GET /api/v1/orgs/{orgId} — read:orgs — the key's organization or a direct child.
-async fn read(ctx: Ctx<ReadOrgs>, PathId(id, _): PathId<OrgId>) -> ApiResult<Json<Data<Organization>>> {
-    let org = ctx.store.orgs().get(id).await?.ok_or_else(ApiError::org_not_found)?.org;
+async fn read(
+    ctx: Ctx<ReadOrgs>,
+    PathId(id, _): PathId<OrgId>,
+) -> ApiResult<Json<Data<Organization>>> {
+    let org = ctx
+        .store
+        .orgs()
+        .get(id)
+        .await?
+        .ok_or_else(ApiError::org_not_found)?
+        .org;
     if org.id != ctx.org_id && org.parent_id != Some(ctx.org_id) {
         return Err(ApiError::org_not_found());
     }
@@ -38,15 +54,29 @@ async fn read(ctx: Ctx<ReadOrgs>, PathId(id, _): PathId<OrgId>) -> ApiResult<Jso
 
 /// POST /api/v1/orgs — write:orgs:self — a sub-organization of the key's
 /// organization; 201 with the new organization; 409 `org_name_conflict`.
-async fn create(ctx: Ctx<WriteOrgsSelf>, JsonBody(body): JsonBody<CreateOrg>) -> ApiResult<impl IntoResponse> {
+async fn create(
+    ctx: Ctx<WriteOrgsSelf>,
+    JsonBody(body): JsonBody<CreateOrg>,
+) -> ApiResult<impl IntoResponse> {
     if body.parent_id.is_some_and(|parent| parent != ctx.org_id) {
-        return Err(ApiError::OrgIdMismatch("parent_id must be the key's organization"));
+        return Err(ApiError::OrgIdMismatch(
+            "parent_id must be the key's organization",
+        ));
     }
     let new = body.validate()?;
-    let parent = ctx.store.orgs().get(ctx.org_id).await?.ok_or_else(ApiError::org_not_found)?;
+    let parent = ctx
+        .store
+        .orgs()
+        .get(ctx.org_id)
+        .await?
+        .ok_or_else(ApiError::org_not_found)?;
     let org = ctx.store.orgs().create_child(&parent, &new).await?;
     let location = format!("/api/v1/orgs/{}", org.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(Data(org))))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(Data(org)),
+    ))
 }
 
 /// PATCH /api/v1/orgs/{orgId} — write:orgs:self — updates the key's own organization.
@@ -56,7 +86,9 @@ async fn update(
     JsonBody(body): JsonBody<PatchOrg>,
 ) -> ApiResult<Json<Data<Organization>>> {
     if id != ctx.org_id {
-        return Err(ApiError::OrgIdMismatch("the path's organization is not the key's organization"));
+        return Err(ApiError::OrgIdMismatch(
+            "the path's organization is not the key's organization",
+        ));
     }
     let changes = body.validate()?;
     let org = ctx.store.orgs().update(id, &changes).await?;

@@ -13,14 +13,19 @@ use shared::http::envelope::{Data, List};
 use shared::http::path::{PathId, ReceivingPointId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
-use shared::model::receiving_point::{CreateReceivingPoint, PatchReceivingPoint, ReceivingPoint, ReceivingPointRecord};
+use shared::model::receiving_point::{
+    CreateReceivingPoint, PatchReceivingPoint, ReceivingPoint, ReceivingPointRecord,
+};
 use shared::model::site::SiteRecord;
 use shared::{ApiError, ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/receiving-points", get(list).post(create))
-        .route("/api/v1/receiving-points/{rpId}", get(read).patch(update).delete(archive))
+        .route(
+            "/api/v1/receiving-points/{rpId}",
+            get(read).patch(update).delete(archive),
+        )
         .route("/api/v1/receiving-points/{rpId}/restore", post(restore))
 }
 
@@ -34,25 +39,52 @@ async fn detail(state: &AppState, point: &ReceivingPointRecord) -> ApiResult<Rec
 }
 
 /// GET /api/v1/receiving-points — read:data — newest first; `status=active` (default) or `all`.
-async fn list(ctx: Ctx<ReadData>, QueryParams(query): QueryParams<ListQuery>) -> ApiResult<Json<List<ReceivingPoint>>> {
-    let points = ctx.store.receiving_points().list(ctx.org_id, query.status).await?;
-    Ok(Json(List(points.iter().map(ReceivingPointRecord::row).collect())))
+async fn list(
+    ctx: Ctx<ReadData>,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> ApiResult<Json<List<ReceivingPoint>>> {
+    let points = ctx
+        .store
+        .receiving_points()
+        .list(ctx.org_id, query.status)
+        .await?;
+    Ok(Json(List(
+        points.iter().map(ReceivingPointRecord::row).collect(),
+    )))
 }
 
 /// POST /api/v1/receiving-points — write:data — 201; 422 `site_not_found` / `site_archived`.
-async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateReceivingPoint>) -> ApiResult<impl IntoResponse> {
+async fn create(
+    ctx: Ctx<WriteData>,
+    JsonBody(body): JsonBody<CreateReceivingPoint>,
+) -> ApiResult<impl IntoResponse> {
     let point = body.validate(ctx.org_id, shared::model::now())?;
-    let site = ctx.store.sites().get(ctx.org_id, point.site_id).await?.ok_or_else(ApiError::site_not_found)?;
+    let site = ctx
+        .store
+        .sites()
+        .get(ctx.org_id, point.site_id)
+        .await?
+        .ok_or_else(ApiError::site_not_found)?;
     if site.archived_at.is_some() {
         return Err(ApiError::site_archived());
     }
-    ctx.store.receiving_points().create_under::<SiteRecord>(&point, site.id, ApiError::site_archived).await?;
+    ctx.store
+        .receiving_points()
+        .create_under::<SiteRecord>(&point, site.id, ApiError::site_archived)
+        .await?;
     let location = format!("/api/v1/receiving-points/{}", point.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(Data(detail(&ctx, &point).await?))))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(Data(detail(&ctx, &point).await?)),
+    ))
 }
 
 /// GET /api/v1/receiving-points/{rpId} — read:data — with `open_hours` and signed `photos`.
-async fn read(ctx: Ctx<ReadData>, PathId(id, _): PathId<ReceivingPointId>) -> ApiResult<Json<Data<ReceivingPoint>>> {
+async fn read(
+    ctx: Ctx<ReadData>,
+    PathId(id, _): PathId<ReceivingPointId>,
+) -> ApiResult<Json<Data<ReceivingPoint>>> {
     let point = ctx.store.receiving_points().require(ctx.org_id, id).await?;
     Ok(Json(Data(detail(&ctx, &point).await?)))
 }
@@ -65,7 +97,11 @@ async fn update(
     JsonBody(body): JsonBody<PatchReceivingPoint>,
 ) -> ApiResult<Json<Data<ReceivingPoint>>> {
     let changes = body.validate()?;
-    let point = ctx.store.receiving_points().modify(ctx.org_id, id, |p| changes.apply(p, shared::model::now())).await?;
+    let point = ctx
+        .store
+        .receiving_points()
+        .modify(ctx.org_id, id, |p| changes.apply(p, shared::model::now()))
+        .await?;
     Ok(Json(Data(detail(&ctx, &point).await?)))
 }
 

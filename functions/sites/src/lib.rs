@@ -21,7 +21,10 @@ use uuid::Uuid;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/sites", get(list).post(create))
-        .route("/api/v1/sites/{siteId}", get(read).patch(update).delete(archive_site))
+        .route(
+            "/api/v1/sites/{siteId}",
+            get(read).patch(update).delete(archive_site),
+        )
         .route("/api/v1/sites/{siteId}/restore", post(restore))
         .route("/api/v1/sites/{siteId}/members", get(members))
 }
@@ -35,22 +38,38 @@ async fn visible<S>(ctx: &Ctx<S>, id: Uuid) -> ApiResult<SiteRecord> {
     if let Some(site) = ctx.store.sites().get(ctx.org_id, id).await? {
         return Ok(site);
     }
-    let granted = ctx.store.grants().granted_record::<SiteRecord>(ctx.org_id, id).await?;
-    granted.map(|(site, _scope)| site).ok_or_else(SiteRecord::not_found)
+    let granted = ctx
+        .store
+        .grants()
+        .granted_record::<SiteRecord>(ctx.org_id, id)
+        .await?;
+    granted
+        .map(|(site, _scope)| site)
+        .ok_or_else(SiteRecord::not_found)
 }
 
 /// GET /api/v1/sites — read:data — newest first; `status=active` (default) or `all`.
-async fn list(ctx: Ctx<ReadData>, QueryParams(query): QueryParams<ListQuery>) -> ApiResult<Json<List<Site>>> {
+async fn list(
+    ctx: Ctx<ReadData>,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> ApiResult<Json<List<Site>>> {
     let sites = ctx.store.sites().list(ctx.org_id, query.status).await?;
     Ok(Json(List(sites.iter().map(SiteRecord::row).collect())))
 }
 
 /// POST /api/v1/sites — write:data — 201 with the site.
-async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateSite>) -> ApiResult<impl IntoResponse> {
+async fn create(
+    ctx: Ctx<WriteData>,
+    JsonBody(body): JsonBody<CreateSite>,
+) -> ApiResult<impl IntoResponse> {
     let site = body.validate(ctx.org_id, shared::model::now())?;
     ctx.store.sites().create(&site).await?;
     let location = format!("/api/v1/sites/{}", site.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(Data(site.detail()))))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(Data(site.detail())),
+    ))
 }
 
 /// GET /api/v1/sites/{siteId} — read:data — archived included, with members and metadata.
@@ -65,21 +84,40 @@ async fn update(
     JsonBody(body): JsonBody<PatchSite>,
 ) -> ApiResult<Json<Data<Site>>> {
     let changes = body.validate(ctx.org_id)?;
-    let site = ctx.store.sites().modify(ctx.org_id, id, |site| changes.apply(site, shared::model::now())).await?;
+    let site = ctx
+        .store
+        .sites()
+        .modify(ctx.org_id, id, |site| {
+            changes.apply(site, shared::model::now())
+        })
+        .await?;
     Ok(Json(Data(site.detail())))
 }
 
 /// DELETE /api/v1/sites/{siteId} — write:data — archives; 409 `already_archived`.
-async fn archive_site(ctx: Ctx<WriteData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Json<Data<Site>>> {
-    Ok(Json(Data(ctx.store.sites().archive(ctx.org_id, id).await?.detail())))
+async fn archive_site(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<SiteId>,
+) -> ApiResult<Json<Data<Site>>> {
+    Ok(Json(Data(
+        ctx.store.sites().archive(ctx.org_id, id).await?.detail(),
+    )))
 }
 
 /// POST /api/v1/sites/{siteId}/restore — write:data — 409 `not_archived`.
-async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Json<Data<Site>>> {
-    Ok(Json(Data(ctx.store.sites().restore(ctx.org_id, id).await?.detail())))
+async fn restore(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<SiteId>,
+) -> ApiResult<Json<Data<Site>>> {
+    Ok(Json(Data(
+        ctx.store.sites().restore(ctx.org_id, id).await?.detail(),
+    )))
 }
 
 /// GET /api/v1/sites/{siteId}/members — read:data — the site's people, no e-mail.
-async fn members(ctx: Ctx<ReadData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Json<List<SitePerson>>> {
+async fn members(
+    ctx: Ctx<ReadData>,
+    PathId(id, _): PathId<SiteId>,
+) -> ApiResult<Json<List<SitePerson>>> {
     Ok(Json(List(visible(&ctx, id).await?.people())))
 }

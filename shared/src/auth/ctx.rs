@@ -65,7 +65,12 @@ where
         let state = AppState::from_ref(state);
         let config = &state.config;
         let hash = key::presented(&parts.headers, &config.short_name.key_prefix())?;
-        let record = state.store.api_keys().lookup(&hash).await?.ok_or(ApiError::InvalidApiKey)?;
+        let record = state
+            .store
+            .api_keys()
+            .lookup(&hash)
+            .await?
+            .ok_or(ApiError::InvalidApiKey)?;
         let stored = key::KeyHash::from_hex(&record.key_hash).ok_or(ApiError::InvalidApiKey)?;
         if !stored.matches(&hash) {
             return Err(ApiError::InvalidApiKey);
@@ -90,13 +95,21 @@ where
             s.set_org(record.org_id);
         }
         let now = SystemTime::now();
-        let decision = ratelimit::check(&state.store, &config.rate_limit, record.key_id, now).await?;
+        let decision =
+            ratelimit::check(&state.store, &config.rate_limit, record.key_id, now).await?;
         if let Some(s) = &request_scope {
             s.set_rate(decision);
         }
         if !decision.allowed {
-            return Err(ApiError::RateLimited { retry_after: decision.retry_after(now) });
+            return Err(ApiError::RateLimited {
+                retry_after: decision.retry_after(now),
+            });
         }
-        Ok(Ctx { org_id: record.org_id, key_id: record.key_id, state, _scope: PhantomData })
+        Ok(Ctx {
+            org_id: record.org_id,
+            key_id: record.key_id,
+            state,
+            _scope: PhantomData,
+        })
     }
 }

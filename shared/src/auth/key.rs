@@ -64,7 +64,9 @@ pub fn generate(prefix: &str) -> NewKey {
 pub fn is_well_formed(key: &str, prefix: &str) -> bool {
     key.strip_prefix(prefix).is_some_and(|secret| {
         (MIN_SECRET_CHARS..=MAX_SECRET_CHARS).contains(&secret.len())
-            && secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && secret
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     })
 }
 
@@ -128,8 +130,14 @@ mod tests {
         let key = generate("svc_app_").plaintext;
         let want = KeyHash::of(&key);
         let bearer = format!("Bearer {key}");
-        assert_eq!(presented(&headers(&[("authorization", &bearer)]), "svc_app_").unwrap(), want);
-        assert_eq!(presented(&headers(&[("x-api-key", &key)]), "svc_app_").unwrap(), want);
+        assert_eq!(
+            presented(&headers(&[("authorization", &bearer)]), "svc_app_").unwrap(),
+            want
+        );
+        assert_eq!(
+            presented(&headers(&[("x-api-key", &key)]), "svc_app_").unwrap(),
+            want
+        );
         let both = headers(&[("authorization", &bearer), ("x-api-key", &key)]);
         assert_eq!(presented(&both, "svc_app_").unwrap(), want);
     }
@@ -139,7 +147,10 @@ mod tests {
         let a = generate("svc_app_").plaintext;
         let b = generate("svc_app_").plaintext;
         let both = headers(&[("authorization", &format!("Bearer {a}")), ("x-api-key", &b)]);
-        assert!(matches!(presented(&both, "svc_app_"), Err(ApiError::ConflictingApiKeys)));
+        assert!(matches!(
+            presented(&both, "svc_app_"),
+            Err(ApiError::ConflictingApiKeys)
+        ));
     }
 
     #[test]
@@ -153,7 +164,10 @@ mod tests {
             headers(&[("x-api-key", &key.replace("svc_", "abc_"))]),
             headers(&[("x-api-key", &format!("{key}!"))]),
         ] {
-            assert!(matches!(presented(&bad, "svc_app_"), Err(ApiError::MissingApiKey)), "{bad:?}");
+            assert!(
+                matches!(presented(&bad, "svc_app_"), Err(ApiError::MissingApiKey)),
+                "{bad:?}"
+            );
         }
     }
 }

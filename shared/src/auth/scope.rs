@@ -17,8 +17,13 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const EVERY: [Scope; 5] =
-        [Scope::ReadOrgs, Scope::ReadData, Scope::WriteOrgsSelf, Scope::WriteData, Scope::All];
+    pub const EVERY: [Scope; 5] = [
+        Scope::ReadOrgs,
+        Scope::ReadData,
+        Scope::WriteOrgsSelf,
+        Scope::WriteData,
+        Scope::All,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -20,8 +20,9 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let limit = AppState::from_ref(state).config.max_body_bytes;
-        let bytes =
-            axum::body::to_bytes(request.into_body(), limit).await.map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        let bytes = axum::body::to_bytes(request.into_body(), limit)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
         parse(&bytes).map(JsonBody)
     }
 }
@@ -29,17 +30,25 @@ where
 /// Parses a JSON object body into `T`.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::InvalidJson("the request body is empty; send a JSON object".into()));
+        return Err(ApiError::InvalidJson(
+            "the request body is empty; send a JSON object".into(),
+        ));
     }
     let value: serde_json::Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::InvalidJson(format!("the request body is not valid JSON: {e}")))?;
     if !value.is_object() {
-        return Err(ApiError::Validation("the request body must be a JSON object".into()));
+        return Err(ApiError::Validation(
+            "the request body must be a JSON object".into(),
+        ));
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let problem = e.into_inner();
-        if path == "." { ApiError::Validation(problem.to_string()) } else { ApiError::validation(&path, problem) }
+        if path == "." {
+            ApiError::Validation(problem.to_string())
+        } else {
+            ApiError::validation(&path, problem)
+        }
     })
 }
 
@@ -68,6 +77,9 @@ mod tests {
         assert!(e.to_string().starts_with("name: invalid type"), "{e}");
         let e = parse::<Body>(br#"{}"#).unwrap_err();
         assert!(e.to_string().contains("`name`"), "{e}");
-        assert_eq!(parse::<Body>(b"[1]").unwrap_err().code(), "validation_error");
+        assert_eq!(
+            parse::<Body>(b"[1]").unwrap_err().code(),
+            "validation_error"
+        );
     }
 }

@@ -26,7 +26,12 @@ impl<T: Serialize> Serialize for List<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("List", 2)?;
         s.serialize_field("data", &self.0)?;
-        s.serialize_field("meta", &Meta { count: self.0.len() })?;
+        s.serialize_field(
+            "meta",
+            &Meta {
+                count: self.0.len(),
+            },
+        )?;
         s.end()
     }
 }
@@ -47,7 +52,13 @@ impl<T: Serialize> Serialize for Page<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("Page", 2)?;
         s.serialize_field("data", &self.rows)?;
-        s.serialize_field("meta", &PageMeta { count: self.rows.len(), next_cursor: self.next_cursor.as_deref() })?;
+        s.serialize_field(
+            "meta",
+            &PageMeta {
+                count: self.rows.len(),
+                next_cursor: self.next_cursor.as_deref(),
+            },
+        )?;
         s.end()
     }
 }
@@ -60,8 +71,14 @@ mod tests {
     #[test]
     fn envelopes() {
         assert_eq!(serde_json::to_value(Data(1)).unwrap(), json!({"data": 1}));
-        assert_eq!(serde_json::to_value(List(vec![1, 2])).unwrap(), json!({"data": [1, 2], "meta": {"count": 2}}));
-        let page = Page { rows: vec!["a"], next_cursor: None };
+        assert_eq!(
+            serde_json::to_value(List(vec![1, 2])).unwrap(),
+            json!({"data": [1, 2], "meta": {"count": 2}})
+        );
+        let page = Page {
+            rows: vec!["a"],
+            next_cursor: None,
+        };
         assert_eq!(
             serde_json::to_value(page).unwrap(),
             json!({"data": ["a"], "meta": {"count": 1, "next_cursor": null}})

@@ -22,16 +22,25 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
     let started = Instant::now();
     let request_id = request_id(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");
-    let route = request.extensions().get::<MatchedPath>().map_or("(none)", MatchedPath::as_str).to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("(none)", MatchedPath::as_str)
+        .to_owned();
     let span = tracing::info_span!("request", %request_id, method = %request.method(), %route);
     let scope = Arc::new(RequestScope::default());
     request.extensions_mut().insert(scope.clone());
 
-    let mut response = scope.calls.scope(next.run(request)).instrument(span.clone()).await;
+    let mut response = scope
+        .calls
+        .scope(next.run(request))
+        .instrument(span.clone())
+        .await;
 
     if versioned {
-        let decision =
-            scope.rate().unwrap_or_else(|| RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now()));
+        let decision = scope.rate().unwrap_or_else(|| {
+            RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
+        });
         decision.write_headers(response.headers_mut());
     }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -66,7 +75,10 @@ fn request_id(request: &Request) -> String {
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| {
-            !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            !v.is_empty()
+                && v.len() <= 128
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         })
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
 }

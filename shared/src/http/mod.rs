@@ -20,6 +20,9 @@ pub fn app(routes: Router<AppState>, state: AppState) -> Router {
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(CatchPanicLayer::custom(middleware::panic_response))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::around))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::around,
+        ))
         .with_state(state)
 }

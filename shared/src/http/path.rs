@@ -27,9 +27,16 @@ impl<K: IdKind, S: Send + Sync> FromRequestParts<S> for PathId<K> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let invalid = || ApiError::InvalidId { code: K::INVALID, param: K::PARAM };
-        let Path(raw) = Path::<String>::from_request_parts(parts, state).await.map_err(|_| invalid())?;
-        Uuid::try_parse(&raw).map(|id| PathId(id, PhantomData)).map_err(|_| invalid())
+        let invalid = || ApiError::InvalidId {
+            code: K::INVALID,
+            param: K::PARAM,
+        };
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| invalid())?;
+        Uuid::try_parse(&raw)
+            .map(|id| PathId(id, PhantomData))
+            .map_err(|_| invalid())
     }
 }
 

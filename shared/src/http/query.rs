@@ -17,11 +17,16 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
 }
 
 pub fn parse<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
-    let deserializer = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    let deserializer =
+        serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = e.path().to_string();
         let problem = e.into_inner();
-        if path == "." { ApiError::Validation(problem.to_string()) } else { ApiError::validation(&path, problem) }
+        if path == "." {
+            ApiError::Validation(problem.to_string())
+        } else {
+            ApiError::validation(&path, problem)
+        }
     })
 }
 
@@ -45,7 +50,10 @@ mod tests {
 
     #[test]
     fn values_parse_and_errors_name_the_parameter() {
-        assert_eq!(parse::<Params>("status=all").unwrap().status, Some(Status::All));
+        assert_eq!(
+            parse::<Params>("status=all").unwrap().status,
+            Some(Status::All)
+        );
         assert_eq!(parse::<Params>("").unwrap().status, None);
         let e = parse::<Params>("status=archived").unwrap_err();
         assert_eq!(e.code(), "validation_error");

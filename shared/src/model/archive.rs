@@ -29,11 +29,18 @@ pub struct ListQuery {
 }
 
 pub fn status(archived_at: Option<DateTime<Utc>>) -> Status {
-    if archived_at.is_some() { Status::Archived } else { Status::Active }
+    if archived_at.is_some() {
+        Status::Archived
+    } else {
+        Status::Active
+    }
 }
 
 /// DELETE: active -> archived; 409 `already_archived` otherwise.
-pub fn archive(archived_at: &mut Option<DateTime<Utc>>, now: DateTime<Utc>) -> Result<(), ApiError> {
+pub fn archive(
+    archived_at: &mut Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
     if archived_at.is_some() {
         return Err(ApiError::already_archived());
     }
@@ -52,7 +59,11 @@ pub fn restore(archived_at: &mut Option<DateTime<Utc>>) -> Result<(), ApiError> 
 
 /// PATCH: only on active records; 409 `record_archived` otherwise.
 pub fn ensure_editable(archived_at: Option<DateTime<Utc>>) -> Result<(), ApiError> {
-    if archived_at.is_some() { Err(ApiError::record_archived()) } else { Ok(()) }
+    if archived_at.is_some() {
+        Err(ApiError::record_archived())
+    } else {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -65,7 +76,10 @@ mod tests {
         let mut at = None;
         archive(&mut at, now).unwrap();
         assert_eq!(status(at), Status::Archived);
-        assert_eq!(archive(&mut at, now).unwrap_err().code(), "already_archived");
+        assert_eq!(
+            archive(&mut at, now).unwrap_err().code(),
+            "already_archived"
+        );
         assert_eq!(ensure_editable(at).unwrap_err().code(), "record_archived");
         restore(&mut at).unwrap();
         assert_eq!(status(at), Status::Active);

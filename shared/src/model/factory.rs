@@ -77,7 +77,11 @@ impl CreateFactory {
             id: Uuid::now_v7(),
             org_id: org,
             name: validate::required_text("name", &self.name, MAX_TEXT)?,
-            street_address: validate::optional_text("street_address", self.street_address.as_deref(), MAX_TEXT)?,
+            street_address: validate::optional_text(
+                "street_address",
+                self.street_address.as_deref(),
+                MAX_TEXT,
+            )?,
             city: validate::optional_text("city", self.city.as_deref(), MAX_TEXT)?,
             coordinates: Coordinates::from_parts(self.lat, self.lng)?,
             created_at: now,

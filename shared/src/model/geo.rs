@@ -17,27 +17,40 @@ impl Coordinates {
         match (lat, lng) {
             (None, None) => Ok(None),
             (Some(lat), Some(lng)) => Self::new(lat, lng).map(Some),
-            _ => Err(ApiError::Validation("lat and lng: give both or neither".into())),
+            _ => Err(ApiError::Validation(
+                "lat and lng: give both or neither".into(),
+            )),
         }
     }
 
     /// Validates the `lat`/`lng` pair of a PATCH: both values, both `null`
     /// (clears) or neither.
-    pub fn from_patch(lat: Patch<f64>, lng: Patch<f64>) -> Result<Option<Option<Coordinates>>, ApiError> {
+    pub fn from_patch(
+        lat: Patch<f64>,
+        lng: Patch<f64>,
+    ) -> Result<Option<Option<Coordinates>>, ApiError> {
         match (lat, lng) {
             (Patch::Absent, Patch::Absent) => Ok(None),
             (Patch::Null, Patch::Null) => Ok(Some(None)),
             (Patch::Value(lat), Patch::Value(lng)) => Ok(Some(Some(Self::new(lat, lng)?))),
-            _ => Err(ApiError::Validation("lat and lng: change both together (or set both to null)".into())),
+            _ => Err(ApiError::Validation(
+                "lat and lng: change both together (or set both to null)".into(),
+            )),
         }
     }
 
     pub fn new(lat: f64, lng: f64) -> Result<Coordinates, ApiError> {
         if !(-90.0..=90.0).contains(&lat) || !lat.is_finite() {
-            return Err(ApiError::validation("lat", "must be a number from -90 to 90"));
+            return Err(ApiError::validation(
+                "lat",
+                "must be a number from -90 to 90",
+            ));
         }
         if !(-180.0..=180.0).contains(&lng) || !lng.is_finite() {
-            return Err(ApiError::validation("lng", "must be a number from -180 to 180"));
+            return Err(ApiError::validation(
+                "lng",
+                "must be a number from -180 to 180",
+            ));
         }
         Ok(Coordinates { lat, lng })
     }
@@ -49,7 +62,11 @@ impl Coordinates {
         let mut out = String::with_capacity(precision);
         let (mut bits, mut value, mut even) = (0, 0usize, true);
         while out.len() < precision {
-            let (range, x) = if even { (&mut lng, self.lng) } else { (&mut lat, self.lat) };
+            let (range, x) = if even {
+                (&mut lng, self.lng)
+            } else {
+                (&mut lat, self.lat)
+            };
             let mid = (range.0 + range.1) / 2.0;
             value <<= 1;
             if x >= mid {
@@ -83,14 +100,27 @@ mod tests {
         // Helsinki cathedral and a well-known reference point.
         let helsinki = Coordinates::new(60.1702, 24.9522).unwrap();
         assert_eq!(helsinki.geohash(5), "ud9wr");
-        assert_eq!(Coordinates::new(57.64911, 10.40744).unwrap().geohash(6), "u4pruy");
+        assert_eq!(
+            Coordinates::new(57.64911, 10.40744).unwrap().geohash(6),
+            "u4pruy"
+        );
     }
 
     #[test]
     fn pairs_and_ranges() {
         assert_eq!(Coordinates::from_parts(None, None).unwrap(), None);
         assert!(Coordinates::from_parts(Some(60.0), None).is_err());
-        assert!(Coordinates::from_parts(Some(91.0), Some(0.0)).unwrap_err().to_string().starts_with("lat"));
-        assert!(Coordinates::from_parts(Some(0.0), Some(-181.0)).unwrap_err().to_string().starts_with("lng"));
+        assert!(
+            Coordinates::from_parts(Some(91.0), Some(0.0))
+                .unwrap_err()
+                .to_string()
+                .starts_with("lat")
+        );
+        assert!(
+            Coordinates::from_parts(Some(0.0), Some(-181.0))
+                .unwrap_err()
+                .to_string()
+                .starts_with("lng")
+        );
     }
 }

@@ -43,19 +43,32 @@ fn minutes(text: &str, end: bool) -> Option<u32> {
 impl DayHours {
     fn validate(self, day: &str) -> Result<DayHours, ApiError> {
         if self.closed {
-            return Ok(DayHours { closed: true, from: None, to: None });
+            return Ok(DayHours {
+                closed: true,
+                from: None,
+                to: None,
+            });
         }
         let field = |name: &str| format!("open_hours.{day}.{name}");
-        let from = self.from.ok_or_else(|| ApiError::validation(&field("from"), "is required when the day is open"))?;
-        let to = self.to.ok_or_else(|| ApiError::validation(&field("to"), "is required when the day is open"))?;
-        let start = minutes(&from, false)
-            .ok_or_else(|| ApiError::validation(&field("from"), "must be HH:MM (00:00 to 23:59)"))?;
-        let end =
-            minutes(&to, true).ok_or_else(|| ApiError::validation(&field("to"), "must be HH:MM (00:00 to 24:00)"))?;
+        let from = self.from.ok_or_else(|| {
+            ApiError::validation(&field("from"), "is required when the day is open")
+        })?;
+        let to = self.to.ok_or_else(|| {
+            ApiError::validation(&field("to"), "is required when the day is open")
+        })?;
+        let start = minutes(&from, false).ok_or_else(|| {
+            ApiError::validation(&field("from"), "must be HH:MM (00:00 to 23:59)")
+        })?;
+        let end = minutes(&to, true)
+            .ok_or_else(|| ApiError::validation(&field("to"), "must be HH:MM (00:00 to 24:00)"))?;
         if end <= start {
             return Err(ApiError::validation(&field("to"), "must be after from"));
         }
-        Ok(DayHours { closed: false, from: Some(from), to: Some(to) })
+        Ok(DayHours {
+            closed: false,
+            from: Some(from),
+            to: Some(to),
+        })
     }
 }
 
@@ -80,8 +93,19 @@ mod tests {
 
     fn week(day: serde_json::Value) -> serde_json::Value {
         let mut week = serde_json::Map::new();
-        for name in ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"] {
-            week.insert(name.into(), json!({"closed": false, "from": "07:00", "to": "16:00"}));
+        for name in [
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+        ] {
+            week.insert(
+                name.into(),
+                json!({"closed": false, "from": "07:00", "to": "16:00"}),
+            );
         }
         week.insert("sunday".into(), day);
         week.into()
@@ -94,7 +118,12 @@ mod tests {
     #[test]
     fn times_are_checked() {
         assert!(parse(week(json!({"closed": true}))).is_ok());
-        assert!(parse(week(json!({"closed": false, "from": "00:00", "to": "24:00"}))).is_ok());
+        assert!(
+            parse(week(
+                json!({"closed": false, "from": "00:00", "to": "24:00"})
+            ))
+            .is_ok()
+        );
         for bad in [
             json!({"closed": false, "from": "7:00", "to": "16:00"}),
             json!({"closed": false, "from": "07:00", "to": "25:00"}),
@@ -103,10 +132,23 @@ mod tests {
             json!({"closed": false, "from": "07:00"}),
         ] {
             let e = parse(week(bad.clone())).unwrap_err();
-            assert!(e.to_string().starts_with("open_hours.sunday."), "{bad}: {e}");
+            assert!(
+                e.to_string().starts_with("open_hours.sunday."),
+                "{bad}: {e}"
+            );
         }
-        let closed = parse(week(json!({"closed": true, "from": "07:00", "to": "08:00"}))).unwrap();
-        assert_eq!(closed.sunday, DayHours { closed: true, from: None, to: None });
+        let closed = parse(week(
+            json!({"closed": true, "from": "07:00", "to": "08:00"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            closed.sunday,
+            DayHours {
+                closed: true,
+                from: None,
+                to: None
+            }
+        );
     }
 
     #[test]
@@ -115,7 +157,10 @@ mod tests {
         partial.as_object_mut().unwrap().remove("monday");
         assert!(parse(partial).is_err());
         let mut extra = week(json!({"closed": true}));
-        extra.as_object_mut().unwrap().insert("funday".into(), json!({"closed": true}));
+        extra
+            .as_object_mut()
+            .unwrap()
+            .insert("funday".into(), json!({"closed": true}));
         assert!(parse(extra).is_err());
     }
 }

@@ -39,7 +39,10 @@ pub struct ChildOrg {
 
 /// Uniqueness form of a name: trimmed, inner whitespace collapsed, lowercase.
 pub fn name_key(name: &str) -> String {
-    name.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// POST /api/v1/orgs body.
@@ -78,7 +81,11 @@ impl CreateOrg {
         };
         Ok(NewOrg {
             name: validate::required_text("name", &self.name, MAX_TEXT)?,
-            business_code: validate::optional_text("business_code", self.business_code.as_deref(), MAX_TEXT)?,
+            business_code: validate::optional_text(
+                "business_code",
+                self.business_code.as_deref(),
+                MAX_TEXT,
+            )?,
             street_address: text("street_address", self.street_address)?,
             postal_code: text("postal_code", self.postal_code)?,
             city: text("city", self.city)?,
@@ -121,8 +128,14 @@ pub struct OrgChanges {
 
 impl PatchOrg {
     pub fn validate(self) -> Result<OrgChanges, ApiError> {
-        let fields =
-            [&self.name, &self.business_code, &self.street_address, &self.postal_code, &self.city, &self.invoice_email];
+        let fields = [
+            &self.name,
+            &self.business_code,
+            &self.street_address,
+            &self.postal_code,
+            &self.city,
+            &self.invoice_email,
+        ];
         if fields.iter().all(|f| f.is_absent()) {
             return Err(ApiError::Validation(
                 "the body needs at least one of name, business_code, street_address, postal_code, city, invoice_email"
@@ -186,7 +199,10 @@ mod tests {
     #[test]
     fn patch_needs_a_writable_field() {
         assert!(matches!(patch("{}"), Err(ApiError::Validation(_))));
-        assert!(matches!(patch(r#"{"status": "deleted", "parent_id": null}"#), Err(ApiError::Validation(_))));
+        assert!(matches!(
+            patch(r#"{"status": "deleted", "parent_id": null}"#),
+            Err(ApiError::Validation(_))
+        ));
     }
 
     #[test]
@@ -194,22 +210,44 @@ mod tests {
         let c = patch(r#"{"name": "  New  ", "city": " Oulu "}"#).unwrap();
         assert_eq!(c.name.as_deref(), Some("New"));
         assert_eq!(c.city.as_deref(), Some("Oulu"));
-        assert!(patch(r#"{"name": "   "}"#).unwrap_err().to_string().starts_with("name:"));
+        assert!(
+            patch(r#"{"name": "   "}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("name:")
+        );
         assert!(patch(r#"{"name": null}"#).is_err());
         let long = format!(r#"{{"postal_code": "{}"}}"#, "1".repeat(501));
-        assert!(patch(&long).unwrap_err().to_string().starts_with("postal_code:"));
+        assert!(
+            patch(&long)
+                .unwrap_err()
+                .to_string()
+                .starts_with("postal_code:")
+        );
     }
 
     #[test]
     fn patch_email_is_checked_and_nullable() {
-        assert!(patch(r#"{"invoice_email": "nope"}"#).unwrap_err().to_string().starts_with("invoice_email:"));
-        assert_eq!(patch(r#"{"invoice_email": null}"#).unwrap().invoice_email, Some(None));
-        assert_eq!(patch(r#"{"business_code": null}"#).unwrap().business_code, Some(None));
+        assert!(
+            patch(r#"{"invoice_email": "nope"}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("invoice_email:")
+        );
+        assert_eq!(
+            patch(r#"{"invoice_email": null}"#).unwrap().invoice_email,
+            Some(None)
+        );
+        assert_eq!(
+            patch(r#"{"business_code": null}"#).unwrap().business_code,
+            Some(None)
+        );
     }
 
     #[test]
     fn create_requires_a_name() {
-        let body: CreateOrg = serde_json::from_str(r#"{"name": " Child ", "invoice_email": "a@b.fi"}"#).unwrap();
+        let body: CreateOrg =
+            serde_json::from_str(r#"{"name": " Child ", "invoice_email": "a@b.fi"}"#).unwrap();
         let new = body.validate().unwrap();
         assert_eq!(new.name, "Child");
         assert_eq!(new.street_address, "");

@@ -37,7 +37,11 @@ impl<T> Patch<T> {
 
 /// A required text field of a PATCH: `null` is refused, a value trimmed
 /// and checked (1 to `max` characters).
-pub fn required_text(field: &str, value: Patch<String>, max: usize) -> Result<Option<String>, ApiError> {
+pub fn required_text(
+    field: &str,
+    value: Patch<String>,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
     match value {
         Patch::Absent => Ok(None),
         Patch::Null => Err(ApiError::validation(field, "must not be null")),
@@ -47,7 +51,11 @@ pub fn required_text(field: &str, value: Patch<String>, max: usize) -> Result<Op
 
 /// An optional text field of a PATCH: `null` (or blank) clears it, a value
 /// is trimmed and at most `max` characters.
-pub fn optional_text(field: &str, value: Patch<String>, max: usize) -> Result<Option<Option<String>>, ApiError> {
+pub fn optional_text(
+    field: &str,
+    value: Patch<String>,
+    max: usize,
+) -> Result<Option<Option<String>>, ApiError> {
     match value {
         Patch::Absent => Ok(None),
         Patch::Null => Ok(Some(None)),

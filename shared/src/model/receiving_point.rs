@@ -84,15 +84,20 @@ impl ReceivingPointRecord {
 
     /// The single read, with `photos` already signed.
     pub fn detail(&self, photos: Vec<SignedLink>) -> ReceivingPoint {
-        ReceivingPoint { open_hours: Some(self.open_hours.clone()), photos: Some(photos), ..self.row() }
+        ReceivingPoint {
+            open_hours: Some(self.open_hours.clone()),
+            photos: Some(photos),
+            ..self.row()
+        }
     }
 }
 
 fn capacity(value: Option<i64>) -> Result<Option<i64>, ApiError> {
     match value {
-        Some(v) if !(0..=MAX_CAPACITY_M3).contains(&v) => {
-            Err(ApiError::validation("capacity_m3", format!("must be an integer from 0 to {MAX_CAPACITY_M3}")))
-        }
+        Some(v) if !(0..=MAX_CAPACITY_M3).contains(&v) => Err(ApiError::validation(
+            "capacity_m3",
+            format!("must be an integer from 0 to {MAX_CAPACITY_M3}"),
+        )),
         other => Ok(other),
     }
 }
@@ -198,7 +203,9 @@ impl PatchReceivingPoint {
             },
             is_public: match self.is_public {
                 Patch::Absent => None,
-                Patch::Null => return Err(ApiError::validation("is_public", "must be true or false")),
+                Patch::Null => {
+                    return Err(ApiError::validation("is_public", "must be true or false"));
+                }
                 Patch::Value(v) => Some(v),
             },
             notes: patch::optional_text("notes", self.notes, MAX_NOTE)?,
@@ -218,7 +225,9 @@ impl PatchReceivingPoint {
             && changes.directions.is_none()
             && changes.open_hours.is_none();
         if empty {
-            return Err(ApiError::Validation("the body needs at least one field to change".into()));
+            return Err(ApiError::Validation(
+                "the body needs at least one field to change".into(),
+            ));
         }
         Ok(changes)
     }
@@ -227,7 +236,11 @@ impl PatchReceivingPoint {
 impl ReceivingPointChanges {
     /// Applies the changes to an active point (409 `record_archived` when
     /// archived; 422 when `site_id` differs).
-    pub fn apply(&self, point: &mut ReceivingPointRecord, now: DateTime<Utc>) -> Result<(), ApiError> {
+    pub fn apply(
+        &self,
+        point: &mut ReceivingPointRecord,
+        now: DateTime<Utc>,
+    ) -> Result<(), ApiError> {
         archive::ensure_editable(point.archived_at)?;
         if self.site_id.is_some_and(|site| site != point.site_id) {
             return Err(ApiError::validation("site_id", "cannot change"));

@@ -97,7 +97,9 @@ pub struct Site {
 impl SiteRecord {
     /// The site's people: its contact person, when one is recorded.
     pub fn people(&self) -> Vec<SitePerson> {
-        let any = self.contact_first_name.is_some() || self.contact_last_name.is_some() || self.contact_phone.is_some();
+        let any = self.contact_first_name.is_some()
+            || self.contact_last_name.is_some()
+            || self.contact_phone.is_some();
         if !any {
             return Vec::new();
         }
@@ -134,17 +136,27 @@ impl SiteRecord {
 
     /// The single read: the row plus `members` and `metadata`.
     pub fn detail(&self) -> Site {
-        Site { members: Some(self.people()), metadata: Some(self.metadata.clone()), ..self.row() }
+        Site {
+            members: Some(self.people()),
+            metadata: Some(self.metadata.clone()),
+            ..self.row()
+        }
     }
 }
 
 fn metadata(value: Metadata) -> Result<Metadata, ApiError> {
     if value.len() > MAX_METADATA_ENTRIES {
-        return Err(ApiError::validation("metadata", format!("holds at most {MAX_METADATA_ENTRIES} entries")));
+        return Err(ApiError::validation(
+            "metadata",
+            format!("holds at most {MAX_METADATA_ENTRIES} entries"),
+        ));
     }
     for (key, entry) in &value {
         if key.is_empty() || key.chars().count() > MAX_METADATA_KEY {
-            return Err(ApiError::validation("metadata", format!("keys are 1 to {MAX_METADATA_KEY} characters")));
+            return Err(ApiError::validation(
+                "metadata",
+                format!("keys are 1 to {MAX_METADATA_KEY} characters"),
+            ));
         }
         validate::max_len(&format!("metadata.{key}"), entry, MAX_METADATA_VALUE)?;
     }
@@ -153,7 +165,9 @@ fn metadata(value: Metadata) -> Result<Metadata, ApiError> {
 
 fn customer(customer_id: Option<Uuid>, org: Uuid) -> Result<(), ApiError> {
     match customer_id {
-        Some(id) if id != org => Err(ApiError::OrgIdMismatch("customer_id must be the key's organization")),
+        Some(id) if id != org => Err(ApiError::OrgIdMismatch(
+            "customer_id must be the key's organization",
+        )),
         _ => Ok(()),
     }
 }
@@ -307,15 +321,27 @@ impl PatchSite {
             postal_code: patch::optional_text("postal_code", self.postal_code, MAX_TEXT)?,
             city: patch::optional_text("city", self.city, MAX_TEXT)?,
             coordinates: Coordinates::from_patch(self.lat, self.lng)?,
-            construction_id: patch::optional_text("construction_id", self.construction_id, MAX_TEXT)?,
+            construction_id: patch::optional_text(
+                "construction_id",
+                self.construction_id,
+                MAX_TEXT,
+            )?,
             external_id: patch::optional_text("external_id", self.external_id, MAX_TEXT)?,
             metadata: match self.metadata {
                 Patch::Absent => None,
                 Patch::Null => Some(Metadata::new()),
                 Patch::Value(v) => Some(metadata(v)?),
             },
-            contact_first_name: patch::optional_text("contact_first_name", self.contact_first_name, MAX_TEXT)?,
-            contact_last_name: patch::optional_text("contact_last_name", self.contact_last_name, MAX_TEXT)?,
+            contact_first_name: patch::optional_text(
+                "contact_first_name",
+                self.contact_first_name,
+                MAX_TEXT,
+            )?,
+            contact_last_name: patch::optional_text(
+                "contact_last_name",
+                self.contact_last_name,
+                MAX_TEXT,
+            )?,
             contact_phone: match self.contact_phone {
                 Patch::Absent => None,
                 Patch::Null => Some(None),
@@ -330,7 +356,9 @@ impl PatchSite {
             site_type: patch::optional_text("type", self.site_type, MAX_TEXT)?,
         };
         if !customer_given && changes.is_empty() {
-            return Err(ApiError::Validation("the body needs at least one field to change".into()));
+            return Err(ApiError::Validation(
+                "the body needs at least one field to change".into(),
+            ));
         }
         Ok(changes)
     }
@@ -381,7 +409,8 @@ mod tests {
     use super::*;
 
     fn create(json: serde_json::Value) -> Result<SiteRecord, ApiError> {
-        crate::http::body::parse::<CreateSite>(json.to_string().as_bytes())?.validate(Uuid::nil(), Utc::now())
+        crate::http::body::parse::<CreateSite>(json.to_string().as_bytes())?
+            .validate(Uuid::nil(), Utc::now())
     }
 
     #[test]
@@ -392,7 +421,13 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(site.name, "Pier");
-        assert_eq!(site.coordinates, Some(Coordinates { lat: 60.1, lng: 24.9 }));
+        assert_eq!(
+            site.coordinates,
+            Some(Coordinates {
+                lat: 60.1,
+                lng: 24.9
+            })
+        );
         assert_eq!(site.people()[0].role, CONTACT_ROLE);
         let detail = serde_json::to_value(site.detail()).unwrap();
         assert_eq!(detail["type"], "harbour");
@@ -406,36 +441,59 @@ mod tests {
     fn create_rejects_bad_fields_naming_them() {
         let cases = [
             (serde_json::json!({"name": ""}), "name"),
-            (serde_json::json!({"name": "x", "metadata": {"a": 1}}), "metadata.a"),
-            (serde_json::json!({"name": "x", "metadata": ["a"]}), "metadata"),
-            (serde_json::json!({"name": "x", "site_role": "castle"}), "site_role"),
+            (
+                serde_json::json!({"name": "x", "metadata": {"a": 1}}),
+                "metadata.a",
+            ),
+            (
+                serde_json::json!({"name": "x", "metadata": ["a"]}),
+                "metadata",
+            ),
+            (
+                serde_json::json!({"name": "x", "site_role": "castle"}),
+                "site_role",
+            ),
             (serde_json::json!({"name": "x", "lat": 1.0}), "lat and lng"),
-            (serde_json::json!({"name": "x", "contact_phone": "123"}), "contact_phone"),
+            (
+                serde_json::json!({"name": "x", "contact_phone": "123"}),
+                "contact_phone",
+            ),
         ];
         for (body, field) in cases {
             let e = create(body.clone()).unwrap_err();
             assert_eq!(e.code(), "validation_error", "{body}");
             assert!(e.to_string().starts_with(field), "{body}: {e}");
         }
-        let e = create(serde_json::json!({"name": "x", "customer_id": Uuid::now_v7()})).unwrap_err();
+        let e =
+            create(serde_json::json!({"name": "x", "customer_id": Uuid::now_v7()})).unwrap_err();
         assert_eq!(e.code(), "org_id_mismatch");
     }
 
     #[test]
     fn patch_rules() {
         let patch = |json: serde_json::Value| {
-            crate::http::body::parse::<PatchSite>(json.to_string().as_bytes()).and_then(|p| p.validate(Uuid::nil()))
+            crate::http::body::parse::<PatchSite>(json.to_string().as_bytes())
+                .and_then(|p| p.validate(Uuid::nil()))
         };
         assert!(patch(serde_json::json!({})).is_err());
         assert!(patch(serde_json::json!({"customer_id": Uuid::nil()})).is_ok());
-        assert_eq!(patch(serde_json::json!({"customer_id": Uuid::now_v7()})).unwrap_err().code(), "org_id_mismatch");
+        assert_eq!(
+            patch(serde_json::json!({"customer_id": Uuid::now_v7()}))
+                .unwrap_err()
+                .code(),
+            "org_id_mismatch"
+        );
         assert!(patch(serde_json::json!({"lat": 1.0})).is_err());
         assert!(patch(serde_json::json!({"lat": null, "lng": null})).is_ok());
-        let mut site = create(serde_json::json!({"name": "x", "metadata": {"a": "1", "b": "2"}})).unwrap();
+        let mut site =
+            create(serde_json::json!({"name": "x", "metadata": {"a": "1", "b": "2"}})).unwrap();
         let changes = patch(serde_json::json!({"metadata": {"c": "3"}, "city": "Oulu"})).unwrap();
         changes.apply(&mut site, Utc::now()).unwrap();
         assert_eq!(site.metadata, Metadata::from([("c".into(), "3".into())]));
         site.archived_at = Some(Utc::now());
-        assert_eq!(changes.apply(&mut site, Utc::now()).unwrap_err().code(), "record_archived");
+        assert_eq!(
+            changes.apply(&mut site, Utc::now()).unwrap_err().code(),
+            "record_archived"
+        );
     }
 }

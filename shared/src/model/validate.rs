@@ -15,13 +15,20 @@ pub fn required_text(field: &str, value: &str, max: usize) -> Result<String, Api
 /// Checks `value` is at most `max` characters (Unicode scalar values).
 pub fn max_len(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     if value.chars().count() > max {
-        return Err(ApiError::validation(field, format!("must be at most {max} characters")));
+        return Err(ApiError::validation(
+            field,
+            format!("must be at most {max} characters"),
+        ));
     }
     Ok(())
 }
 
 /// Trims an optional text; empty becomes `None`.
-pub fn optional_text(field: &str, value: Option<&str>, max: usize) -> Result<Option<String>, ApiError> {
+pub fn optional_text(
+    field: &str,
+    value: Option<&str>,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(v) => {
@@ -48,19 +55,30 @@ pub fn email(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
         }
         None => false,
     };
-    if valid { Ok(value.to_owned()) } else { Err(ApiError::validation(field, "must be a valid e-mail address")) }
+    if valid {
+        Ok(value.to_owned())
+    } else {
+        Err(ApiError::validation(
+            field,
+            "must be a valid e-mail address",
+        ))
+    }
 }
 
 /// E.164: `+` then 8 to 15 digits, the first not zero.
 pub fn e164(field: &str, value: &str) -> Result<String, ApiError> {
     let value = value.trim();
     let digits = value.strip_prefix('+').unwrap_or("");
-    let valid =
-        (8..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) && !digits.starts_with('0');
+    let valid = (8..=15).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0');
     if valid {
         Ok(value.to_owned())
     } else {
-        Err(ApiError::validation(field, "must be an E.164 phone number such as +358401234567"))
+        Err(ApiError::validation(
+            field,
+            "must be an E.164 phone number such as +358401234567",
+        ))
     }
 }
 
@@ -71,7 +89,12 @@ mod tests {
     #[test]
     fn text_is_trimmed_and_bounded() {
         assert_eq!(required_text("name", "  Acme  ", 500).unwrap(), "Acme");
-        assert!(required_text("name", "   ", 500).unwrap_err().to_string().starts_with("name:"));
+        assert!(
+            required_text("name", "   ", 500)
+                .unwrap_err()
+                .to_string()
+                .starts_with("name:")
+        );
         assert!(required_text("name", &"é".repeat(500), 500).is_ok());
         assert!(required_text("name", &"é".repeat(501), 500).is_err());
         assert_eq!(optional_text("city", Some("  "), 10).unwrap(), None);
@@ -82,7 +105,9 @@ mod tests {
         for ok in ["a@b.fi", " billing@acme.example.com "] {
             assert!(email("invoice_email", ok, 500).is_ok(), "{ok}");
         }
-        for bad in ["", "a", "a@b", "@b.fi", "a@@b.fi", "a b@c.fi", "a@.fi", "a@b..fi", "a@b.fi."] {
+        for bad in [
+            "", "a", "a@b", "@b.fi", "a@@b.fi", "a b@c.fi", "a@.fi", "a@b..fi", "a@b.fi.",
+        ] {
             assert!(email("invoice_email", bad, 500).is_err(), "{bad}");
         }
     }

@@ -69,11 +69,17 @@ impl ApiKeys<'_> {
     ) -> ApiResult<(String, ApiKeyRecord)> {
         let store = self.0;
         let table = store.table();
-        let org_record = store.orgs().get(org).await?.ok_or_else(ApiError::org_not_found)?;
+        let org_record = store
+            .orgs()
+            .get(org)
+            .await?
+            .ok_or_else(ApiError::org_not_found)?;
         if self.list(org).await?.len() >= MAX_KEYS_PER_ORG {
             return Err(ApiError::Conflict {
                 code: "too_many_keys",
-                message: format!("an organization holds at most {MAX_KEYS_PER_ORG} keys; delete or revoke old ones"),
+                message: format!(
+                    "an organization holds at most {MAX_KEYS_PER_ORG} keys; delete or revoke old ones"
+                ),
             });
         }
         let new = api_key::generate(prefix);
@@ -101,7 +107,11 @@ impl ApiKeys<'_> {
         let actions = vec![
             put(
                 table,
-                to_item(&KeyItem { pk: keys::api_key_pk(&new.hash), sk: API_KEY_SK.into(), record: record.clone() })?,
+                to_item(&KeyItem {
+                    pk: keys::api_key_pk(&new.hash),
+                    sk: API_KEY_SK.into(),
+                    record: record.clone(),
+                })?,
                 Some("attribute_not_exists(pk)"),
             )?,
             put(
@@ -113,7 +123,9 @@ impl ApiKeys<'_> {
                 })?,
                 None,
             )?,
-            TransactWriteItem::builder().condition_check(org_check).build(),
+            TransactWriteItem::builder()
+                .condition_check(org_check)
+                .build(),
         ];
         transact(
             store,
@@ -140,7 +152,9 @@ impl ApiKeys<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        out.item.map(|item| from_item::<KeyItem>(item).map(|k| k.record)).transpose()
+        out.item
+            .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
+            .transpose()
     }
 
     /// The organization's keys, oldest first. No secrets are stored.
@@ -154,18 +168,29 @@ impl ApiKeys<'_> {
             .expression_attribute_values(":pk", s(keys::org_pk(org)))
             .expression_attribute_values(":prefix", s(keys::API_KEY_SUMMARY_PREFIX))
             .consistent_read(true);
-        query_all(query).await?.into_iter().map(|item| from_item::<KeyItem>(item).map(|k| k.record)).collect()
+        query_all(query)
+            .await?
+            .into_iter()
+            .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
+            .collect()
     }
 
     /// Revokes a key for good (both items, one transaction).
     pub async fn revoke(&self, org: Uuid, key_id: Uuid) -> ApiResult<ApiKeyRecord> {
         let store = self.0;
         let table = store.table();
-        let not_found =
-            || ApiError::NotFound { code: "api_key_not_found", message: "no such key in this organization" };
-        let mut record = self.list(org).await?.into_iter().find(|k| k.key_id == key_id).ok_or_else(not_found)?;
-        let hash =
-            KeyHash::from_hex(&record.key_hash).ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
+        let not_found = || ApiError::NotFound {
+            code: "api_key_not_found",
+            message: "no such key in this organization",
+        };
+        let mut record = self
+            .list(org)
+            .await?
+            .into_iter()
+            .find(|k| k.key_id == key_id)
+            .ok_or_else(not_found)?;
+        let hash = KeyHash::from_hex(&record.key_hash)
+            .ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
         let at = crate::model::now();
         let revoke = |item_key: Item| {
             update(table, item_key)
@@ -180,7 +205,10 @@ impl ApiKeys<'_> {
             revoke(key(keys::api_key_pk(&hash), API_KEY_SK))?,
             revoke(key(keys::org_pk(org), keys::api_key_summary_sk(key_id)))?,
         ];
-        let already = || ApiError::Conflict { code: "already_revoked", message: "the key is already revoked".into() };
+        let already = || ApiError::Conflict {
+            code: "already_revoked",
+            message: "the key is already revoked".into(),
+        };
         transact(store, actions, &[(0, already), (1, already)]).await?;
         record.revoked_at = Some(at);
         Ok(record)
@@ -204,13 +232,18 @@ impl ApiKeys<'_> {
         };
         let mut actions = vec![set(key(keys::org_pk(org), ORG_SK))?];
         for record in &keys_of_org {
-            let hash =
-                KeyHash::from_hex(&record.key_hash).ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
+            let hash = KeyHash::from_hex(&record.key_hash)
+                .ok_or_else(|| ApiError::internal("stored key hash is not hex"))?;
             actions.push(set(key(keys::api_key_pk(&hash), API_KEY_SK))?);
-            actions.push(set(key(keys::org_pk(org), keys::api_key_summary_sk(record.key_id)))?);
+            actions.push(set(key(
+                keys::org_pk(org),
+                keys::api_key_summary_sk(record.key_id),
+            ))?);
         }
         if actions.len() > 100 {
-            return Err(ApiError::internal("too many keys to switch entitlement in one transaction"));
+            return Err(ApiError::internal(
+                "too many keys to switch entitlement in one transaction",
+            ));
         }
         transact(store, actions, &[(0, ApiError::org_not_found)]).await
     }

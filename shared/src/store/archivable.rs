@@ -17,7 +17,10 @@ macro_rules! archivable {
             const PREFIX: &'static str = $prefix;
 
             fn not_found() -> ApiError {
-                ApiError::NotFound { code: $code, message: $message }
+                ApiError::NotFound {
+                    code: $code,
+                    message: $message,
+                }
             }
             fn id(&self) -> Uuid {
                 self.id

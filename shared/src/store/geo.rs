@@ -54,7 +54,10 @@ impl GeoEntry {
         let mut keys = Vec::new();
         for scope in scopes {
             for precision in INDEX_PRECISIONS {
-                keys.push((cell_pk(scope, precision, &self.coordinates.geohash(precision)), sk.clone()));
+                keys.push((
+                    cell_pk(scope, precision, &self.coordinates.geohash(precision)),
+                    sk.clone(),
+                ));
             }
         }
         keys
@@ -62,13 +65,20 @@ impl GeoEntry {
 }
 
 /// Transaction actions that move a record's index entries from `old` to `new`.
-pub(crate) fn changes(table: &str, old: &[GeoEntry], new: &[GeoEntry]) -> ApiResult<Vec<TransactWriteItem>> {
+pub(crate) fn changes(
+    table: &str,
+    old: &[GeoEntry],
+    new: &[GeoEntry],
+) -> ApiResult<Vec<TransactWriteItem>> {
     let new_keys: Vec<(String, String)> = new.iter().flat_map(GeoEntry::keys).collect();
     let mut actions = Vec::new();
     for (pk, sk) in old.iter().flat_map(GeoEntry::keys) {
         if !new_keys.contains(&(pk.clone(), sk.clone())) {
-            let delete =
-                Delete::builder().table_name(table).set_key(Some(key(pk, sk))).build().map_err(ApiError::internal)?;
+            let delete = Delete::builder()
+                .table_name(table)
+                .set_key(Some(key(pk, sk)))
+                .build()
+                .map_err(ApiError::internal)?;
             actions.push(TransactWriteItem::builder().delete(delete).build());
         }
     }

@@ -31,7 +31,12 @@ pub fn grant_not_found() -> ApiError {
 
 impl Grants<'_> {
     /// Creates or updates the grant to `grantee`; `true` when created.
-    pub async fn upsert(&self, granter: Uuid, grantee: Uuid, scope: GrantScope) -> ApiResult<(Grant, bool)> {
+    pub async fn upsert(
+        &self,
+        granter: Uuid,
+        grantee: Uuid,
+        scope: GrantScope,
+    ) -> ApiResult<(Grant, bool)> {
         let store = self.0;
         let now = crate::model::now();
         let new_id = Uuid::now_v7();
@@ -75,7 +80,11 @@ impl Grants<'_> {
             .expression_attribute_values(":pk", s(keys::org_pk(granter)))
             .expression_attribute_values(":prefix", s("GRANT#"))
             .consistent_read(true);
-        let mut grants: Vec<Grant> = query_all(query).await?.into_iter().map(from_item).collect::<ApiResult<_>>()?;
+        let mut grants: Vec<Grant> = query_all(query)
+            .await?
+            .into_iter()
+            .map(from_item)
+            .collect::<ApiResult<_>>()?;
         grants.sort_by_key(|g| (g.created_at, g.id));
         Ok(grants)
     }
@@ -92,7 +101,10 @@ impl Grants<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        out.attributes.map(from_item).transpose()?.ok_or_else(grant_not_found)
+        out.attributes
+            .map(from_item)
+            .transpose()?
+            .ok_or_else(grant_not_found)
     }
 
     /// Grants `grantee` has received (from the grantee index).
@@ -108,18 +120,27 @@ impl Grants<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        page.items.unwrap_or_default().into_iter().map(from_item).collect()
+        page.items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item)
+            .collect()
     }
 
     /// Record `id` of kind `R` of an organization that granted `grantee`
     /// access, with the grant's scope (one query and one batch read).
-    pub async fn granted_record<R: Record>(&self, grantee: Uuid, id: Uuid) -> ApiResult<Option<(R, GrantScope)>> {
+    pub async fn granted_record<R: Record>(
+        &self,
+        grantee: Uuid,
+        id: Uuid,
+    ) -> ApiResult<Option<(R, GrantScope)>> {
         let store = self.0;
         let grants = self.received(grantee).await?;
         if grants.is_empty() {
             return Ok(None);
         }
-        let scopes: HashMap<Uuid, GrantScope> = grants.iter().map(|g| (g.granter_org_id, g.scope)).collect();
+        let scopes: HashMap<Uuid, GrantScope> =
+            grants.iter().map(|g| (g.granter_org_id, g.scope)).collect();
         let mut wanted = KeysAndAttributes::builder().consistent_read(true);
         for grant in grants.iter().take(100) {
             wanted = wanted.keys(key(keys::org_pk(grant.granter_org_id), sk::<R>(id)));
@@ -131,7 +152,13 @@ impl Grants<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        let found = out.responses.unwrap_or_default().remove(store.table()).unwrap_or_default().into_iter().next();
+        let found = out
+            .responses
+            .unwrap_or_default()
+            .remove(store.table())
+            .unwrap_or_default()
+            .into_iter()
+            .next();
         let Some(item) = found else { return Ok(None) };
         let record: R = from_item(item)?;
         Ok(scopes.get(&record.org_id()).map(|scope| (record, *scope)))

@@ -27,15 +27,22 @@ pub fn n(value: impl ToString) -> AttributeValue {
 }
 
 pub fn key(pk: impl Into<String>, sk: impl Into<String>) -> Item {
-    HashMap::from([(super::keys::PK.to_owned(), s(pk)), (super::keys::SK.to_owned(), s(sk))])
+    HashMap::from([
+        (super::keys::PK.to_owned(), s(pk)),
+        (super::keys::SK.to_owned(), s(sk)),
+    ])
 }
 
 /// A string attribute of an item, if present.
 pub fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
 }
 
 /// A numeric attribute of an item, if present and integral.
 pub fn get_u64(item: &Item, name: &str) -> Option<u64> {
-    item.get(name).and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok())
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
 }

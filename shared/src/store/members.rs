@@ -56,7 +56,10 @@ struct PhoneItem {
 }
 
 fn phone_conflict() -> ApiError {
-    ApiError::Conflict { code: "phone_conflict", message: "this phone number is already in use".into() }
+    ApiError::Conflict {
+        code: "phone_conflict",
+        message: "this phone number is already in use".into(),
+    }
 }
 
 impl Members<'_> {
@@ -93,9 +96,17 @@ impl Members<'_> {
             phone,
             created_at: at,
         };
-        let phone_item = PhoneItem { pk: keys::phone_pk(phone), sk: UNIQUE_SK, profile_id };
+        let phone_item = PhoneItem {
+            pk: keys::phone_pk(phone),
+            sk: UNIQUE_SK,
+            profile_id,
+        };
         let actions = vec![
-            put(table, to_item(&phone_item)?, Some("attribute_not_exists(pk)"))?,
+            put(
+                table,
+                to_item(&phone_item)?,
+                Some("attribute_not_exists(pk)"),
+            )?,
             put(table, to_item(&profile)?, Some("attribute_not_exists(pk)"))?,
             put(table, self.item(membership.clone())?, None)?,
         ];
@@ -114,7 +125,9 @@ impl Members<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        out.item.map(|i| from_item::<MemberItem>(i).map(|m| m.membership)).transpose()
+        out.item
+            .map(|i| from_item::<MemberItem>(i).map(|m| m.membership))
+            .transpose()
     }
 
     /// The organization's active `org_admin` memberships.
@@ -130,14 +143,31 @@ impl Members<'_> {
             .expression_attribute_values(":pk", s(keys::org_pk(org)))
             .expression_attribute_values(":member", s(MEMBER_PREFIX))
             .expression_attribute_values(":admin", s(ROLE_ORG_ADMIN))
-            .expression_attribute_values(":yes", aws_sdk_dynamodb::types::AttributeValue::Bool(true))
+            .expression_attribute_values(
+                ":yes",
+                aws_sdk_dynamodb::types::AttributeValue::Bool(true),
+            )
             .consistent_read(true);
-        query_all(query).await?.into_iter().map(|item| from_item::<MemberItem>(item).map(|m| m.membership)).collect()
+        query_all(query)
+            .await?
+            .into_iter()
+            .map(|item| from_item::<MemberItem>(item).map(|m| m.membership))
+            .collect()
     }
 
     /// The item of `membership` copied into organization `org`.
-    pub(crate) fn membership_copy(&self, membership: Membership, org: Uuid, at: DateTime<Utc>) -> ApiResult<Item> {
-        self.item(Membership { org_id: org, created_at: at, updated_at: at, ..membership })
+    pub(crate) fn membership_copy(
+        &self,
+        membership: Membership,
+        org: Uuid,
+        at: DateTime<Utc>,
+    ) -> ApiResult<Item> {
+        self.item(Membership {
+            org_id: org,
+            created_at: at,
+            updated_at: at,
+            ..membership
+        })
     }
 
     fn item(&self, membership: Membership) -> ApiResult<Item> {

@@ -30,12 +30,17 @@ pub struct Store {
 
 impl Store {
     pub fn new(db: Client, table: impl Into<Arc<str>>) -> Self {
-        Self { db, table: table.into() }
+        Self {
+            db,
+            table: table.into(),
+        }
     }
 
     /// A DynamoDB client that counts its round trips per request.
     pub fn client(sdk: &aws_config::SdkConfig) -> Client {
-        let config = aws_sdk_dynamodb::config::Builder::from(sdk).interceptor(calls::CountCalls).build();
+        let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+            .interceptor(calls::CountCalls)
+            .build();
         Client::from_conf(config)
     }
 
@@ -63,7 +68,9 @@ impl Store {
         records::Records::new(self)
     }
 
-    pub fn receiving_points(&self) -> records::Records<'_, crate::model::receiving_point::ReceivingPointRecord> {
+    pub fn receiving_points(
+        &self,
+    ) -> records::Records<'_, crate::model::receiving_point::ReceivingPointRecord> {
         records::Records::new(self)
     }
 
@@ -83,7 +90,12 @@ pub(crate) async fn query_all(
     let mut items = Vec::new();
     let mut start = None;
     loop {
-        let page = query.clone().set_exclusive_start_key(start).send().await.map_err(sdk_error)?;
+        let page = query
+            .clone()
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(sdk_error)?;
         items.extend(page.items.unwrap_or_default());
         start = page.last_evaluated_key;
         if start.is_none() {
@@ -109,7 +121,10 @@ pub(crate) fn cancellation_codes<R>(
     use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
     match error.as_service_error()? {
         TransactWriteItemsError::TransactionCanceledException(e) => Some(
-            e.cancellation_reasons().iter().map(|r| r.code().filter(|c| *c != "None").map(str::to_owned)).collect(),
+            e.cancellation_reasons()
+                .iter()
+                .map(|r| r.code().filter(|c| *c != "None").map(str::to_owned))
+                .collect(),
         ),
         _ => None,
     }

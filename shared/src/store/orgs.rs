@@ -58,7 +58,13 @@ pub struct OrgRecord {
 }
 
 impl OrgItem {
-    fn new(id: Uuid, new: &NewOrg, parent_id: Option<Uuid>, public_api: bool, at: DateTime<Utc>) -> Self {
+    fn new(
+        id: Uuid,
+        new: &NewOrg,
+        parent_id: Option<Uuid>,
+        public_api: bool,
+        at: DateTime<Utc>,
+    ) -> Self {
         Self {
             pk: keys::org_pk(id),
             sk: ORG_SK.into(),
@@ -100,7 +106,11 @@ impl OrgItem {
 }
 
 fn name_item(table: &str, name: &str, org_id: Uuid) -> ApiResult<TransactWriteItem> {
-    let item = to_item(&NameItem { pk: keys::org_name_pk(&name_key(name)), sk: UNIQUE_SK.into(), org_id })?;
+    let item = to_item(&NameItem {
+        pk: keys::org_name_pk(&name_key(name)),
+        sk: UNIQUE_SK.into(),
+        org_id,
+    })?;
     put(table, item, Some("attribute_not_exists(pk)"))
 }
 
@@ -136,21 +146,35 @@ impl Orgs<'_> {
             } else {
                 let child: ChildItem = from_item(row)?;
                 if child.status == STATUS_ACTIVE {
-                    children.push(ChildOrg { id: child.id, name: child.name, status: child.status });
+                    children.push(ChildOrg {
+                        id: child.id,
+                        name: child.name,
+                        status: child.status,
+                    });
                 }
             }
         }
-        Ok(org.filter(|o| o.status == STATUS_ACTIVE).map(|o| o.into_record(children)))
+        Ok(org
+            .filter(|o| o.status == STATUS_ACTIVE)
+            .map(|o| o.into_record(children)))
     }
 
     /// Creates a top-level organization (operators only).
-    pub async fn create_top_level(&self, new: &NewOrg, public_api: bool) -> ApiResult<Organization> {
+    pub async fn create_top_level(
+        &self,
+        new: &NewOrg,
+        public_api: bool,
+    ) -> ApiResult<Organization> {
         let store = self.0;
         let at = crate::model::now();
         let item = OrgItem::new(Uuid::now_v7(), new, None, public_api, at);
         let id = item.id;
         let actions = vec![
-            put(store.table(), to_item(&item)?, Some("attribute_not_exists(pk)"))?,
+            put(
+                store.table(),
+                to_item(&item)?,
+                Some("attribute_not_exists(pk)"),
+            )?,
             name_item(store.table(), &new.name, id)?,
         ];
         transact(store, actions, &[(1, ApiError::org_name_conflict)]).await?;
@@ -164,9 +188,19 @@ impl Orgs<'_> {
         let table = store.table();
         let admins = store.members().active_admins(parent.org.id).await?;
         let at = crate::model::now();
-        let item = OrgItem::new(Uuid::now_v7(), new, Some(parent.org.id), parent.public_api, at);
+        let item = OrgItem::new(
+            Uuid::now_v7(),
+            new,
+            Some(parent.org.id),
+            parent.public_api,
+            at,
+        );
         let id = item.id;
-        let summary = ChildOrg { id, name: new.name.clone(), status: STATUS_ACTIVE.into() };
+        let summary = ChildOrg {
+            id,
+            name: new.name.clone(),
+            status: STATUS_ACTIVE.into(),
+        };
         let parent_check = ConditionCheck::builder()
             .table_name(table)
             .set_key(Some(key(keys::org_pk(parent.org.id), ORG_SK)))
@@ -178,13 +212,27 @@ impl Orgs<'_> {
         let mut actions = vec![
             put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))?,
             name_item(table, &new.name, id)?,
-            TransactWriteItem::builder().condition_check(parent_check).build(),
+            TransactWriteItem::builder()
+                .condition_check(parent_check)
+                .build(),
             child_item(table, parent.org.id, &summary)?,
         ];
         for admin in admins {
-            actions.push(put(table, store.members().membership_copy(admin, id, at)?, None)?);
+            actions.push(put(
+                table,
+                store.members().membership_copy(admin, id, at)?,
+                None,
+            )?);
         }
-        transact(store, actions, &[(1, ApiError::org_name_conflict), (2, ApiError::org_not_found)]).await?;
+        transact(
+            store,
+            actions,
+            &[
+                (1, ApiError::org_name_conflict),
+                (2, ApiError::org_not_found),
+            ],
+        )
+        .await?;
         Ok(item.into_record(Vec::new()).org)
     }
 
@@ -224,20 +272,28 @@ impl Orgs<'_> {
         );
         let fields: [(&str, Option<Option<&String>>); 6] = [
             ("name", changes.name.as_ref().map(Some)),
-            ("business_code", changes.business_code.as_ref().map(Option::as_ref)),
+            (
+                "business_code",
+                changes.business_code.as_ref().map(Option::as_ref),
+            ),
             ("street_address", changes.street_address.as_ref().map(Some)),
             ("postal_code", changes.postal_code.as_ref().map(Some)),
             ("city", changes.city.as_ref().map(Some)),
-            ("invoice_email", changes.invoice_email.as_ref().map(Option::as_ref)),
+            (
+                "invoice_email",
+                changes.invoice_email.as_ref().map(Option::as_ref),
+            ),
         ];
         for (field, value) in fields {
             let Some(value) = value else { continue };
             let placeholder = format!(":{field}");
             sets.push(format!("#f_{field} = {placeholder}"));
-            update = update.expression_attribute_names(format!("#f_{field}"), field).expression_attribute_values(
-                placeholder,
-                value.map_or(aws_sdk_dynamodb::types::AttributeValue::Null(true), s),
-            );
+            update = update
+                .expression_attribute_names(format!("#f_{field}"), field)
+                .expression_attribute_values(
+                    placeholder,
+                    value.map_or(aws_sdk_dynamodb::types::AttributeValue::Null(true), s),
+                );
         }
         let renamed = name_key(&updated.name) != name_key(&current.name);
         if renamed {
@@ -245,13 +301,19 @@ impl Orgs<'_> {
             update = update.expression_attribute_values(":name_key", s(name_key(&updated.name)));
         }
         update = update.update_expression(format!("SET {}", sets.join(", ")));
-        let mut actions =
-            vec![TransactWriteItem::builder().update(update.build().map_err(ApiError::internal)?).build()];
+        let mut actions = vec![
+            TransactWriteItem::builder()
+                .update(update.build().map_err(ApiError::internal)?)
+                .build(),
+        ];
         let mut conflicts: Vec<Conflict> = vec![(0, raced)];
         if renamed {
             let old = Delete::builder()
                 .table_name(table)
-                .set_key(Some(key(keys::org_name_pk(&name_key(&current.name)), UNIQUE_SK)))
+                .set_key(Some(key(
+                    keys::org_name_pk(&name_key(&current.name)),
+                    UNIQUE_SK,
+                )))
                 .build()
                 .map_err(ApiError::internal)?;
             actions.push(TransactWriteItem::builder().delete(old).build());
@@ -259,7 +321,11 @@ impl Orgs<'_> {
             actions.push(name_item(table, &updated.name, id)?);
         }
         if let (Some(parent), Some(_)) = (current.parent_id, &changes.name) {
-            let summary = ChildOrg { id, name: updated.name.clone(), status: updated.status.clone() };
+            let summary = ChildOrg {
+                id,
+                name: updated.name.clone(),
+                status: updated.status.clone(),
+            };
             actions.push(child_item(table, parent, &summary)?);
         }
         transact(store, actions, &conflicts).await?;

@@ -32,7 +32,11 @@ fn counter(window: u64) -> String {
 /// Counters of windows older than the previous one.
 fn stale(item: &Item, window: u64) -> Vec<String> {
     item.keys()
-        .filter(|name| name.strip_prefix('c').and_then(|w| w.parse::<u64>().ok()).is_some_and(|w| w + 1 < window))
+        .filter(|name| {
+            name.strip_prefix('c')
+                .and_then(|w| w.parse::<u64>().ok())
+                .is_some_and(|w| w + 1 < window)
+        })
         .cloned()
         .collect()
 }
@@ -41,7 +45,13 @@ impl RateLimits<'_> {
     /// Counts one request of `key_id` in fixed window number `window` unless
     /// that window already holds `cap`. `expires_at` (Unix seconds) is the
     /// item's TTL.
-    pub async fn count(&self, key_id: Uuid, window: u64, cap: u32, expires_at: u64) -> ApiResult<Counted> {
+    pub async fn count(
+        &self,
+        key_id: Uuid,
+        window: u64,
+        cap: u32,
+        expires_at: u64,
+    ) -> ApiResult<Counted> {
         let store = self.0;
         let result = store
             .db
@@ -60,7 +70,8 @@ impl RateLimits<'_> {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        let previous = |item: &Item| get_u64(item, &counter(window.saturating_sub(1))).unwrap_or(0) as u32;
+        let previous =
+            |item: &Item| get_u64(item, &counter(window.saturating_sub(1))).unwrap_or(0) as u32;
         match result {
             Ok(out) => {
                 let item = out.attributes.unwrap_or_default();
@@ -69,12 +80,15 @@ impl RateLimits<'_> {
                     self.remove(key_id, &stale).await?;
                 }
                 let current = get_u64(&item, &counter(window)).unwrap_or(1) as u32;
-                Ok(Counted::Admitted { current, previous: previous(&item) })
+                Ok(Counted::Admitted {
+                    current,
+                    previous: previous(&item),
+                })
             }
             Err(error) => match error.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(e) => {
-                    Ok(Counted::Full { previous: previous(&e.item.unwrap_or_default()) })
-                }
+                UpdateItemError::ConditionalCheckFailedException(e) => Ok(Counted::Full {
+                    previous: previous(&e.item.unwrap_or_default()),
+                }),
                 other => Err(ApiError::internal(other)),
             },
         }
@@ -104,14 +118,21 @@ impl RateLimits<'_> {
 
     async fn remove(&self, key_id: Uuid, names: &[String]) -> ApiResult<()> {
         let store = self.0;
-        let mut request =
-            store.db.update_item().table_name(store.table()).set_key(Some(key(keys::rate_pk(key_id), RATE_SK)));
+        let mut request = store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::rate_pk(key_id), RATE_SK)));
         let mut placeholders = Vec::new();
         for (i, name) in names.iter().enumerate() {
             placeholders.push(format!("#s{i}"));
             request = request.expression_attribute_names(format!("#s{i}"), name);
         }
-        request.update_expression(format!("REMOVE {}", placeholders.join(", "))).send().await.map_err(sdk_error)?;
+        request
+            .update_expression(format!("REMOVE {}", placeholders.join(", ")))
+            .send()
+            .await
+            .map_err(sdk_error)?;
         Ok(())
     }
 }
@@ -122,8 +143,10 @@ mod tests {
 
     #[test]
     fn only_counters_before_the_previous_window_are_stale() {
-        let item: Item =
-            ["c7", "c8", "c9", "c10", "ttl", "pk", "sk"].into_iter().map(|k| (k.to_owned(), n(1))).collect();
+        let item: Item = ["c7", "c8", "c9", "c10", "ttl", "pk", "sk"]
+            .into_iter()
+            .map(|k| (k.to_owned(), n(1)))
+            .collect();
         let mut stale = stale(&item, 10);
         stale.sort();
         assert_eq!(stale, vec!["c7", "c8"]);

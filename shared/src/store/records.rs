@@ -43,7 +43,10 @@ pub struct Records<'a, R> {
 
 impl<'a, R: Record> Records<'a, R> {
     pub fn new(store: &'a Store) -> Self {
-        Self { store, _record: std::marker::PhantomData }
+        Self {
+            store,
+            _record: std::marker::PhantomData,
+        }
     }
 
     /// The record, archived or not; `None` when `org` has no such record.
@@ -87,7 +90,11 @@ impl<'a, R: Record> Records<'a, R> {
     /// Stores a new record with its geo entries.
     pub async fn create(&self, record: &R) -> ApiResult<()> {
         let table = self.store.table();
-        let mut actions = vec![put(table, self.item(record)?, Some("attribute_not_exists(pk)"))?];
+        let mut actions = vec![put(
+            table,
+            self.item(record)?,
+            Some("attribute_not_exists(pk)"),
+        )?];
         actions.extend(geo::changes(table, &[], &record.geo())?);
         transact(self.store, actions, &[]).await
     }
@@ -110,7 +117,9 @@ impl<'a, R: Record> Records<'a, R> {
             .map_err(ApiError::internal)?;
         let mut actions = vec![
             put(table, self.item(record)?, Some("attribute_not_exists(pk)"))?,
-            aws_sdk_dynamodb::types::TransactWriteItem::builder().condition_check(check).build(),
+            aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                .condition_check(check)
+                .build(),
         ];
         actions.extend(geo::changes(table, &[], &record.geo())?);
         transact(self.store, actions, &[(1, archived)]).await
@@ -118,7 +127,12 @@ impl<'a, R: Record> Records<'a, R> {
 
     /// Reads the record, applies `change` (which may refuse with an error)
     /// and writes it back if nobody changed it meanwhile.
-    pub async fn modify(&self, org: Uuid, id: Uuid, change: impl Fn(&mut R) -> ApiResult<()>) -> ApiResult<R> {
+    pub async fn modify(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        change: impl Fn(&mut R) -> ApiResult<()>,
+    ) -> ApiResult<R> {
         for _ in 0..RACE_ATTEMPTS {
             let current = self.require(org, id).await?;
             let mut updated = current.clone();
@@ -132,7 +146,11 @@ impl<'a, R: Record> Records<'a, R> {
                 .expression_attribute_values(":version", n(current.version()))
                 .build()
                 .map_err(ApiError::internal)?;
-            let mut actions = vec![aws_sdk_dynamodb::types::TransactWriteItem::builder().put(put).build()];
+            let mut actions = vec![
+                aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                    .put(put)
+                    .build(),
+            ];
             actions.extend(geo::changes(table, &current.geo(), &updated.geo())?);
             match transact(self.store, actions, &[(0, raced)]).await {
                 Err(e) if is_raced(&e) => continue,

@@ -2,8 +2,8 @@
 //! `infra/template.yaml`, which declares the same table (a test compares them).
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 
 use super::keys::{PK, SK, TTL};
@@ -18,9 +18,18 @@ pub async fn ensure_table(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<
     if db.describe_table().table_name(table).send().await.is_ok() {
         return Ok(false);
     }
-    let string_attr =
-        |name: &str| AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build();
-    let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
+    let string_attr = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+    };
+    let key = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+    };
     let mut request = db
         .create_table()
         .table_name(table)
@@ -39,19 +48,37 @@ pub async fn ensure_table(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<
                     .index_name(gsi)
                     .key_schema(key(&pk, KeyType::Hash)?)
                     .key_schema(key(&sk, KeyType::Range)?)
-                    .projection(Projection::builder().projection_type(ProjectionType::All).build())
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
                     .build()?,
             );
     }
     match request.send().await {
         Ok(_) => {}
         // Another process created it at the same moment.
-        Err(e) if e.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(false),
-        Err(e) => return Err(aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string().into()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_resource_in_use_exception()) =>
+        {
+            return Ok(false);
+        }
+        Err(e) => {
+            return Err(aws_sdk_dynamodb::error::DisplayErrorContext(e)
+                .to_string()
+                .into());
+        }
     }
     db.update_time_to_live()
         .table_name(table)
-        .time_to_live_specification(TimeToLiveSpecification::builder().enabled(true).attribute_name(TTL).build()?)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(TTL)
+                .build()?,
+        )
         .send()
         .await
         .map_err(|e| aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string())?;
@@ -63,16 +90,25 @@ pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<bool
     if s3.head_bucket().bucket(bucket).send().await.is_ok() {
         return Ok(false);
     }
-    let region = s3.config().region().map(|r| r.to_string()).unwrap_or_default();
+    let region = s3
+        .config()
+        .region()
+        .map(|r| r.to_string())
+        .unwrap_or_default();
     let mut request = s3.create_bucket().bucket(bucket);
     if region != "us-east-1" && !region.is_empty() {
         request = request.create_bucket_configuration(
             aws_sdk_s3::types::CreateBucketConfiguration::builder()
-                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(region.as_str()))
+                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(
+                    region.as_str(),
+                ))
                 .build(),
         );
     }
-    request.send().await.map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
+    request
+        .send()
+        .await
+        .map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
     Ok(true)
 }
 

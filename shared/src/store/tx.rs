@@ -7,15 +7,27 @@ use super::{Store, cancellation_codes, sdk_error};
 use crate::error::{ApiError, ApiResult};
 
 /// A Put action, with an optional condition.
-pub(crate) fn put(table: &str, item: Item, condition: Option<&str>) -> ApiResult<TransactWriteItem> {
-    let put = Put::builder().table_name(table).set_item(Some(item)).set_condition_expression(condition.map(Into::into));
-    Ok(TransactWriteItem::builder().put(put.build().map_err(ApiError::internal)?).build())
+pub(crate) fn put(
+    table: &str,
+    item: Item,
+    condition: Option<&str>,
+) -> ApiResult<TransactWriteItem> {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .set_condition_expression(condition.map(Into::into));
+    Ok(TransactWriteItem::builder()
+        .put(put.build().map_err(ApiError::internal)?)
+        .build())
 }
 
 /// The error for a lost optimistic race (the item changed since it was
 /// read); callers read again and retry.
 pub(crate) fn raced() -> ApiError {
-    ApiError::Conflict { code: RACED, message: String::new() }
+    ApiError::Conflict {
+        code: RACED,
+        message: String::new(),
+    }
 }
 
 pub(crate) fn is_raced(error: &ApiError) -> bool {
@@ -40,11 +52,21 @@ pub(crate) type Conflict = (usize, fn() -> ApiError);
 
 /// Runs a transaction; a failed condition on action `i` becomes the error
 /// paired with `i` in `conflicts`.
-pub(crate) async fn transact(store: &Store, actions: Vec<TransactWriteItem>, conflicts: &[Conflict]) -> ApiResult<()> {
+pub(crate) async fn transact(
+    store: &Store,
+    actions: Vec<TransactWriteItem>,
+    conflicts: &[Conflict],
+) -> ApiResult<()> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match store.db.transact_write_items().set_transact_items(Some(actions.clone())).send().await {
+        match store
+            .db
+            .transact_write_items()
+            .set_transact_items(Some(actions.clone()))
+            .send()
+            .await
+        {
             Ok(_) => return Ok(()),
             Err(error) => {
                 let codes = cancellation_codes(&error).unwrap_or_default();

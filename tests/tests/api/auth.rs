@@ -15,7 +15,10 @@ fn missing_key_is_401_missing_api_key_with_rate_headers() {
         assert_eq!(reply.body["error"], "Unauthorized");
         assert_eq!(reply.header("x-ratelimit-limit"), "100");
         assert_eq!(reply.header("x-ratelimit-remaining"), "100");
-        assert!(reply.header("x-ratelimit-reset").parse::<u64>().unwrap() > Utc::now().timestamp() as u64);
+        assert!(
+            reply.header("x-ratelimit-reset").parse::<u64>().unwrap()
+                > Utc::now().timestamp() as u64
+        );
     });
 }
 
@@ -25,9 +28,17 @@ fn malformed_keys_are_missing_api_key() {
         let t = org().await;
         let wrong_prefix = t.key.replacen("svc_", "xyz_", 1);
         for bad in ["svc_app_tooshort", wrong_prefix.as_str(), "", "Bearer"] {
-            orgs().header("x-api-key", bad).send().await.expect(401, Some("missing_api_key"));
+            orgs()
+                .header("x-api-key", bad)
+                .send()
+                .await
+                .expect(401, Some("missing_api_key"));
         }
-        orgs().header("authorization", &format!("Basic {}", t.key)).send().await.expect(401, Some("missing_api_key"));
+        orgs()
+            .header("authorization", &format!("Basic {}", t.key))
+            .send()
+            .await
+            .expect(401, Some("missing_api_key"));
     });
 }
 
@@ -35,7 +46,11 @@ fn malformed_keys_are_missing_api_key() {
 fn unknown_key_is_401_invalid_api_key() {
     run(async {
         let unknown = shared::auth::key::generate("svc_app_").plaintext;
-        orgs().key(&unknown).send().await.expect(401, Some("invalid_api_key"));
+        orgs()
+            .key(&unknown)
+            .send()
+            .await
+            .expect(401, Some("invalid_api_key"));
     });
 }
 
@@ -43,10 +58,24 @@ fn unknown_key_is_401_invalid_api_key() {
 fn x_api_key_header_works_and_both_headers_must_agree() {
     run(async {
         let t = org().await;
-        orgs().header("x-api-key", &t.key).send().await.expect(200, None);
-        orgs().key(&t.key).header("x-api-key", &t.key).send().await.expect(200, None);
+        orgs()
+            .header("x-api-key", &t.key)
+            .send()
+            .await
+            .expect(200, None);
+        orgs()
+            .key(&t.key)
+            .header("x-api-key", &t.key)
+            .send()
+            .await
+            .expect(200, None);
         let other = org().await;
-        orgs().key(&t.key).header("x-api-key", &other.key).send().await.expect(401, Some("conflicting_api_keys"));
+        orgs()
+            .key(&t.key)
+            .header("x-api-key", &other.key)
+            .send()
+            .await
+            .expect(401, Some("conflicting_api_keys"));
     });
 }
 
@@ -58,7 +87,11 @@ fn revoked_key_fails_on_the_very_next_request() {
         let store = harness().await.store();
         let key_id = store.api_keys().list(t.id()).await.unwrap()[0].key_id;
         store.api_keys().revoke(t.id(), key_id).await.unwrap();
-        orgs().key(&t.key).send().await.expect(401, Some("api_key_revoked"));
+        orgs()
+            .key(&t.key)
+            .send()
+            .await
+            .expect(401, Some("api_key_revoked"));
         // Revocation is permanent.
         let again = store.api_keys().revoke(t.id(), key_id).await.unwrap_err();
         assert_eq!(again.code(), "already_revoked");
@@ -73,14 +106,30 @@ fn expired_key_is_401_api_key_expired() {
         let (key, _) = h
             .store()
             .api_keys()
-            .create(t.id(), vec![Scope::All], Some(Utc::now() - Duration::seconds(1)), None, "svc_app_")
+            .create(
+                t.id(),
+                vec![Scope::All],
+                Some(Utc::now() - Duration::seconds(1)),
+                None,
+                "svc_app_",
+            )
             .await
             .unwrap();
-        orgs().key(&key).send().await.expect(401, Some("api_key_expired"));
+        orgs()
+            .key(&key)
+            .send()
+            .await
+            .expect(401, Some("api_key_expired"));
         let (fresh, _) = h
             .store()
             .api_keys()
-            .create(t.id(), vec![Scope::All], Some(Utc::now() + Duration::hours(1)), None, "svc_app_")
+            .create(
+                t.id(),
+                vec![Scope::All],
+                Some(Utc::now() + Duration::hours(1)),
+                None,
+                "svc_app_",
+            )
             .await
             .unwrap();
         orgs().key(&fresh).send().await.expect(200, None);
@@ -91,7 +140,11 @@ fn expired_key_is_401_api_key_expired() {
 fn missing_scope_is_403_insufficient_scope() {
     run(async {
         let t = org_with(&[Scope::ReadData]).await;
-        orgs().key(&t.key).send().await.expect(403, Some("insufficient_scope"));
+        orgs()
+            .key(&t.key)
+            .send()
+            .await
+            .expect(403, Some("insufficient_scope"));
         let reader = new_key(t.id(), &[Scope::ReadOrgs]).await;
         orgs().key(&reader).send().await.expect(200, None);
         call(Method::PATCH, &format!("/api/v1/orgs/{}", t.id()))
@@ -116,14 +169,34 @@ fn organization_without_entitlement_is_403_feature_not_enabled() {
         let t = org().await;
         let narrow = new_key(t.id(), &[Scope::ReadData]).await;
         let store = harness().await.store();
-        store.api_keys().set_entitlement(t.id(), false).await.unwrap();
-        orgs().key(&t.key).send().await.expect(403, Some("feature_not_enabled"));
+        store
+            .api_keys()
+            .set_entitlement(t.id(), false)
+            .await
+            .unwrap();
+        orgs()
+            .key(&t.key)
+            .send()
+            .await
+            .expect(403, Some("feature_not_enabled"));
         // Scopes are checked first.
-        orgs().key(&narrow).send().await.expect(403, Some("insufficient_scope"));
+        orgs()
+            .key(&narrow)
+            .send()
+            .await
+            .expect(403, Some("insufficient_scope"));
         // Keys issued while disabled carry the setting too.
         let later = new_key(t.id(), &[Scope::All]).await;
-        orgs().key(&later).send().await.expect(403, Some("feature_not_enabled"));
-        store.api_keys().set_entitlement(t.id(), true).await.unwrap();
+        orgs()
+            .key(&later)
+            .send()
+            .await
+            .expect(403, Some("feature_not_enabled"));
+        store
+            .api_keys()
+            .set_entitlement(t.id(), true)
+            .await
+            .unwrap();
         orgs().key(&t.key).send().await.expect(200, None);
         orgs().key(&later).send().await.expect(200, None);
     });
@@ -133,12 +206,24 @@ fn organization_without_entitlement_is_403_feature_not_enabled() {
 fn disabled_deployment_is_403_public_api_disabled() {
     run(async {
         let t = org().await;
-        let router = harness().await.router_with(|c| c.public_api_enabled = false);
-        orgs().key(&t.key).send_to(&router).await.expect(403, Some("public_api_disabled"));
+        let router = harness()
+            .await
+            .router_with(|c| c.public_api_enabled = false);
+        orgs()
+            .key(&t.key)
+            .send_to(&router)
+            .await
+            .expect(403, Some("public_api_disabled"));
         // Key errors still come first.
-        orgs().send_to(&router).await.expect(401, Some("missing_api_key"));
+        orgs()
+            .send_to(&router)
+            .await
+            .expect(401, Some("missing_api_key"));
         // Health stays up.
-        call(Method::GET, "/api/health").send_to(&router).await.expect(200, None);
+        call(Method::GET, "/api/health")
+            .send_to(&router)
+            .await
+            .expect(200, None);
     });
 }
 
@@ -147,7 +232,11 @@ fn refused_requests_use_no_budget() {
     run(async {
         let t = org_with(&[Scope::ReadData]).await;
         for _ in 0..3 {
-            orgs().key(&t.key).send().await.expect(403, Some("insufficient_scope"));
+            orgs()
+                .key(&t.key)
+                .send()
+                .await
+                .expect(403, Some("insufficient_scope"));
         }
         let reader = new_key(t.id(), &[Scope::ReadOrgs]).await;
         let reply = orgs().key(&reader).send().await;
@@ -160,12 +249,18 @@ fn refused_requests_use_no_budget() {
 fn store_failures_are_500_internal_error_without_details() {
     run(async {
         let t = org().await;
-        let router = harness().await.router_with(|c| c.table_name = "no-such-table".into());
+        let router = harness()
+            .await
+            .router_with(|c| c.table_name = "no-such-table".into());
         let reply = orgs().key(&t.key).send_to(&router).await;
         reply.expect(500, Some("internal_error"));
         assert_eq!(reply.body["error"], "Internal Server Error");
         assert!(!reply.text.contains("no-such-table"), "{}", reply.text);
-        assert!(!reply.text.to_lowercase().contains("dynamo"), "{}", reply.text);
+        assert!(
+            !reply.text.to_lowercase().contains("dynamo"),
+            "{}",
+            reply.text
+        );
         assert!(!reply.header("x-request-id").is_empty());
         assert!(!reply.header("x-ratelimit-limit").is_empty());
     });

@@ -26,7 +26,8 @@ fn documented() -> BTreeSet<(String, String)> {
 }
 
 fn template() -> Yaml {
-    serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("infra/template.yaml")).unwrap()).unwrap()
+    serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("infra/template.yaml")).unwrap())
+        .unwrap()
 }
 
 /// HttpApi event paths of every function in the SAM template.
@@ -37,7 +38,11 @@ fn deployed_paths() -> BTreeSet<String> {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;
         }
-        for (_, event) in resource["Properties"]["Events"].as_mapping().into_iter().flatten() {
+        for (_, event) in resource["Properties"]["Events"]
+            .as_mapping()
+            .into_iter()
+            .flatten()
+        {
             if let Some(path) = event["Properties"]["Path"].as_str() {
                 paths.insert(path.to_owned());
             }
@@ -55,11 +60,19 @@ fn every_documented_path_is_deployed_and_every_deployed_path_documented() {
 #[test]
 fn cargo_lambda_router_covers_the_documented_paths() {
     let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
-    let section = manifest.split("[workspace.metadata.lambda.watch.router]").nth(1).expect("router table");
+    let section = manifest
+        .split("[workspace.metadata.lambda.watch.router]")
+        .nth(1)
+        .expect("router table");
     let routed: BTreeSet<String> = section
         .lines()
         .take_while(|l| !l.starts_with('['))
-        .filter_map(|l| l.trim().strip_prefix('"').and_then(|l| l.split_once('"')).map(|(p, _)| p.to_owned()))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix('"')
+                .and_then(|l| l.split_once('"'))
+                .map(|(p, _)| p.to_owned())
+        })
         .collect();
     let documented: BTreeSet<String> = documented().into_iter().map(|(_, p)| p).collect();
     assert_eq!(routed, documented);
@@ -73,9 +86,16 @@ fn description_is_version_1_0_0_and_protected_operations_list_common_errors() {
         let responses = op["responses"].as_object().unwrap();
         if path.starts_with("/api/v1/") {
             for status in ["401", "403", "429", "500"] {
-                assert!(responses.contains_key(status), "{method} {path} does not document {status}");
+                assert!(
+                    responses.contains_key(status),
+                    "{method} {path} does not document {status}"
+                );
             }
-            assert_ne!(op["security"], Value::Array(vec![]), "{method} {path} must need a key");
+            assert_ne!(
+                op["security"],
+                Value::Array(vec![]),
+                "{method} {path} must need a key"
+            );
         }
     }
 }
@@ -89,12 +109,21 @@ fn routers_serve_exactly_the_documented_operations() {
         for path in paths {
             let concrete: Vec<String> = path
                 .split('/')
-                .map(|segment| if segment.starts_with('{') { t.id().to_string() } else { segment.to_owned() })
+                .map(|segment| {
+                    if segment.starts_with('{') {
+                        t.id().to_string()
+                    } else {
+                        segment.to_owned()
+                    }
+                })
                 .collect();
             let concrete = concrete.join("/");
             for method in METHODS {
                 let method = method.to_uppercase();
-                let reply = call(Method::from_bytes(method.as_bytes()).unwrap(), &concrete).key(&t.key).send().await;
+                let reply = call(Method::from_bytes(method.as_bytes()).unwrap(), &concrete)
+                    .key(&t.key)
+                    .send()
+                    .await;
                 if documented.contains(&(method.clone(), path.clone())) {
                     assert!(
                         !["not_found", "method_not_allowed"].contains(&reply.code()),
@@ -120,7 +149,10 @@ fn served_description_and_reference() {
         html.expect(200, None);
         assert!(html.header("content-type").starts_with("text/html"));
         assert!(html.text.contains("/api/v1/orgs/{orgId}"));
-        assert!(!html.text.contains("<script") && !html.text.contains("<link"), "renders with no network access");
+        assert!(
+            !html.text.contains("<script") && !html.text.contains("<link"),
+            "renders with no network access"
+        );
     });
 }
 
@@ -147,6 +179,12 @@ fn template_table_matches_the_store_schema() {
     }
     assert_eq!(attrs, want.iter().map(String::as_str).collect());
     assert_eq!(gsis, shared::store::schema::GSIS.into_iter().collect());
-    assert_eq!(table["TimeToLiveSpecification"]["AttributeName"].as_str(), Some(shared::store::keys::TTL));
-    assert_eq!(table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(), Some(true));
+    assert_eq!(
+        table["TimeToLiveSpecification"]["AttributeName"].as_str(),
+        Some(shared::store::keys::TTL)
+    );
+    assert_eq!(
+        table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(),
+        Some(true)
+    );
 }

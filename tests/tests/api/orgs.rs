@@ -32,15 +32,26 @@ fn assert_org_shape(value: &Value) {
 }
 
 async fn create_child(parent: &TestOrg, body: Value) -> api_tests::Reply {
-    call(Method::POST, "/api/v1/orgs").key(&parent.key).json(&body).send().await
+    call(Method::POST, "/api/v1/orgs")
+        .key(&parent.key)
+        .json(&body)
+        .send()
+        .await
 }
 
 async fn patch(t: &TestOrg, id: impl std::fmt::Display, body: Value) -> api_tests::Reply {
-    call(Method::PATCH, &format!("/api/v1/orgs/{id}")).key(&t.key).json(&body).send().await
+    call(Method::PATCH, &format!("/api/v1/orgs/{id}"))
+        .key(&t.key)
+        .json(&body)
+        .send()
+        .await
 }
 
 async fn get(t: &TestOrg, id: impl std::fmt::Display) -> api_tests::Reply {
-    call(Method::GET, &format!("/api/v1/orgs/{id}")).key(&t.key).send().await
+    call(Method::GET, &format!("/api/v1/orgs/{id}"))
+        .key(&t.key)
+        .send()
+        .await
 }
 
 #[test]
@@ -58,7 +69,11 @@ fn list_is_the_keys_organization_only() {
         assert_eq!(rows[0]["name"], t.org.name);
         assert_eq!(rows[0]["parent_id"], Value::Null);
         assert_eq!(rows[0]["invoice_email"], "billing@example.com");
-        assert!(reply.ddb_calls <= 3, "GET /orgs cost {} DynamoDB calls", reply.ddb_calls);
+        assert!(
+            reply.ddb_calls <= 3,
+            "GET /orgs cost {} DynamoDB calls",
+            reply.ddb_calls
+        );
     });
 }
 
@@ -71,7 +86,10 @@ fn list_shows_direct_children() {
         child.expect(201, None);
         let reply = call(Method::GET, "/api/v1/orgs").key(&t.key).send().await;
         let children = &reply.body["data"][0]["children"];
-        assert_eq!(children, &json!([{"id": child.body["data"]["id"], "name": name, "status": "active"}]));
+        assert_eq!(
+            children,
+            &json!([{"id": child.body["data"]["id"], "name": name, "status": "active"}])
+        );
         assert_eq!(reply.ddb_calls, 3, "key + rate limit + one query");
     });
 }
@@ -83,7 +101,11 @@ fn read_own_and_direct_child_only() {
         let own = get(&t, t.id()).await;
         own.expect(200, None);
         assert_org_shape(&own.body["data"]);
-        assert!(own.ddb_calls <= 3, "single read cost {} DynamoDB calls", own.ddb_calls);
+        assert!(
+            own.ddb_calls <= 3,
+            "single read cost {} DynamoDB calls",
+            own.ddb_calls
+        );
 
         let child = create_child(&t, json!({"name": unique("Child")})).await;
         let child_id = child.body["data"]["id"].as_str().unwrap().to_owned();
@@ -98,9 +120,13 @@ fn read_own_and_direct_child_only() {
         };
         let grandchild = create_child(&child_org, json!({"name": unique("Grandchild")})).await;
         grandchild.expect(201, None);
-        get(&t, grandchild.body["data"]["id"].as_str().unwrap()).await.expect(404, Some("org_not_found"));
+        get(&t, grandchild.body["data"]["id"].as_str().unwrap())
+            .await
+            .expect(404, Some("org_not_found"));
         // The child does not see its parent.
-        get(&child_org, t.id()).await.expect(404, Some("org_not_found"));
+        get(&child_org, t.id())
+            .await
+            .expect(404, Some("org_not_found"));
     });
 }
 
@@ -110,7 +136,9 @@ fn another_organization_is_404() {
         let t = org().await;
         let other = org().await;
         get(&t, other.id()).await.expect(404, Some("org_not_found"));
-        get(&t, Uuid::now_v7()).await.expect(404, Some("org_not_found"));
+        get(&t, Uuid::now_v7())
+            .await
+            .expect(404, Some("org_not_found"));
     });
 }
 
@@ -118,8 +146,12 @@ fn another_organization_is_404() {
 fn malformed_org_id_is_400_invalid_org_id() {
     run(async {
         let t = org().await;
-        get(&t, "not-a-uuid").await.expect(400, Some("invalid_org_id"));
-        patch(&t, "12345", json!({"name": "x"})).await.expect(400, Some("invalid_org_id"));
+        get(&t, "not-a-uuid")
+            .await
+            .expect(400, Some("invalid_org_id"));
+        patch(&t, "12345", json!({"name": "x"}))
+            .await
+            .expect(400, Some("invalid_org_id"));
     });
 }
 
@@ -141,12 +173,17 @@ fn create_makes_a_sub_organization() {
         assert_eq!(data["city"], "Tampere");
         assert_eq!(data["street_address"], "");
         assert_eq!(data["invoice_email"], "ap@example.com");
-        assert_eq!(reply.header("location"), format!("/api/v1/orgs/{}", data["id"].as_str().unwrap()));
+        assert_eq!(
+            reply.header("location"),
+            format!("/api/v1/orgs/{}", data["id"].as_str().unwrap())
+        );
         // Stored: readable by id, listed as a child.
         let stored = get(&t, data["id"].as_str().unwrap()).await;
         assert_eq!(&stored.body["data"], data);
         // parent_id may name the key's organization.
-        create_child(&t, json!({"name": unique("Sub"), "parent_id": t.id()})).await.expect(201, None);
+        create_child(&t, json!({"name": unique("Sub"), "parent_id": t.id()}))
+            .await
+            .expect(201, None);
     });
 }
 
@@ -155,16 +192,40 @@ fn create_copies_active_org_admins_only() {
     run(async {
         let t = org().await;
         let members = harness().await.store().members();
-        let phone = |n: u32| format!("+35840{:07}", (Uuid::new_v4().as_u128() % 9_000_000) as u32 + n);
-        let admin = members.add(t.id(), "Ada", "Admin", &phone(0), "org_admin").await.unwrap();
-        let plain = members.add(t.id(), "Max", "Member", &phone(1), "member").await.unwrap();
+        let phone = |n: u32| {
+            format!(
+                "+35840{:07}",
+                (Uuid::new_v4().as_u128() % 9_000_000) as u32 + n
+            )
+        };
+        let admin = members
+            .add(t.id(), "Ada", "Admin", &phone(0), "org_admin")
+            .await
+            .unwrap();
+        let plain = members
+            .add(t.id(), "Max", "Member", &phone(1), "member")
+            .await
+            .unwrap();
         let reply = create_child(&t, json!({"name": unique("Sub")})).await;
         reply.expect(201, None);
         let child: Uuid = reply.body["data"]["id"].as_str().unwrap().parse().unwrap();
-        let copied = members.get(child, admin.profile_id).await.unwrap().expect("admin copied");
-        assert_eq!((copied.role.as_str(), copied.active, copied.org_id), ("org_admin", true, child));
+        let copied = members
+            .get(child, admin.profile_id)
+            .await
+            .unwrap()
+            .expect("admin copied");
+        assert_eq!(
+            (copied.role.as_str(), copied.active, copied.org_id),
+            ("org_admin", true, child)
+        );
         assert_eq!(copied.phone, admin.phone);
-        assert!(members.get(child, plain.profile_id).await.unwrap().is_none());
+        assert!(
+            members
+                .get(child, plain.profile_id)
+                .await
+                .unwrap()
+                .is_none()
+        );
     });
 }
 
@@ -173,13 +234,22 @@ fn taken_name_is_409_and_nothing_is_stored() {
     run(async {
         let t = org().await;
         let name = unique("Taken");
-        create_child(&t, json!({"name": name})).await.expect(201, None);
+        create_child(&t, json!({"name": name}))
+            .await
+            .expect(201, None);
         let variant = format!("  {}  ", name.to_uppercase().replace(' ', "   "));
-        create_child(&t, json!({"name": variant})).await.expect(409, Some("org_name_conflict"));
+        create_child(&t, json!({"name": variant}))
+            .await
+            .expect(409, Some("org_name_conflict"));
         // A top-level organization's name is taken as well.
-        create_child(&t, json!({"name": t.org.name})).await.expect(409, Some("org_name_conflict"));
+        create_child(&t, json!({"name": t.org.name}))
+            .await
+            .expect(409, Some("org_name_conflict"));
         let list = call(Method::GET, "/api/v1/orgs").key(&t.key).send().await;
-        assert_eq!(list.body["data"][0]["children"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            list.body["data"][0]["children"].as_array().unwrap().len(),
+            1
+        );
     });
 }
 
@@ -188,7 +258,9 @@ fn concurrent_creates_with_one_name_admit_one() {
     run(async {
         let t = org().await;
         let name = unique("Race");
-        let replies = futures::future::join_all((0..5).map(|_| create_child(&t, json!({"name": name})))).await;
+        let replies =
+            futures::future::join_all((0..5).map(|_| create_child(&t, json!({"name": name}))))
+                .await;
         let created = replies.iter().filter(|r| r.status == 201).count();
         let conflicts = replies.iter().filter(|r| r.status == 409).count();
         assert_eq!((created, conflicts), (1, 4));
@@ -206,16 +278,38 @@ fn create_rules() {
         let missing = create_child(&t, json!({"city": "Oulu"})).await;
         missing.expect(422, Some("validation_error"));
         assert!(missing.body["message"].as_str().unwrap().contains("name"));
-        create_child(&t, json!({"name": "   "})).await.expect(422, Some("validation_error"));
-        create_child(&t, json!({"name": "x".repeat(501)})).await.expect(422, Some("validation_error"));
-        let email = create_child(&t, json!({"name": unique("X"), "invoice_email": "not-an-email"})).await;
+        create_child(&t, json!({"name": "   "}))
+            .await
+            .expect(422, Some("validation_error"));
+        create_child(&t, json!({"name": "x".repeat(501)}))
+            .await
+            .expect(422, Some("validation_error"));
+        let email = create_child(
+            &t,
+            json!({"name": unique("X"), "invoice_email": "not-an-email"}),
+        )
+        .await;
         email.expect(422, Some("validation_error"));
-        assert!(email.body["message"].as_str().unwrap().starts_with("invoice_email"));
+        assert!(
+            email.body["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("invoice_email")
+        );
         let typed = create_child(&t, json!({"name": 42})).await;
         typed.expect(422, Some("validation_error"));
         assert!(typed.body["message"].as_str().unwrap().starts_with("name"));
-        call(Method::POST, "/api/v1/orgs").key(&t.key).raw("{not json").send().await.expect(400, Some("invalid_json"));
-        call(Method::POST, "/api/v1/orgs").key(&t.key).send().await.expect(400, Some("invalid_json"));
+        call(Method::POST, "/api/v1/orgs")
+            .key(&t.key)
+            .raw("{not json")
+            .send()
+            .await
+            .expect(400, Some("invalid_json"));
+        call(Method::POST, "/api/v1/orgs")
+            .key(&t.key)
+            .send()
+            .await
+            .expect(400, Some("invalid_json"));
         call(Method::POST, "/api/v1/orgs")
             .key(&t.key)
             .json(&json!(["a"]))
@@ -223,7 +317,12 @@ fn create_rules() {
             .await
             .expect(422, Some("validation_error"));
         let huge = json!({"name": "x", "city": "y".repeat(1_100_000)});
-        call(Method::POST, "/api/v1/orgs").key(&t.key).json(&huge).send().await.expect(413, Some("payload_too_large"));
+        call(Method::POST, "/api/v1/orgs")
+            .key(&t.key)
+            .json(&huge)
+            .send()
+            .await
+            .expect(413, Some("payload_too_large"));
         let reader = new_key(t.id(), &[Scope::ReadOrgs, Scope::WriteData]).await;
         call(Method::POST, "/api/v1/orgs")
             .key(&reader)
@@ -267,7 +366,9 @@ fn patch_updates_writable_fields() {
         // The old name is free again; the new one is taken.
         let child = create_child(&t, json!({"name": t.org.name})).await;
         child.expect(201, None);
-        create_child(&t, json!({"name": name})).await.expect(409, Some("org_name_conflict"));
+        create_child(&t, json!({"name": name}))
+            .await
+            .expect(409, Some("org_name_conflict"));
     });
 }
 
@@ -284,7 +385,9 @@ fn patch_rename_to_a_taken_name_is_409_and_changes_nothing() {
         assert_eq!(read.body["data"]["city"], "Helsinki");
         // Changing only the letter case keeps the same name.
         let upper = t.org.name.to_uppercase();
-        patch(&t, t.id(), json!({"name": upper})).await.expect(200, None);
+        patch(&t, t.id(), json!({"name": upper}))
+            .await
+            .expect(200, None);
     });
 }
 
@@ -299,7 +402,9 @@ fn patch_rename_of_a_child_updates_the_parents_children() {
             key: new_key(child_id, &[Scope::All]).await,
         };
         let name = unique("Renamed child");
-        patch(&child_org, child_id, json!({"name": name})).await.expect(200, None);
+        patch(&child_org, child_id, json!({"name": name}))
+            .await
+            .expect(200, None);
         let list = call(Method::GET, "/api/v1/orgs").key(&t.key).send().await;
         assert_eq!(list.body["data"][0]["children"][0]["name"], name);
     });
@@ -311,11 +416,17 @@ fn patch_errors() {
         let t = org().await;
         let other = org().await;
         let url_self = t.id();
-        patch(&t, other.id(), json!({"name": "x"})).await.expect(403, Some("org_id_mismatch"));
-        let child = create_child(&t, json!({"name": unique("Child")})).await;
-        patch(&t, child.body["data"]["id"].as_str().unwrap(), json!({"city": "x"}))
+        patch(&t, other.id(), json!({"name": "x"}))
             .await
             .expect(403, Some("org_id_mismatch"));
+        let child = create_child(&t, json!({"name": unique("Child")})).await;
+        patch(
+            &t,
+            child.body["data"]["id"].as_str().unwrap(),
+            json!({"city": "x"}),
+        )
+        .await
+        .expect(403, Some("org_id_mismatch"));
         call(Method::PATCH, &format!("/api/v1/orgs/{url_self}"))
             .key(&t.key)
             .raw("nope")
@@ -333,10 +444,14 @@ fn patch_errors() {
             json!({"invoice_email": "no-at-sign"}),
             json!({"city": 5}),
         ] {
-            patch(&t, url_self, body.clone()).await.expect(422, Some("validation_error"));
+            patch(&t, url_self, body.clone())
+                .await
+                .expect(422, Some("validation_error"));
         }
         // 500 characters is still fine.
-        patch(&t, url_self, json!({"street_address": "é".repeat(500)})).await.expect(200, None);
+        patch(&t, url_self, json!({"street_address": "é".repeat(500)}))
+            .await
+            .expect(200, None);
         // Another organization's key changed nothing.
         let read = get(&other, other.id()).await;
         assert_eq!(read.body["data"]["name"], other.org.name);
@@ -360,9 +475,17 @@ fn missing_organization_is_404_org_not_found() {
             .send()
             .await
             .unwrap();
-        call(Method::GET, "/api/v1/orgs").key(&t.key).send().await.expect(404, Some("org_not_found"));
+        call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send()
+            .await
+            .expect(404, Some("org_not_found"));
         get(&t, t.id()).await.expect(404, Some("org_not_found"));
-        patch(&t, t.id(), json!({"city": "x"})).await.expect(404, Some("org_not_found"));
-        create_child(&t, json!({"name": unique("Orphan")})).await.expect(404, Some("org_not_found"));
+        patch(&t, t.id(), json!({"city": "x"}))
+            .await
+            .expect(404, Some("org_not_found"));
+        create_child(&t, json!({"name": unique("Orphan")}))
+            .await
+            .expect(404, Some("org_not_found"));
     });
 }

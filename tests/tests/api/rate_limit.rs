@@ -12,7 +12,11 @@ async fn orgs(key: &str) -> Reply {
 /// stays within one window.
 async fn away_from_window_edge(window: u64, margin: u64) {
     loop {
-        let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % window;
+        let into = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            % window;
         if into >= 1 && into + margin < window {
             return;
         }
@@ -24,7 +28,11 @@ async fn away_from_window_edge(window: u64, margin: u64) {
 async fn stored_count(key_id: uuid::Uuid, window_len: u64) -> u64 {
     let h = harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
-    let window = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() / window_len;
+    let window = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / window_len;
     let item = db
         .get_item()
         .table_name(h.store().table())
@@ -36,7 +44,11 @@ async fn stored_count(key_id: uuid::Uuid, window_len: u64) -> u64 {
         .unwrap()
         .item
         .unwrap_or_default();
-    item.get(&format!("c{window}")).and_then(|v| v.as_n().ok()).unwrap().parse().unwrap()
+    item.get(&format!("c{window}"))
+        .and_then(|v| v.as_n().ok())
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -76,7 +88,14 @@ fn concurrent_burst_admits_exactly_the_limit() {
             assert!((1..=60).contains(&retry));
         }
         // Refused requests consumed nothing: the window holds exactly 100.
-        let key_id = harness().await.store().api_keys().list(t.id()).await.unwrap()[0].key_id;
+        let key_id = harness()
+            .await
+            .store()
+            .api_keys()
+            .list(t.id())
+            .await
+            .unwrap()[0]
+            .key_id;
         assert_eq!(stored_count(key_id, 60).await, 100);
         orgs(&t.key).await.expect(429, Some("rate_limited"));
         assert_eq!(stored_count(key_id, 60).await, 100);
@@ -91,18 +110,28 @@ fn limit_is_configurable_and_can_be_switched_off() {
         away_from_window_edge(60, 10).await;
         let small = h.router_with(|c| c.rate_limit.limit = 3);
         for remaining in ["2", "1", "0"] {
-            let reply = call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await;
+            let reply = call(Method::GET, "/api/v1/orgs")
+                .key(&t.key)
+                .send_to(&small)
+                .await;
             reply.expect(200, None);
             assert_eq!(reply.header("x-ratelimit-remaining"), remaining);
         }
-        call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await.expect(429, Some("rate_limited"));
+        call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&small)
+            .await
+            .expect(429, Some("rate_limited"));
 
         let off = h.router_with(|c| {
             c.rate_limit.limit = 3;
             c.rate_limit.enabled = false;
         });
         for _ in 0..5 {
-            let reply = call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&off).await;
+            let reply = call(Method::GET, "/api/v1/orgs")
+                .key(&t.key)
+                .send_to(&off)
+                .await;
             reply.expect(200, None);
             assert_eq!(reply.header("x-ratelimit-limit"), "3");
             assert_eq!(reply.header("x-ratelimit-remaining"), "3");
@@ -118,8 +147,20 @@ fn each_key_has_its_own_budget() {
         away_from_window_edge(60, 10).await;
         let small = h.router_with(|c| c.rate_limit.limit = 1);
         let other = api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await;
-        call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await.expect(200, None);
-        call(Method::GET, "/api/v1/orgs").key(&t.key).send_to(&small).await.expect(429, Some("rate_limited"));
-        call(Method::GET, "/api/v1/orgs").key(&other).send_to(&small).await.expect(200, None);
+        call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&small)
+            .await
+            .expect(200, None);
+        call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&small)
+            .await
+            .expect(429, Some("rate_limited"));
+        call(Method::GET, "/api/v1/orgs")
+            .key(&other)
+            .send_to(&small)
+            .await
+            .expect(200, None);
     });
 }

@@ -27,15 +27,29 @@ async fn new_point(t: &TestOrg, body: Value) -> String {
 fn week() -> Value {
     let mut week = serde_json::Map::new();
     for day in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
-        week.insert(day.into(), json!({"closed": false, "from": "06:30", "to": "17:00"}));
+        week.insert(
+            day.into(),
+            json!({"closed": false, "from": "06:30", "to": "17:00"}),
+        );
     }
-    week.insert("saturday".into(), json!({"closed": false, "from": "08:00", "to": "12:00"}));
-    week.insert("sunday".into(), json!({"closed": true, "from": null, "to": null}));
+    week.insert(
+        "saturday".into(),
+        json!({"closed": false, "from": "08:00", "to": "12:00"}),
+    );
+    week.insert(
+        "sunday".into(),
+        json!({"closed": true, "from": null, "to": null}),
+    );
     week.into()
 }
 
 fn ids(reply: &Reply) -> Vec<String> {
-    reply.body["data"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect()
+    reply.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -60,11 +74,24 @@ fn create_under_an_active_site_with_every_field() {
         assert_eq!(d["open_hours"], week());
         assert_eq!(d["photos"], json!([]));
         let id = d["id"].as_str().unwrap();
-        assert_eq!(reply.header("location"), format!("/api/v1/receiving-points/{id}"));
-        let read = send(&t, Method::GET, &format!("/api/v1/receiving-points/{id}"), None).await;
+        assert_eq!(
+            reply.header("location"),
+            format!("/api/v1/receiving-points/{id}")
+        );
+        let read = send(
+            &t,
+            Method::GET,
+            &format!("/api/v1/receiving-points/{id}"),
+            None,
+        )
+        .await;
         read.expect(200, None);
         assert_eq!(&read.body["data"], d);
-        assert!(read.ddb_calls <= 3, "single read cost {} calls", read.ddb_calls);
+        assert!(
+            read.ddb_calls <= 3,
+            "single read cost {} calls",
+            read.ddb_calls
+        );
         // Public: indexed for this organization and for everyone.
         assert_eq!(geo_entries(t.id(), "RP", id, (60.45, 22.27)).await, 4);
         // Defaults.
@@ -81,12 +108,25 @@ fn site_must_be_an_active_site_of_the_organization() {
         let t = org().await;
         let other = org().await;
         let foreign = new_site(&other, json!({"name": "Theirs"})).await;
-        create(&t, json!({"site_id": foreign, "name": "x"})).await.expect(422, Some("site_not_found"));
-        create(&t, json!({"site_id": Uuid::now_v7(), "name": "x"})).await.expect(422, Some("site_not_found"));
+        create(&t, json!({"site_id": foreign, "name": "x"}))
+            .await
+            .expect(422, Some("site_not_found"));
+        create(&t, json!({"site_id": Uuid::now_v7(), "name": "x"}))
+            .await
+            .expect(422, Some("site_not_found"));
         let site = new_site(&t, json!({"name": "Ours"})).await;
-        send(&t, Method::DELETE, &format!("/api/v1/sites/{site}"), None).await.expect(200, None);
-        create(&t, json!({"site_id": site, "name": "x"})).await.expect(422, Some("site_archived"));
-        assert_eq!(send(&t, Method::GET, "/api/v1/receiving-points?status=all", None).await.body["meta"]["count"], 0);
+        send(&t, Method::DELETE, &format!("/api/v1/sites/{site}"), None)
+            .await
+            .expect(200, None);
+        create(&t, json!({"site_id": site, "name": "x"}))
+            .await
+            .expect(422, Some("site_archived"));
+        assert_eq!(
+            send(&t, Method::GET, "/api/v1/receiving-points?status=all", None)
+                .await
+                .body["meta"]["count"],
+            0
+        );
     });
 }
 
@@ -102,18 +142,46 @@ fn create_validation() {
         for (body, field) in [
             (json!({"name": "x"}), "site_id"),
             (json!({"site_id": site}), "name"),
-            (json!({"site_id": site, "name": "x", "capacity_m3": 12.5}), "capacity_m3"),
-            (json!({"site_id": site, "name": "x", "capacity_m3": -1}), "capacity_m3"),
-            (json!({"site_id": site, "name": "x", "capacity_m3": "40"}), "capacity_m3"),
-            (json!({"site_id": site, "name": "x", "is_public": "yes"}), "is_public"),
-            (json!({"site_id": site, "name": "x", "open_hours": bad_hours}), "open_hours.monday.to"),
-            (json!({"site_id": site, "name": "x", "open_hours": missing_day}), "open_hours"),
-            (json!({"site_id": site, "name": "x", "open_hours": {"monday": "always"}}), "open_hours"),
-            (json!({"site_id": site, "name": "x", "lng": 24.0}), "lat and lng"),
+            (
+                json!({"site_id": site, "name": "x", "capacity_m3": 12.5}),
+                "capacity_m3",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "capacity_m3": -1}),
+                "capacity_m3",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "capacity_m3": "40"}),
+                "capacity_m3",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "is_public": "yes"}),
+                "is_public",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "open_hours": bad_hours}),
+                "open_hours.monday.to",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "open_hours": missing_day}),
+                "open_hours",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "open_hours": {"monday": "always"}}),
+                "open_hours",
+            ),
+            (
+                json!({"site_id": site, "name": "x", "lng": 24.0}),
+                "lat and lng",
+            ),
         ] {
             let reply = create(&t, body.clone()).await;
             reply.expect(422, Some("validation_error"));
-            assert!(reply.body["message"].as_str().unwrap().contains(field), "{body}: {}", reply.text);
+            assert!(
+                reply.body["message"].as_str().unwrap().contains(field),
+                "{body}: {}",
+                reply.text
+            );
         }
     });
 }
@@ -123,15 +191,34 @@ fn list_is_newest_first_and_hides_archived_by_default() {
     run(async {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
-        let a = new_point(&t, json!({"site_id": site, "name": "A", "open_hours": week()})).await;
+        let a = new_point(
+            &t,
+            json!({"site_id": site, "name": "A", "open_hours": week()}),
+        )
+        .await;
         let b = new_point(&t, json!({"site_id": site, "name": "B"})).await;
-        send(&t, Method::DELETE, &format!("/api/v1/receiving-points/{a}"), None).await.expect(200, None);
+        send(
+            &t,
+            Method::DELETE,
+            &format!("/api/v1/receiving-points/{a}"),
+            None,
+        )
+        .await
+        .expect(200, None);
         let active = send(&t, Method::GET, "/api/v1/receiving-points", None).await;
         assert_eq!(ids(&active), vec![b.clone()]);
-        assert!(active.body["data"][0].get("open_hours").is_none(), "rows carry no open_hours");
+        assert!(
+            active.body["data"][0].get("open_hours").is_none(),
+            "rows carry no open_hours"
+        );
         assert!(active.ddb_calls <= 3);
-        assert_eq!(ids(&send(&t, Method::GET, "/api/v1/receiving-points?status=all", None).await), vec![b, a]);
-        send(&t, Method::GET, "/api/v1/receiving-points?status=x", None).await.expect(422, Some("validation_error"));
+        assert_eq!(
+            ids(&send(&t, Method::GET, "/api/v1/receiving-points?status=all", None).await),
+            vec![b, a]
+        );
+        send(&t, Method::GET, "/api/v1/receiving-points?status=x", None)
+            .await
+            .expect(422, Some("validation_error"));
     });
 }
 
@@ -141,8 +228,11 @@ fn patch_rules() {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
         let other_site = new_site(&t, json!({"name": "Other"})).await;
-        let id =
-            new_point(&t, json!({"site_id": site, "name": "Gate", "lat": 60.1, "lng": 24.1, "capacity_m3": 10})).await;
+        let id = new_point(
+            &t,
+            json!({"site_id": site, "name": "Gate", "lat": 60.1, "lng": 24.1, "capacity_m3": 10}),
+        )
+        .await;
         let path = format!("/api/v1/receiving-points/{id}");
         let reply = send(
             &t,
@@ -156,18 +246,47 @@ fn patch_rules() {
         assert_eq!(reply.body["data"]["is_public"], true);
         assert_eq!(reply.body["data"]["open_hours"], week());
         assert_eq!(reply.body["data"]["name"], "Gate");
-        assert_eq!(geo_entries(t.id(), "RP", &id, (60.1, 24.1)).await, 4, "now public");
-        send(&t, Method::PATCH, &path, Some(json!({"is_public": false}))).await.expect(200, None);
-        assert_eq!(geo_entries(t.id(), "RP", &id, (60.1, 24.1)).await, 2, "private again");
-        let moved = send(&t, Method::PATCH, &path, Some(json!({"site_id": other_site}))).await;
+        assert_eq!(
+            geo_entries(t.id(), "RP", &id, (60.1, 24.1)).await,
+            4,
+            "now public"
+        );
+        send(&t, Method::PATCH, &path, Some(json!({"is_public": false})))
+            .await
+            .expect(200, None);
+        assert_eq!(
+            geo_entries(t.id(), "RP", &id, (60.1, 24.1)).await,
+            2,
+            "private again"
+        );
+        let moved = send(
+            &t,
+            Method::PATCH,
+            &path,
+            Some(json!({"site_id": other_site})),
+        )
+        .await;
         moved.expect(422, Some("validation_error"));
-        assert!(moved.body["message"].as_str().unwrap().starts_with("site_id"));
-        for body in
-            [json!({}), json!({"name": null}), json!({"capacity_m3": 1.5}), json!({"open_hours": {"monday": {}}})]
-        {
-            send(&t, Method::PATCH, &path, Some(body)).await.expect(422, Some("validation_error"));
+        assert!(
+            moved.body["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("site_id")
+        );
+        for body in [
+            json!({}),
+            json!({"name": null}),
+            json!({"capacity_m3": 1.5}),
+            json!({"open_hours": {"monday": {}}}),
+        ] {
+            send(&t, Method::PATCH, &path, Some(body))
+                .await
+                .expect(422, Some("validation_error"));
         }
-        assert_eq!(send(&t, Method::GET, &path, None).await.body["data"]["site_id"], site);
+        assert_eq!(
+            send(&t, Method::GET, &path, None).await.body["data"]["site_id"],
+            site
+        );
     });
 }
 
@@ -176,25 +295,47 @@ fn archive_state_table() {
     run(async {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
-        let id =
-            new_point(&t, json!({"site_id": site, "name": "Gate", "lat": 60.2, "lng": 24.2, "is_public": true})).await;
+        let id = new_point(
+            &t,
+            json!({"site_id": site, "name": "Gate", "lat": 60.2, "lng": 24.2, "is_public": true}),
+        )
+        .await;
         let path = format!("/api/v1/receiving-points/{id}");
-        send(&t, Method::POST, &format!("{path}/restore"), None).await.expect(409, Some("not_archived"));
+        send(&t, Method::POST, &format!("{path}/restore"), None)
+            .await
+            .expect(409, Some("not_archived"));
         let archived = send(&t, Method::DELETE, &path, None).await;
         archived.expect(200, None);
         assert_eq!(archived.body["data"]["status"], "archived");
-        assert_eq!(geo_entries(t.id(), "RP", &id, (60.2, 24.2)).await, 0, "archived points leave the index");
-        send(&t, Method::DELETE, &path, None).await.expect(409, Some("already_archived"));
-        send(&t, Method::PATCH, &path, Some(json!({"name": "New"}))).await.expect(409, Some("record_archived"));
+        assert_eq!(
+            geo_entries(t.id(), "RP", &id, (60.2, 24.2)).await,
+            0,
+            "archived points leave the index"
+        );
+        send(&t, Method::DELETE, &path, None)
+            .await
+            .expect(409, Some("already_archived"));
+        send(&t, Method::PATCH, &path, Some(json!({"name": "New"})))
+            .await
+            .expect(409, Some("record_archived"));
         let read = send(&t, Method::GET, &path, None).await;
         read.expect(200, None);
         assert_eq!(read.body["data"]["name"], "Gate");
-        send(&t, Method::POST, &format!("{path}/restore"), None).await.expect(200, None);
-        assert_eq!(geo_entries(t.id(), "RP", &id, (60.2, 24.2)).await, 4);
-        send(&t, Method::PATCH, &path, Some(json!({"name": "New"}))).await.expect(200, None);
-        send(&t, Method::GET, &format!("/api/v1/receiving-points/{}", Uuid::now_v7()), None)
+        send(&t, Method::POST, &format!("{path}/restore"), None)
             .await
-            .expect(404, Some("receiving_point_not_found"));
+            .expect(200, None);
+        assert_eq!(geo_entries(t.id(), "RP", &id, (60.2, 24.2)).await, 4);
+        send(&t, Method::PATCH, &path, Some(json!({"name": "New"})))
+            .await
+            .expect(200, None);
+        send(
+            &t,
+            Method::GET,
+            &format!("/api/v1/receiving-points/{}", Uuid::now_v7()),
+            None,
+        )
+        .await
+        .expect(404, Some("receiving_point_not_found"));
         send(&t, Method::GET, "/api/v1/receiving-points/123", None)
             .await
             .expect(400, Some("invalid_receiving_point_id"));
@@ -207,7 +348,10 @@ fn photos_are_signed_links_valid_for_a_day() {
         let t = org().await;
         let h = harness().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
-        let id: Uuid = new_point(&t, json!({"site_id": site, "name": "Gate"})).await.parse().unwrap();
+        let id: Uuid = new_point(&t, json!({"site_id": site, "name": "Gate"}))
+            .await
+            .parse()
+            .unwrap();
         // Operators add photos: the object in the bucket, its path on the record.
         let path = format!("receiving-points/{}/{id}/gate.jpg", t.id());
         let s3 = shared::links::s3_client(&h.sdk);
@@ -227,14 +371,27 @@ fn photos_are_signed_links_valid_for_a_day() {
             })
             .await
             .unwrap();
-        let read = send(&t, Method::GET, &format!("/api/v1/receiving-points/{id}"), None).await;
+        let read = send(
+            &t,
+            Method::GET,
+            &format!("/api/v1/receiving-points/{id}"),
+            None,
+        )
+        .await;
         read.expect(200, None);
         let photo = &read.body["data"]["photos"][0];
         assert_eq!(photo["storage_path"], path);
         let url = photo["url"].as_str().unwrap();
-        assert!(url.contains(&path) && url.contains(&h.state.config.bucket_name), "{url}");
-        assert!(url.contains("X-Amz-Expires=86400") && url.contains("X-Amz-Signature="), "{url}");
-        let expires: chrono::DateTime<chrono::Utc> = photo["url_expires_at"].as_str().unwrap().parse().unwrap();
+        assert!(
+            url.contains(&path) && url.contains(&h.state.config.bucket_name),
+            "{url}"
+        );
+        assert!(
+            url.contains("X-Amz-Expires=86400") && url.contains("X-Amz-Signature="),
+            "{url}"
+        );
+        let expires: chrono::DateTime<chrono::Utc> =
+            photo["url_expires_at"].as_str().unwrap().parse().unwrap();
         assert!(((expires - chrono::Utc::now()).num_seconds() - 86_400).abs() < 60);
         // Lists show no photos.
         let list = send(&t, Method::GET, "/api/v1/receiving-points", None).await;
@@ -248,23 +405,48 @@ fn another_organization_never_sees_or_changes_a_point() {
         let owner = org().await;
         let other = org().await;
         let site = new_site(&owner, json!({"name": "Yard"})).await;
-        let id = new_point(&owner, json!({"site_id": site, "name": "Gate", "is_public": true})).await;
+        let id = new_point(
+            &owner,
+            json!({"site_id": site, "name": "Gate", "is_public": true}),
+        )
+        .await;
         let path = format!("/api/v1/receiving-points/{id}");
-        send(&other, Method::GET, &path, None).await.expect(404, Some("receiving_point_not_found"));
+        send(&other, Method::GET, &path, None)
+            .await
+            .expect(404, Some("receiving_point_not_found"));
         send(&other, Method::PATCH, &path, Some(json!({"name": "Mine"})))
             .await
             .expect(404, Some("receiving_point_not_found"));
-        send(&other, Method::DELETE, &path, None).await.expect(404, Some("receiving_point_not_found"));
+        send(&other, Method::DELETE, &path, None)
+            .await
+            .expect(404, Some("receiving_point_not_found"));
         send(&other, Method::POST, &format!("{path}/restore"), None)
             .await
             .expect(404, Some("receiving_point_not_found"));
         assert_eq!(
-            send(&other, Method::GET, "/api/v1/receiving-points?status=all", None).await.body["meta"]["count"],
+            send(
+                &other,
+                Method::GET,
+                "/api/v1/receiving-points?status=all",
+                None
+            )
+            .await
+            .body["meta"]["count"],
             0
         );
-        assert_eq!(send(&owner, Method::GET, &path, None).await.body["data"]["name"], "Gate");
-        let reader = TestOrg { org: owner.org.clone(), key: new_key(owner.id(), &[Scope::ReadData]).await };
-        send(&reader, Method::GET, &path, None).await.expect(200, None);
-        send(&reader, Method::DELETE, &path, None).await.expect(403, Some("insufficient_scope"));
+        assert_eq!(
+            send(&owner, Method::GET, &path, None).await.body["data"]["name"],
+            "Gate"
+        );
+        let reader = TestOrg {
+            org: owner.org.clone(),
+            key: new_key(owner.id(), &[Scope::ReadData]).await,
+        };
+        send(&reader, Method::GET, &path, None)
+            .await
+            .expect(200, None);
+        send(&reader, Method::DELETE, &path, None)
+            .await
+            .expect(403, Some("insufficient_scope"));
     });
 }

@@ -6,7 +6,11 @@ use shared::auth::Scope;
 use uuid::Uuid;
 
 pub async fn create_site(t: &TestOrg, body: Value) -> Reply {
-    call(Method::POST, "/api/v1/sites").key(&t.key).json(&body).send().await
+    call(Method::POST, "/api/v1/sites")
+        .key(&t.key)
+        .json(&body)
+        .send()
+        .await
 }
 
 pub async fn new_site(t: &TestOrg, body: Value) -> String {
@@ -28,7 +32,12 @@ async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> R
 }
 
 fn ids(reply: &Reply) -> Vec<String> {
-    reply.body["data"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect()
+    reply.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Geo index entries of a record, read straight from the table.
@@ -42,7 +51,14 @@ pub async fn geo_entries(org: Uuid, kind: &str, id: &str, coordinates: (f64, f64
             let out = db
                 .get_item()
                 .table_name(h.store().table())
-                .key("pk", AttributeValue::S(shared::store::geo::cell_pk(&scope, precision, &c.geohash(precision))))
+                .key(
+                    "pk",
+                    AttributeValue::S(shared::store::geo::cell_pk(
+                        &scope,
+                        precision,
+                        &c.geohash(precision),
+                    )),
+                )
                 .key("sk", AttributeValue::S(format!("{kind}#{id}")))
                 .send()
                 .await
@@ -102,7 +118,9 @@ fn customer_id_defaults_to_and_must_equal_the_keys_organization() {
         assert_eq!(reply.body["data"]["coordinates"], Value::Null);
         assert_eq!(reply.body["data"]["members"], json!([]));
         assert_eq!(reply.body["data"]["metadata"], json!({}));
-        create_site(&t, json!({"name": "Depot", "customer_id": other.id()})).await.expect(403, Some("org_id_mismatch"));
+        create_site(&t, json!({"name": "Depot", "customer_id": other.id()}))
+            .await
+            .expect(403, Some("org_id_mismatch"));
         let list = get(&t, "/api/v1/sites").await;
         assert_eq!(list.body["meta"]["count"], 1);
     });
@@ -123,15 +141,34 @@ fn create_validation() {
             (json!({"name": "x", "lat": 95.0, "lng": 20.0}), "lat"),
             (json!({"name": "x", "lat": "60", "lng": 20.0}), "lat"),
             (json!({"name": "x", "site_role": "warehouse"}), "site_role"),
-            (json!({"name": "x", "contact_phone": "0401234567"}), "contact_phone"),
-            (json!({"name": "x", "customer_id": "not-a-uuid"}), "customer_id"),
+            (
+                json!({"name": "x", "contact_phone": "0401234567"}),
+                "contact_phone",
+            ),
+            (
+                json!({"name": "x", "customer_id": "not-a-uuid"}),
+                "customer_id",
+            ),
         ] {
             let reply = create_site(&t, body.clone()).await;
             reply.expect(422, Some("validation_error"));
-            assert!(reply.body["message"].as_str().unwrap().contains(field), "{body}: {}", reply.text);
+            assert!(
+                reply.body["message"].as_str().unwrap().contains(field),
+                "{body}: {}",
+                reply.text
+            );
         }
-        call(Method::POST, "/api/v1/sites").key(&t.key).raw("{").send().await.expect(400, Some("invalid_json"));
-        assert_eq!(get(&t, "/api/v1/sites?status=all").await.body["meta"]["count"], 0, "nothing stored");
+        call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .raw("{")
+            .send()
+            .await
+            .expect(400, Some("invalid_json"));
+        assert_eq!(
+            get(&t, "/api/v1/sites?status=all").await.body["meta"]["count"],
+            0,
+            "nothing stored"
+        );
     });
 }
 
@@ -142,18 +179,32 @@ fn list_is_newest_first_and_hides_archived_by_default() {
         let first = new_site(&t, json!({"name": "First"})).await;
         let second = new_site(&t, json!({"name": "Second"})).await;
         let third = new_site(&t, json!({"name": "Third"})).await;
-        send(&t, Method::DELETE, &format!("/api/v1/sites/{second}"), None).await.expect(200, None);
+        send(&t, Method::DELETE, &format!("/api/v1/sites/{second}"), None)
+            .await
+            .expect(200, None);
         let active = get(&t, "/api/v1/sites").await;
         active.expect(200, None);
         assert_eq!(ids(&active), vec![third.clone(), first.clone()]);
         assert_eq!(active.body["meta"]["count"], 2);
-        assert!(active.body["data"][0].get("metadata").is_none(), "list rows carry no metadata");
-        assert!(active.ddb_calls <= 3, "list cost {} calls", active.ddb_calls);
-        assert_eq!(ids(&get(&t, "/api/v1/sites?status=active").await), vec![third.clone(), first.clone()]);
+        assert!(
+            active.body["data"][0].get("metadata").is_none(),
+            "list rows carry no metadata"
+        );
+        assert!(
+            active.ddb_calls <= 3,
+            "list cost {} calls",
+            active.ddb_calls
+        );
+        assert_eq!(
+            ids(&get(&t, "/api/v1/sites?status=active").await),
+            vec![third.clone(), first.clone()]
+        );
         let all = get(&t, "/api/v1/sites?status=all").await;
         assert_eq!(ids(&all), vec![third, second, first]);
         assert_eq!(all.body["data"][1]["status"], "archived");
-        get(&t, "/api/v1/sites?status=archived").await.expect(422, Some("validation_error"));
+        get(&t, "/api/v1/sites?status=archived")
+            .await
+            .expect(422, Some("validation_error"));
     });
 }
 
@@ -164,13 +215,23 @@ fn single_read_includes_archived_and_costs_three_calls() {
         let id = new_site(&t, json!({"name": "Yard"})).await;
         let read = get(&t, &format!("/api/v1/sites/{id}")).await;
         read.expect(200, None);
-        assert!(read.ddb_calls <= 3, "single read cost {} calls", read.ddb_calls);
-        send(&t, Method::DELETE, &format!("/api/v1/sites/{id}"), None).await.expect(200, None);
+        assert!(
+            read.ddb_calls <= 3,
+            "single read cost {} calls",
+            read.ddb_calls
+        );
+        send(&t, Method::DELETE, &format!("/api/v1/sites/{id}"), None)
+            .await
+            .expect(200, None);
         let archived = get(&t, &format!("/api/v1/sites/{id}")).await;
         archived.expect(200, None);
         assert_eq!(archived.body["data"]["status"], "archived");
-        get(&t, &format!("/api/v1/sites/{}", Uuid::now_v7())).await.expect(404, Some("site_not_found"));
-        get(&t, "/api/v1/sites/nope").await.expect(400, Some("invalid_site_id"));
+        get(&t, &format!("/api/v1/sites/{}", Uuid::now_v7()))
+            .await
+            .expect(404, Some("site_not_found"));
+        get(&t, "/api/v1/sites/nope")
+            .await
+            .expect(400, Some("invalid_site_id"));
     });
 }
 
@@ -215,17 +276,33 @@ fn patch_is_partial_and_replaces_metadata() {
         assert_eq!(cleared.body["data"]["coordinates"], Value::Null);
         assert_eq!(geo_entries(t.id(), "SITE", &id, (61.5, 23.8)).await, 0);
         let other = org().await;
-        send(&t, Method::PATCH, &path, Some(json!({"customer_id": other.id()})))
-            .await
-            .expect(403, Some("org_id_mismatch"));
-        for body in
-            [json!({}), json!({"name": ""}), json!({"name": null}), json!({"metadata": {"k": 5}}), json!({"lat": 1.0})]
-        {
-            send(&t, Method::PATCH, &path, Some(body)).await.expect(422, Some("validation_error"));
+        send(
+            &t,
+            Method::PATCH,
+            &path,
+            Some(json!({"customer_id": other.id()})),
+        )
+        .await
+        .expect(403, Some("org_id_mismatch"));
+        for body in [
+            json!({}),
+            json!({"name": ""}),
+            json!({"name": null}),
+            json!({"metadata": {"k": 5}}),
+            json!({"lat": 1.0}),
+        ] {
+            send(&t, Method::PATCH, &path, Some(body))
+                .await
+                .expect(422, Some("validation_error"));
         }
-        send(&t, Method::PATCH, &format!("/api/v1/sites/{}", Uuid::now_v7()), Some(json!({"name": "x"})))
-            .await
-            .expect(404, Some("site_not_found"));
+        send(
+            &t,
+            Method::PATCH,
+            &format!("/api/v1/sites/{}", Uuid::now_v7()),
+            Some(json!({"name": "x"})),
+        )
+        .await
+        .expect(404, Some("site_not_found"));
     });
 }
 
@@ -237,7 +314,9 @@ fn archive_state_table() {
         let path = format!("/api/v1/sites/{id}");
         let restore = format!("{path}/restore");
         // active + restore -> 409, unchanged
-        send(&t, Method::POST, &restore, None).await.expect(409, Some("not_archived"));
+        send(&t, Method::POST, &restore, None)
+            .await
+            .expect(409, Some("not_archived"));
         // active + DELETE -> archived, out of the default list and the index
         let archived = send(&t, Method::DELETE, &path, None).await;
         archived.expect(200, None);
@@ -245,9 +324,13 @@ fn archive_state_table() {
         assert_eq!(geo_entries(t.id(), "SITE", &id, (60.3, 25.0)).await, 0);
         assert!(ids(&get(&t, "/api/v1/sites").await).is_empty());
         // archived + DELETE -> 409, unchanged
-        send(&t, Method::DELETE, &path, None).await.expect(409, Some("already_archived"));
+        send(&t, Method::DELETE, &path, None)
+            .await
+            .expect(409, Some("already_archived"));
         // archived + PATCH -> 409, unchanged
-        send(&t, Method::PATCH, &path, Some(json!({"name": "Renamed"}))).await.expect(409, Some("record_archived"));
+        send(&t, Method::PATCH, &path, Some(json!({"name": "Renamed"})))
+            .await
+            .expect(409, Some("record_archived"));
         assert_eq!(get(&t, &path).await.body["data"]["name"], "Yard");
         // archived + restore -> active, back in the list and the index
         let restored = send(&t, Method::POST, &restore, None).await;
@@ -255,13 +338,25 @@ fn archive_state_table() {
         assert_eq!(restored.body["data"]["status"], "active");
         assert_eq!(ids(&get(&t, "/api/v1/sites").await), vec![id.clone()]);
         assert_eq!(geo_entries(t.id(), "SITE", &id, (60.3, 25.0)).await, 2);
-        send(&t, Method::PATCH, &path, Some(json!({"name": "Renamed"}))).await.expect(200, None);
-        send(&t, Method::DELETE, &format!("/api/v1/sites/{}", Uuid::now_v7()), None)
+        send(&t, Method::PATCH, &path, Some(json!({"name": "Renamed"})))
             .await
-            .expect(404, Some("site_not_found"));
-        send(&t, Method::POST, &format!("/api/v1/sites/{}/restore", Uuid::now_v7()), None)
-            .await
-            .expect(404, Some("site_not_found"));
+            .expect(200, None);
+        send(
+            &t,
+            Method::DELETE,
+            &format!("/api/v1/sites/{}", Uuid::now_v7()),
+            None,
+        )
+        .await
+        .expect(404, Some("site_not_found"));
+        send(
+            &t,
+            Method::POST,
+            &format!("/api/v1/sites/{}/restore", Uuid::now_v7()),
+            None,
+        )
+        .await
+        .expect(404, Some("site_not_found"));
     });
 }
 
@@ -269,8 +364,11 @@ fn archive_state_table() {
 fn members_lists_people_without_email() {
     run(async {
         let t = org().await;
-        let id =
-            new_site(&t, json!({"name": "Yard", "contact_first_name": "Ann", "contact_phone": "+358409998888"})).await;
+        let id = new_site(
+            &t,
+            json!({"name": "Yard", "contact_first_name": "Ann", "contact_phone": "+358409998888"}),
+        )
+        .await;
         let reply = get(&t, &format!("/api/v1/sites/{id}/members")).await;
         reply.expect(200, None);
         assert_eq!(
@@ -278,8 +376,15 @@ fn members_lists_people_without_email() {
             json!({"data": [{"first_name": "Ann", "last_name": null, "phone": "+358409998888", "role": "site_contact"}], "meta": {"count": 1}})
         );
         let empty = new_site(&t, json!({"name": "Empty"})).await;
-        assert_eq!(get(&t, &format!("/api/v1/sites/{empty}/members")).await.body["meta"]["count"], 0);
-        get(&t, &format!("/api/v1/sites/{}/members", Uuid::now_v7())).await.expect(404, Some("site_not_found"));
+        assert_eq!(
+            get(&t, &format!("/api/v1/sites/{empty}/members"))
+                .await
+                .body["meta"]["count"],
+            0
+        );
+        get(&t, &format!("/api/v1/sites/{}/members", Uuid::now_v7()))
+            .await
+            .expect(404, Some("site_not_found"));
     });
 }
 
@@ -288,15 +393,31 @@ fn scopes_are_enforced() {
     run(async {
         let t = org().await;
         let id = new_site(&t, json!({"name": "Yard"})).await;
-        let reader = TestOrg { org: t.org.clone(), key: new_key(t.id(), &[Scope::ReadData]).await };
-        get(&reader, &format!("/api/v1/sites/{id}")).await.expect(200, None);
-        create_site(&reader, json!({"name": "No"})).await.expect(403, Some("insufficient_scope"));
-        send(&reader, Method::DELETE, &format!("/api/v1/sites/{id}"), None)
+        let reader = TestOrg {
+            org: t.org.clone(),
+            key: new_key(t.id(), &[Scope::ReadData]).await,
+        };
+        get(&reader, &format!("/api/v1/sites/{id}"))
+            .await
+            .expect(200, None);
+        create_site(&reader, json!({"name": "No"}))
             .await
             .expect(403, Some("insufficient_scope"));
-        let orgs_only =
-            TestOrg { org: t.org.clone(), key: new_key(t.id(), &[Scope::ReadOrgs, Scope::WriteOrgsSelf]).await };
-        get(&orgs_only, "/api/v1/sites").await.expect(403, Some("insufficient_scope"));
+        send(
+            &reader,
+            Method::DELETE,
+            &format!("/api/v1/sites/{id}"),
+            None,
+        )
+        .await
+        .expect(403, Some("insufficient_scope"));
+        let orgs_only = TestOrg {
+            org: t.org.clone(),
+            key: new_key(t.id(), &[Scope::ReadOrgs, Scope::WriteOrgsSelf]).await,
+        };
+        get(&orgs_only, "/api/v1/sites")
+            .await
+            .expect(403, Some("insufficient_scope"));
     });
 }
 
@@ -308,10 +429,18 @@ fn another_organizations_key_never_sees_or_changes_a_site() {
         let id = new_site(&owner, json!({"name": "Private", "metadata": {"k": "v"}})).await;
         let path = format!("/api/v1/sites/{id}");
         get(&other, &path).await.expect(404, Some("site_not_found"));
-        get(&other, &format!("{path}/members")).await.expect(404, Some("site_not_found"));
-        send(&other, Method::PATCH, &path, Some(json!({"name": "Mine"}))).await.expect(404, Some("site_not_found"));
-        send(&other, Method::DELETE, &path, None).await.expect(404, Some("site_not_found"));
-        send(&other, Method::POST, &format!("{path}/restore"), None).await.expect(404, Some("site_not_found"));
+        get(&other, &format!("{path}/members"))
+            .await
+            .expect(404, Some("site_not_found"));
+        send(&other, Method::PATCH, &path, Some(json!({"name": "Mine"})))
+            .await
+            .expect(404, Some("site_not_found"));
+        send(&other, Method::DELETE, &path, None)
+            .await
+            .expect(404, Some("site_not_found"));
+        send(&other, Method::POST, &format!("{path}/restore"), None)
+            .await
+            .expect(404, Some("site_not_found"));
         assert!(ids(&get(&other, "/api/v1/sites?status=all").await).is_empty());
         let read = get(&owner, &path).await;
         assert_eq!(read.body["data"]["name"], "Private");

@@ -21,7 +21,12 @@ use tokio::sync::mpsc;
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["load", base, path, key, requests, concurrency] => {
             load(base, path, key, requests.parse()?, concurrency.parse()?).await
         }
@@ -34,7 +39,9 @@ async fn main() -> Result<()> {
 
 /// One keep-alive connection sending `count` requests; returns latencies.
 async fn worker(addr: String, request: String, count: usize) -> Result<Vec<Duration>> {
-    let stream = TcpStream::connect(&addr).await.with_context(|| format!("connect {addr}"))?;
+    let stream = TcpStream::connect(&addr)
+        .await
+        .with_context(|| format!("connect {addr}"))?;
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     let mut latencies = Vec::with_capacity(count);
@@ -66,15 +73,26 @@ async fn worker(addr: String, request: String, count: usize) -> Result<Vec<Durat
     Ok(latencies)
 }
 
-async fn load(base: &str, path: &str, key: &str, requests: usize, concurrency: usize) -> Result<()> {
-    let addr = base.trim_start_matches("http://").trim_end_matches('/').to_owned();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\r\n");
+async fn load(
+    base: &str,
+    path: &str,
+    key: &str,
+    requests: usize,
+    concurrency: usize,
+) -> Result<()> {
+    let addr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\r\n");
     // Warm up connections and caches.
     worker(addr.clone(), request.clone(), 20).await?;
     let started = Instant::now();
     let per_worker = requests / concurrency;
-    let workers: Vec<_> =
-        (0..concurrency).map(|_| tokio::spawn(worker(addr.clone(), request.clone(), per_worker))).collect();
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| tokio::spawn(worker(addr.clone(), request.clone(), per_worker)))
+        .collect();
     let mut latencies = Vec::new();
     for w in workers {
         latencies.extend(w.await??);
@@ -100,13 +118,24 @@ struct Runtime {
 
 async fn next(State(runtime): State<Runtime>) -> (HeaderMap, String) {
     let mut headers = HeaderMap::new();
-    headers.insert("lambda-runtime-aws-request-id", "bench-invocation-1".parse().unwrap());
+    headers.insert(
+        "lambda-runtime-aws-request-id",
+        "bench-invocation-1".parse().unwrap(),
+    );
     let deadline = std::time::SystemTime::now() + Duration::from_secs(30);
-    let ms = deadline.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
-    headers.insert("lambda-runtime-deadline-ms", ms.to_string().parse().unwrap());
+    let ms = deadline
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    headers.insert(
+        "lambda-runtime-deadline-ms",
+        ms.to_string().parse().unwrap(),
+    );
     headers.insert(
         "lambda-runtime-invoked-function-arn",
-        "arn:aws:lambda:eu-north-1:123456789012:function:bench".parse().unwrap(),
+        "arn:aws:lambda:eu-north-1:123456789012:function:bench"
+            .parse()
+            .unwrap(),
     );
     (headers, runtime.event)
 }
@@ -121,10 +150,16 @@ async fn cold(binary: &str, event: &str, key: &str) -> Result<()> {
     let mut event = template;
     event["headers"]["authorization"] = format!("Bearer {key}").into();
     let (done, mut finished) = mpsc::channel(1);
-    let runtime = Runtime { event: event.to_string(), done };
+    let runtime = Runtime {
+        event: event.to_string(),
+        done,
+    };
     let app = Router::new()
         .route("/2018-06-01/runtime/invocation/next", get(next))
-        .route("/2018-06-01/runtime/invocation/{id}/response", post(response))
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/response",
+            post(response),
+        )
         .route("/2018-06-01/runtime/invocation/{id}/error", post(response))
         .route("/2018-06-01/runtime/init/error", post(response))
         .with_state(runtime);
@@ -144,7 +179,9 @@ async fn cold(binary: &str, event: &str, key: &str) -> Result<()> {
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("start {binary}"))?;
-    let body = tokio::time::timeout(Duration::from_secs(30), finished.recv()).await?.context("no response")?;
+    let body = tokio::time::timeout(Duration::from_secs(30), finished.recv())
+        .await?
+        .context("no response")?;
     let elapsed = started.elapsed();
     let _ = child.kill().await;
     let reply: serde_json::Value = serde_json::from_str(&body)?;
