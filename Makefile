@@ -4,8 +4,6 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
-PORT ?= 3000
-export PORT
 
 .PHONY: run test unit lint bench build deploy emulator stop-emulator clean
 
@@ -15,7 +13,7 @@ $(VENV)/.installed: Makefile
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'openapi-spec-validator==0.*'
 	touch $@
 
-## run: emulator + demo organization and key + dev server on 127.0.0.1:$(PORT)
+## run: emulator + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
 run: $(VENV)/.installed
 	functions/local/scripts/run.sh
 

@@ -16,7 +16,8 @@ answers() {
 case "${1:-}" in
 start)
     if answers; then echo reused; exit 0; fi
-    "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
+    # A session of its own: a Ctrl-C meant for one `make run` does not reach it.
+    setsid "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 1 150); do
         if answers; then echo started; exit 0; fi
