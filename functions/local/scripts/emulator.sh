@@ -16,8 +16,7 @@ answers() {
 case "${1:-}" in
 start)
     if answers; then echo reused; exit 0; fi
-    # A session of its own: a Ctrl-C meant for one `make run` does not reach it.
-    setsid "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
+    "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 1 150); do
         if answers; then echo started; exit 0; fi
@@ -28,7 +27,14 @@ start)
     ;;
 stop)
     if [ -f "$pidfile" ]; then
-        kill "$(cat "$pidfile")" 2>/dev/null || true
+        pid=$(cat "$pidfile")
+        kill "$pid" 2>/dev/null || true
+        # It finishes the request in hand first; give it 10 s, then insist.
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill -9 "$pid" 2>/dev/null || true
         rm -f "$pidfile"
     fi
     ;;

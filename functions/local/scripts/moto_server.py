@@ -24,6 +24,13 @@ from werkzeug.serving import run_simple
 
 def main() -> None:
     host, port = sys.argv[1], int(sys.argv[2])
+    # A session of its own, so that a Ctrl-C meant for one `make run` does
+    # not reach an emulator that another run still uses. (Already a group
+    # leader when started under job control: nothing to do then.)
+    try:
+        os.setsid()
+    except OSError:
+        pass
     os.environ.setdefault("MOTO_PORT", str(port))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     app = DomainDispatcherApplication(create_backend_app)
