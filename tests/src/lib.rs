@@ -315,3 +315,22 @@ pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
         .expect("create key")
         .0
 }
+
+/// A request with `t`'s key and, if given, a JSON body.
+pub async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {
+    let mut c = call(method, path).key(&t.key);
+    if let Some(body) = body {
+        c = c.json(&body);
+    }
+    c.send().await
+}
+
+/// The ids of a list response, in order.
+pub fn ids(reply: &Reply) -> Vec<String> {
+    reply.body["data"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|r| r["id"].as_str().expect("an id").to_owned())
+        .collect()
+}

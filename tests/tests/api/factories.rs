@@ -1,4 +1,4 @@
-use api_tests::{Reply, TestOrg, call, new_key, org, run};
+use api_tests::{TestOrg, ids, new_key, org, run, send};
 use http::Method;
 use serde_json::{Value, json};
 use shared::auth::Scope;
@@ -6,27 +6,10 @@ use uuid::Uuid;
 
 use crate::sites::geo_entries;
 
-async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut c = call(method, path).key(&t.key);
-    if let Some(body) = body {
-        c = c.json(&body);
-    }
-    c.send().await
-}
-
 async fn new_factory(t: &TestOrg, body: Value) -> String {
     let reply = send(t, Method::POST, "/api/v1/factories", Some(body)).await;
     reply.expect(201, None);
     reply.body["data"]["id"].as_str().unwrap().to_owned()
-}
-
-fn ids(reply: &Reply) -> Vec<String> {
-    reply.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -1,17 +1,9 @@
-use api_tests::{Reply, TestOrg, call, org, run};
+use api_tests::{Reply, TestOrg, org, run, send};
 use http::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::sites::new_site;
-
-async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut c = call(method, path).key(&t.key);
-    if let Some(body) = body {
-        c = c.json(&body);
-    }
-    c.send().await
-}
 
 async fn grant(granter: &TestOrg, grantee: Uuid, scope: Option<&str>) -> Reply {
     let mut body = json!({"grantee_org_id": grantee});

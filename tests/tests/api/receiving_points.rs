@@ -1,18 +1,10 @@
-use api_tests::{Reply, TestOrg, call, harness, new_key, org, run};
+use api_tests::{Reply, TestOrg, harness, ids, new_key, org, run, send};
 use http::Method;
 use serde_json::{Value, json};
 use shared::auth::Scope;
 use uuid::Uuid;
 
 use crate::sites::{geo_entries, new_site};
-
-async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut c = call(method, path).key(&t.key);
-    if let Some(body) = body {
-        c = c.json(&body);
-    }
-    c.send().await
-}
 
 async fn create(t: &TestOrg, body: Value) -> Reply {
     send(t, Method::POST, "/api/v1/receiving-points", Some(body)).await
@@ -41,15 +33,6 @@ fn week() -> Value {
         json!({"closed": true, "from": null, "to": null}),
     );
     week.into()
-}
-
-fn ids(reply: &Reply) -> Vec<String> {
-    reply.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -1,4 +1,4 @@
-use api_tests::{Reply, TestOrg, call, harness, new_key, org, run};
+use api_tests::{Reply, TestOrg, call, harness, ids, new_key, org, run, send};
 use aws_sdk_dynamodb::types::AttributeValue;
 use http::Method;
 use serde_json::{Value, json};
@@ -21,23 +21,6 @@ pub async fn new_site(t: &TestOrg, body: Value) -> String {
 
 async fn get(t: &TestOrg, path: &str) -> Reply {
     call(Method::GET, path).key(&t.key).send().await
-}
-
-async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {
-    let mut c = call(method, path).key(&t.key);
-    if let Some(body) = body {
-        c = c.json(&body);
-    }
-    c.send().await
-}
-
-fn ids(reply: &Reply) -> Vec<String> {
-    reply.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// Geo index entries of a record, read straight from the table.
