@@ -61,13 +61,9 @@ impl FactoryRecord {
 #[derive(Debug, Deserialize)]
 pub struct CreateFactory {
     pub name: String,
-    #[serde(default)]
     pub street_address: Option<String>,
-    #[serde(default)]
     pub city: Option<String>,
-    #[serde(default)]
     pub lat: Option<f64>,
-    #[serde(default)]
     pub lng: Option<f64>,
 }
 

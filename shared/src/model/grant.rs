@@ -29,6 +29,5 @@ pub struct Grant {
 #[derive(Debug, Deserialize)]
 pub struct CreateGrant {
     pub grantee_org_id: Uuid,
-    #[serde(default)]
     pub scope: Option<GrantScope>,
 }

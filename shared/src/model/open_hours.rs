@@ -8,9 +8,7 @@ use crate::error::ApiError;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DayHours {
     pub closed: bool,
-    #[serde(default)]
     pub from: Option<String>,
-    #[serde(default)]
     pub to: Option<String>,
 }
 

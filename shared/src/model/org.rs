@@ -49,17 +49,11 @@ pub fn name_key(name: &str) -> String {
 #[derive(Debug, Deserialize)]
 pub struct CreateOrg {
     pub name: String,
-    #[serde(default)]
     pub parent_id: Option<Uuid>,
-    #[serde(default)]
     pub business_code: Option<String>,
-    #[serde(default)]
     pub street_address: Option<String>,
-    #[serde(default)]
     pub postal_code: Option<String>,
-    #[serde(default)]
     pub city: Option<String>,
-    #[serde(default)]
     pub invoice_email: Option<String>,
 }
 
@@ -100,18 +94,13 @@ impl CreateOrg {
 /// PATCH /api/v1/orgs/{orgId} body. Admin fields (`status`, `parent_id`,
 /// ...) and unknown fields are ignored.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct PatchOrg {
-    #[serde(default)]
     pub name: Patch<String>,
-    #[serde(default)]
     pub business_code: Patch<String>,
-    #[serde(default)]
     pub street_address: Patch<String>,
-    #[serde(default)]
     pub postal_code: Patch<String>,
-    #[serde(default)]
     pub city: Patch<String>,
-    #[serde(default)]
     pub invoice_email: Patch<String>,
 }
 

@@ -111,19 +111,12 @@ fn note(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> 
 pub struct CreateReceivingPoint {
     pub site_id: Uuid,
     pub name: String,
-    #[serde(default)]
     pub lat: Option<f64>,
-    #[serde(default)]
     pub lng: Option<f64>,
-    #[serde(default)]
     pub capacity_m3: Option<i64>,
-    #[serde(default)]
     pub is_public: Option<bool>,
-    #[serde(default)]
     pub notes: Option<String>,
-    #[serde(default)]
     pub directions: Option<String>,
-    #[serde(default)]
     pub open_hours: Option<OpenHours>,
 }
 
@@ -153,24 +146,16 @@ impl CreateReceivingPoint {
 /// PATCH /api/v1/receiving-points/{rpId} body. `site_id` may be repeated
 /// but not changed.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct PatchReceivingPoint {
-    #[serde(default)]
     pub site_id: Patch<Uuid>,
-    #[serde(default)]
     pub name: Patch<String>,
-    #[serde(default)]
     pub lat: Patch<f64>,
-    #[serde(default)]
     pub lng: Patch<f64>,
-    #[serde(default)]
     pub capacity_m3: Patch<i64>,
-    #[serde(default)]
     pub is_public: Patch<bool>,
-    #[serde(default)]
     pub notes: Patch<String>,
-    #[serde(default)]
     pub directions: Patch<String>,
-    #[serde(default)]
     pub open_hours: Patch<OpenHours>,
 }
 

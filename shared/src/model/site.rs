@@ -187,35 +187,21 @@ fn phone(value: Option<String>) -> Result<Option<String>, ApiError> {
 #[derive(Debug, Deserialize)]
 pub struct CreateSite {
     pub name: String,
-    #[serde(default)]
     pub street_address: Option<String>,
-    #[serde(default)]
     pub postal_code: Option<String>,
-    #[serde(default)]
     pub city: Option<String>,
-    #[serde(default)]
     pub lat: Option<f64>,
-    #[serde(default)]
     pub lng: Option<f64>,
-    #[serde(default)]
     pub construction_id: Option<String>,
-    #[serde(default)]
     pub external_id: Option<String>,
-    #[serde(default)]
     pub metadata: Option<Metadata>,
-    #[serde(default)]
     pub contact_first_name: Option<String>,
-    #[serde(default)]
     pub contact_last_name: Option<String>,
-    #[serde(default)]
     pub contact_phone: Option<String>,
-    #[serde(default)]
     pub info: Option<String>,
-    #[serde(default)]
     pub site_role: Option<SiteRole>,
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub site_type: Option<String>,
-    #[serde(default)]
     pub customer_id: Option<Uuid>,
 }
 
@@ -251,38 +237,24 @@ impl CreateSite {
 /// PATCH /api/v1/sites/{siteId} body: every field optional; `null` clears
 /// an optional field; `metadata` replaces the whole object.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct PatchSite {
-    #[serde(default)]
     pub name: Patch<String>,
-    #[serde(default)]
     pub street_address: Patch<String>,
-    #[serde(default)]
     pub postal_code: Patch<String>,
-    #[serde(default)]
     pub city: Patch<String>,
-    #[serde(default)]
     pub lat: Patch<f64>,
-    #[serde(default)]
     pub lng: Patch<f64>,
-    #[serde(default)]
     pub construction_id: Patch<String>,
-    #[serde(default)]
     pub external_id: Patch<String>,
-    #[serde(default)]
     pub metadata: Patch<Metadata>,
-    #[serde(default)]
     pub contact_first_name: Patch<String>,
-    #[serde(default)]
     pub contact_last_name: Patch<String>,
-    #[serde(default)]
     pub contact_phone: Patch<String>,
-    #[serde(default)]
     pub info: Patch<String>,
-    #[serde(default)]
     pub site_role: Patch<SiteRole>,
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub site_type: Patch<String>,
-    #[serde(default)]
     pub customer_id: Patch<Uuid>,
 }
 
