@@ -183,6 +183,15 @@ impl ApiError {
         }
     }
 
+    /// 422: a PATCH gives a field that cannot change a value other than the
+    /// record's own.
+    pub fn immutable(field: &str) -> Self {
+        Self::Unprocessable {
+            code: "immutable_field",
+            message: format!("{field} cannot change"),
+        }
+    }
+
     pub fn org_name_conflict() -> Self {
         Self::Conflict {
             code: "org_name_conflict",

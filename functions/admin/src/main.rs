@@ -183,7 +183,7 @@ async fn run(cli: Cli) -> Result<()> {
             last_name,
             phone,
         } => {
-            let phone = shared::model::validate::e164("phone", &phone)?;
+            let phone = shared::model::validate::e164("phone", phone.trim())?;
             store
                 .orgs()
                 .get(org)

@@ -69,7 +69,17 @@ fn type_name(spec: &Value, schema: &Value) -> String {
             type_name(spec, target)
         };
     }
-    let mut name = match schema.get("type").and_then(Value::as_str) {
+    // OpenAPI 3.1: `type: [string, "null"]`, or `anyOf: [{$ref}, {type: "null"}]`.
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let nullable = types.contains(&"null");
+    if let Some(other) = null_branch(schema) {
+        return format!("{}, nullable", type_name(spec, other));
+    }
+    let mut name = match types.into_iter().find(|t| *t != "null") {
         Some("array") => format!(
             "array of {}",
             schema
@@ -97,10 +107,21 @@ fn type_name(spec: &Value, schema: &Value) -> String {
             .collect();
         let _ = write!(name, ": {}", list.join(", "));
     }
-    if schema.get("nullable").and_then(Value::as_bool) == Some(true) {
+    if nullable {
         name.push_str(", nullable");
     }
     name
+}
+
+/// The non-null branch of `anyOf: [X, {type: "null"}]`.
+fn null_branch(schema: &Value) -> Option<&Value> {
+    let branches = schema.get("anyOf")?.as_array()?;
+    let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+    match branches.as_slice() {
+        [a, b] if is_null(b) => Some(a),
+        [a, b] if is_null(a) => Some(b),
+        _ => None,
+    }
 }
 
 /// The `code` enum of an error schema, also inside `allOf`.

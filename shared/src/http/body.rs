@@ -2,6 +2,8 @@
 //! JSON, 422 `validation_error` naming the field when the shape is wrong.
 //! The Content-Type header is not required (documented in the OpenAPI).
 
+use std::borrow::Cow;
+
 use axum::extract::{FromRef, FromRequest, Request};
 use serde::de::DeserializeOwned;
 
@@ -34,7 +36,8 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             "the request body is empty; send a JSON object".into(),
         ));
     }
-    let value: serde_json::Value = serde_json::from_slice(bytes)
+    let bytes = replace_lone_surrogates(bytes);
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::InvalidJson(format!("the request body is not valid JSON: {e}")))?;
     if !value.is_object() {
         return Err(ApiError::Validation(
@@ -50,6 +53,50 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             ApiError::validation(&path, problem)
         }
     })
+}
+
+/// JSON may escape a lone UTF-16 surrogate (`"\ud86d"`), which is no
+/// character and which serde_json refuses. Like a browser turning text into
+/// a USVString, the body is read with each lone surrogate replaced by U+FFFD;
+/// a proper pair (`"\ud83d\ude00"`) stays as it is.
+fn replace_lone_surrogates(bytes: &[u8]) -> Cow<'_, [u8]> {
+    // The surrogate escaped at `at` (`\uD800` to `\uDFFF`), if any.
+    let surrogate = |at: usize| -> Option<u16> {
+        let hex = bytes.get(at + 2..at + 6)?;
+        let code = u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+        (bytes[at + 1] == b'u' && (0xD800..=0xDFFF).contains(&code)).then_some(code)
+    };
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match surrogate(i) {
+            // A high surrogate followed by a low one: a proper pair.
+            Some(0xD800..=0xDBFF) if surrogate(i + 6).is_some_and(|low| low >= 0xDC00) => {
+                i += 12;
+            }
+            Some(_) => {
+                let out = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
+                out.extend_from_slice(&bytes[copied..i]);
+                out.extend_from_slice(b"\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            // Any other escape: skip it whole (so `\\` is not read as a start).
+            None => i += 2,
+        }
+    }
+    match out {
+        None => Cow::Borrowed(bytes),
+        Some(mut out) => {
+            out.extend_from_slice(&bytes[copied..]);
+            Cow::Owned(out)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -68,6 +115,24 @@ mod tests {
         for bad in [&b""[..], b"  ", b"{", b"name=x", b"{\"name\": }"] {
             assert_eq!(parse::<Body>(bad).unwrap_err().code(), "invalid_json");
         }
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let read = |json: &str| parse::<Body>(json.as_bytes()).map(|b| b.name);
+        assert_eq!(read(r#"{"name": "a\ud86db"}"#).unwrap(), "a\u{fffd}b");
+        assert_eq!(
+            read(r#"{"name": "\udc00\ud800"}"#).unwrap(),
+            "\u{fffd}\u{fffd}"
+        );
+        assert_eq!(read(r#"{"name": "\ud83d\ude00"}"#).unwrap(), "\u{1f600}");
+        assert_eq!(read(r#"{"name": "\\ud800"}"#).unwrap(), "\\ud800");
+        assert_eq!(read(r#"{"name": "x\ud800"}"#).unwrap(), "x\u{fffd}");
+        assert_eq!(read(r#"{"name": "\ud800\u0041"}"#).unwrap(), "\u{fffd}A");
+        assert!(matches!(
+            replace_lone_surrogates(br#"{"name": "plain \n"}"#),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -3,7 +3,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::patch::Patch;
+use super::validate;
 use crate::error::ApiError;
+
+/// Decimal places kept of a latitude or longitude (about 1 cm).
+pub const DECIMALS: i32 = 7;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Coordinates {
@@ -39,20 +43,12 @@ impl Coordinates {
         }
     }
 
+    /// Validated coordinates, rounded to 7 decimal places (about 1 cm).
     pub fn new(lat: f64, lng: f64) -> Result<Coordinates, ApiError> {
-        if !(-90.0..=90.0).contains(&lat) || !lat.is_finite() {
-            return Err(ApiError::validation(
-                "lat",
-                "must be a number from -90 to 90",
-            ));
-        }
-        if !(-180.0..=180.0).contains(&lng) || !lng.is_finite() {
-            return Err(ApiError::validation(
-                "lng",
-                "must be a number from -180 to 180",
-            ));
-        }
-        Ok(Coordinates { lat, lng })
+        Ok(Coordinates {
+            lat: validate::number("lat", lat, -90.0, 90.0, DECIMALS)?,
+            lng: validate::number("lng", lng, -180.0, 180.0, DECIMALS)?,
+        })
     }
 
     /// Geohash of `precision` characters.

@@ -5,6 +5,7 @@ pub mod archive;
 pub mod factory;
 pub mod geo;
 pub mod grant;
+pub mod integer;
 pub mod open_hours;
 pub mod org;
 pub mod patch;

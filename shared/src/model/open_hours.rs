@@ -1,5 +1,6 @@
 //! Opening hours of a receiving point: Monday to Sunday, each
-//! `{closed, from, to}` with `HH:MM` times (`to` may be `24:00`).
+//! `{closed, from, to}` with `HH:MM` times (`to` may be `24:00`; a `to` not
+//! later than `from` runs past midnight).
 
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +40,21 @@ fn minutes(text: &str, end: bool) -> Option<u32> {
 }
 
 impl DayHours {
+    /// An open day runs from `from` to `to`; when `to` is not later than
+    /// `from` it runs past midnight into the next day (`22:00`-`06:00`), so
+    /// `from` equal to `to` is open around the clock. A closed day keeps no
+    /// times, but times that are sent must be well-formed either way.
     fn validate(self, day: &str) -> Result<DayHours, ApiError> {
+        let field = |name: &str| format!("open_hours.{day}.{name}");
+        let check = |value: &Option<String>, name: &str, end: bool, shape: &str| match value
+            .as_deref()
+            .map(|v| minutes(v, end))
+        {
+            Some(None) => Err(ApiError::validation(&field(name), shape)),
+            _ => Ok(()),
+        };
+        check(&self.from, "from", false, "must be HH:MM (00:00 to 23:59)")?;
+        check(&self.to, "to", true, "must be HH:MM (00:00 to 24:00)")?;
         if self.closed {
             return Ok(DayHours {
                 closed: true,
@@ -47,25 +62,12 @@ impl DayHours {
                 to: None,
             });
         }
-        let field = |name: &str| format!("open_hours.{day}.{name}");
-        let from = self.from.ok_or_else(|| {
-            ApiError::validation(&field("from"), "is required when the day is open")
-        })?;
-        let to = self.to.ok_or_else(|| {
-            ApiError::validation(&field("to"), "is required when the day is open")
-        })?;
-        let start = minutes(&from, false).ok_or_else(|| {
-            ApiError::validation(&field("from"), "must be HH:MM (00:00 to 23:59)")
-        })?;
-        let end = minutes(&to, true)
-            .ok_or_else(|| ApiError::validation(&field("to"), "must be HH:MM (00:00 to 24:00)"))?;
-        if end <= start {
-            return Err(ApiError::validation(&field("to"), "must be after from"));
-        }
+        let required =
+            |name: &str| ApiError::validation(&field(name), "is required when the day is open");
         Ok(DayHours {
             closed: false,
-            from: Some(from),
-            to: Some(to),
+            from: Some(self.from.ok_or_else(|| required("from"))?),
+            to: Some(self.to.ok_or_else(|| required("to"))?),
         })
     }
 }
@@ -126,8 +128,10 @@ mod tests {
             json!({"closed": false, "from": "7:00", "to": "16:00"}),
             json!({"closed": false, "from": "07:00", "to": "25:00"}),
             json!({"closed": false, "from": "07:60", "to": "16:00"}),
-            json!({"closed": false, "from": "16:00", "to": "07:00"}),
+            json!({"closed": false, "from": "24:00", "to": "16:00"}),
             json!({"closed": false, "from": "07:00"}),
+            json!({"closed": false, "from": "07:00", "to": null}),
+            json!({"closed": true, "from": "7:00"}),
         ] {
             let e = parse(week(bad.clone())).unwrap_err();
             assert!(
@@ -147,6 +151,14 @@ mod tests {
                 to: None
             }
         );
+    }
+
+    #[test]
+    fn open_days_may_run_past_midnight() {
+        for (from, to) in [("22:00", "06:00"), ("07:00", "07:00"), ("00:00", "00:00")] {
+            let hours = parse(week(json!({"closed": false, "from": from, "to": to}))).unwrap();
+            assert_eq!(hours.sunday.to.as_deref(), Some(to));
+        }
     }
 
     #[test]

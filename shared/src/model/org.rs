@@ -83,10 +83,10 @@ impl CreateOrg {
             street_address: text("street_address", self.street_address)?,
             postal_code: text("postal_code", self.postal_code)?,
             city: text("city", self.city)?,
-            invoice_email: match self.invoice_email.as_deref().map(str::trim) {
-                None | Some("") => None,
-                Some(v) => Some(validate::email("invoice_email", v, MAX_TEXT)?),
-            },
+            invoice_email: self
+                .invoice_email
+                .map(|v| validate::email("invoice_email", &v, MAX_TEXT))
+                .transpose()?,
         })
     }
 }

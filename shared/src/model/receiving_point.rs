@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::archive::{self, Status};
 use super::geo::Coordinates;
+use super::integer::Integer;
 use super::open_hours::OpenHours;
 use super::patch::{self, Patch, assign};
 use super::validate;
@@ -92,13 +93,13 @@ impl ReceivingPointRecord {
     }
 }
 
-fn capacity(value: Option<i64>) -> Result<Option<i64>, ApiError> {
+fn capacity(value: Option<Integer>) -> Result<Option<i64>, ApiError> {
     match value {
-        Some(v) if !(0..=MAX_CAPACITY_M3).contains(&v) => Err(ApiError::validation(
+        Some(Integer(v)) if !(0..=MAX_CAPACITY_M3).contains(&v) => Err(ApiError::validation(
             "capacity_m3",
             format!("must be an integer from 0 to {MAX_CAPACITY_M3}"),
         )),
-        other => Ok(other),
+        other => Ok(other.map(|Integer(v)| v)),
     }
 }
 
@@ -113,7 +114,7 @@ pub struct CreateReceivingPoint {
     pub name: String,
     pub lat: Option<f64>,
     pub lng: Option<f64>,
-    pub capacity_m3: Option<i64>,
+    pub capacity_m3: Option<Integer>,
     pub is_public: Option<bool>,
     pub notes: Option<String>,
     pub directions: Option<String>,
@@ -152,7 +153,7 @@ pub struct PatchReceivingPoint {
     pub name: Patch<String>,
     pub lat: Patch<f64>,
     pub lng: Patch<f64>,
-    pub capacity_m3: Patch<i64>,
+    pub capacity_m3: Patch<Integer>,
     pub is_public: Patch<bool>,
     pub notes: Patch<String>,
     pub directions: Patch<String>,
@@ -220,7 +221,7 @@ impl PatchReceivingPoint {
 
 impl ReceivingPointChanges {
     /// Applies the changes to an active point (409 `record_archived` when
-    /// archived; 422 when `site_id` differs).
+    /// archived; 422 `immutable_field` when `site_id` differs).
     pub fn apply(
         &self,
         point: &mut ReceivingPointRecord,
@@ -228,7 +229,7 @@ impl ReceivingPointChanges {
     ) -> Result<(), ApiError> {
         archive::ensure_editable(point.archived_at)?;
         if self.site_id.is_some_and(|site| site != point.site_id) {
-            return Err(ApiError::validation("site_id", "cannot change"));
+            return Err(ApiError::immutable("site_id"));
         }
         assign(&mut point.name, &self.name);
         assign(&mut point.coordinates, &self.coordinates);

@@ -176,11 +176,11 @@ fn text(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> 
     validate::optional_text(field, value.as_deref(), MAX_TEXT)
 }
 
+/// `contact_phone`: exactly an E.164 number, or null.
 fn phone(value: Option<String>) -> Result<Option<String>, ApiError> {
-    match value.as_deref().map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(v) => validate::e164("contact_phone", v).map(Some),
-    }
+    value
+        .map(|v| validate::e164("contact_phone", &v))
+        .transpose()
 }
 
 /// POST /api/v1/sites body.

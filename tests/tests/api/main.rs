@@ -2,6 +2,7 @@
 //! against the emulator with the real SDK clients.
 
 mod auth;
+mod conformance;
 mod contract;
 mod factories;
 mod grants;

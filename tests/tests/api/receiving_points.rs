@@ -119,7 +119,7 @@ fn create_validation() {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
         let mut bad_hours = week();
-        bad_hours["monday"] = json!({"closed": false, "from": "18:00", "to": "07:00"});
+        bad_hours["monday"] = json!({"closed": false, "from": "18:00", "to": "7:00"});
         let mut missing_day = week();
         missing_day.as_object_mut().unwrap().remove("friday");
         for (body, field) in [
@@ -249,7 +249,7 @@ fn patch_rules() {
             Some(json!({"site_id": other_site})),
         )
         .await;
-        moved.expect(422, Some("validation_error"));
+        moved.expect(422, Some("immutable_field"));
         assert!(
             moved.body["message"]
                 .as_str()
