@@ -5,24 +5,33 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run test unit lint bench build deploy emulator stop-emulator clean
+.PHONY: run test conformance chromium lint bench build deploy emulator stop-emulator clean
 
-# Project-local virtualenv with the emulator and the template linter.
+# Project-local virtualenv: the emulator, the template and description
+# linters, and the contract gate.
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'openapi-spec-validator==0.*'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5'
 	touch $@
 
 ## run: emulator + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
 run: $(VENV)/.installed
 	functions/local/scripts/run.sh
 
-## test: every unit and integration test against one emulator
-test: $(VENV)/.installed
-	@set -euo pipefail; \
-	state=$$(functions/local/scripts/emulator.sh start); \
-	trap '[ "$$state" = started ] && functions/local/scripts/emulator.sh stop' EXIT; \
-	cargo test --workspace --locked
+## test: every unit and integration test, then the contract gate, against one emulator; ends with the totals
+test: $(VENV)/.installed chromium
+	tests/run.sh
+
+## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium)
+conformance: $(VENV)/.installed chromium
+	tests/conformance/run.sh
+
+# Headless Chromium for the reference check: Debian's package, installed when missing.
+chromium:
+	@command -v chromium >/dev/null || { \
+		echo "==> installing Chromium (Debian package chromium)"; \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
 ## lint: formatting, clippy, the SAM template and the OpenAPI description
 lint: $(VENV)/.installed

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make conformance`: the contract gate. Starts (or reuses) the emulator,
+# serves every router from the dev server on a free port with a table of this
+# run's own and the rate limit raised for this server only, creates an
+# organization with an all-scopes key (plus a partner organization and a
+# site for body references), then
+#   1. runs schemathesis (tests/conformance/schemathesis.toml) against the
+#      served /openapi.yaml: every check, every phase;
+#   2. opens /docs in headless Chromium with no network and checks that
+#      every operation of the description is on the page (screenshot saved).
+# Writes .local/conformance/summary.json; exits non-zero on any failure.
+#
+#   CONFORMANCE_MAX_EXAMPLES=200 make conformance   # a longer run
+#   CONFORMANCE_SEED=123 make conformance           # replay a seed
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source functions/local/scripts/env.sh
+out=$STATE_DIR/conformance
+rm -rf "$out"
+mkdir -p "$out"
+
+in_use() { "$VENV/bin/python" -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.3)" 2>/dev/null; }
+port=${CONFORMANCE_PORT:-3200}
+while in_use "$port"; do port=$((port + 1)); done
+base=http://127.0.0.1:$port
+
+echo "==> building the dev server and the admin CLI"
+cargo build -q --locked -p local -p admin
+
+emulator=$(functions/local/scripts/emulator.sh start)
+export TABLE_NAME=conformance-$(date +%s)-$$
+server=""
+cleanup() {
+    if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
+    "$VENV/bin/python" -c "import boto3,sys; boto3.client('dynamodb', endpoint_url=sys.argv[1]).delete_table(TableName=sys.argv[2])" \
+        "$AWS_ENDPOINT_URL" "$TABLE_NAME" 2>/dev/null || true
+    if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
+}
+trap cleanup EXIT
+echo "==> emulator ($emulator); table $TABLE_NAME"
+target/debug/admin setup-local >/dev/null 2>&1
+
+RATE_LIMIT_PER_WINDOW=1000000000 LOCAL_ADDR=127.0.0.1:$port RUST_LOG=warn LOG_FORMAT=json \
+    target/debug/local >"$out/server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do in_use "$port" && break; sleep 0.1; done
+
+json() { "$VENV/bin/python" -c "import json,sys; print(json.loads(sys.argv[1])$2)" "$1"; }
+demo=$(target/debug/admin demo 2>/dev/null)
+partner=$(target/debug/admin create-org --name "Partner $(date +%s%N)" --public-api 2>/dev/null)
+export CONFORMANCE_BASE_URL=$base
+export CONFORMANCE_KEY=$(json "$demo" "['api_key']")
+export CONFORMANCE_ORG_ID=$(json "$demo" "['org_id']")
+export CONFORMANCE_PARTNER_ORG_ID=$(json "$partner" "['org']['id']")
+site=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Content-Type: application/json' \
+    -d '{"name": "Conformance site"}' "$base/api/v1/sites")
+export CONFORMANCE_SITE_ID=$(json "$site" "['data']['id']")
+
+curl -sf "$base/openapi.yaml" >"$out/openapi.yaml"
+
+echo "==> schemathesis against $base/openapi.yaml"
+seed=()
+if [ -n "${CONFORMANCE_SEED:-}" ]; then seed=(--seed "$CONFORMANCE_SEED"); fi
+examples=()
+if [ -n "${CONFORMANCE_MAX_EXAMPLES:-}" ]; then examples=(--max-examples "$CONFORMANCE_MAX_EXAMPLES"); fi
+status=0
+"$VENV/bin/schemathesis" --config-file tests/conformance/schemathesis.toml --no-color run \
+    "$base/openapi.yaml" "${seed[@]}" "${examples[@]}" \
+    --report ndjson --report-dir "$out" || status=$?
+
+echo "==> the HTML reference in headless Chromium"
+browser=0
+"$VENV/bin/python" tests/conformance/docs_in_browser.py "$base" "$out" || browser=$?
+
+"$VENV/bin/python" tests/conformance/summary.py "$out" "$status" "$browser"
+[ "$status" -eq 0 ] && [ "$browser" -eq 0 ]

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `make test`: every unit and integration test, then the contract gate
+# (tests/conformance/run.sh), against one emulator and one build; ends with
+# the totals of what ran. Exits non-zero when anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source functions/local/scripts/env.sh
+mkdir -p "$STATE_DIR"
+
+state=$(functions/local/scripts/emulator.sh start) || exit 1
+trap '[ "$state" = started ] && functions/local/scripts/emulator.sh stop' EXIT
+
+echo "==> unit and integration tests"
+cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
+tests=${PIPESTATUS[0]}
+
+echo "==> contract gate"
+tests/conformance/run.sh
+conformance=$?
+
+"$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance"

@@ -1,0 +1,50 @@
+"""The totals of `make test`, printed last: cargo's test counts (summed over
+every test binary) and the contract gate's (generated cases and the browser
+check), then one `N passed, N failed` line. Exits 1 when anything failed.
+
+Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+
+
+def main():
+    log, summary_path = Path(sys.argv[1]), Path(sys.argv[2])
+    cargo_status, conformance_status = int(sys.argv[3]), int(sys.argv[4])
+    passed = failed = ignored = binaries = 0
+    for match in RESULT.finditer(log.read_text(errors="replace") if log.exists() else ""):
+        p, f, i = map(int, match.groups())
+        passed, failed, ignored = passed + p, failed + f, ignored + i
+        binaries += p + f > 0
+    if cargo_status != 0 and failed == 0:
+        failed = 1  # a build error or a crash: nothing reported, still a failure
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    cases = summary.get("cases", 0)
+    cases_failed = summary.get("cases_failed", 0 if conformance_status == 0 else 1)
+    if conformance_status != 0 and cases_failed == 0:
+        cases_failed = 1
+    browser = summary.get("browser") or {}
+    found, operations = browser.get("found") or 0, browser.get("operations") or 0
+    browser_failed = operations - found if operations else 1
+
+    print()
+    print("==> totals")
+    print(f"cargo tests:   {passed} passed, {failed} failed, {ignored} ignored ({binaries} test binaries with tests)")
+    print(
+        f"conformance:   {cases - cases_failed} passed, {cases_failed} failed "
+        f"(generated cases over {summary.get('operations_tested', 0)}/{summary.get('operations', 0)} operations)"
+    )
+    print(f"reference:     {found} passed, {browser_failed} failed (operations found on /docs in Chromium)")
+    total_passed = passed + cases - cases_failed + found
+    total_failed = failed + cases_failed + browser_failed
+    print(f"TOTAL: {total_passed} passed, {total_failed} failed")
+    sys.exit(1 if total_failed else 0)
+
+
+if __name__ == "__main__":
+    main()
