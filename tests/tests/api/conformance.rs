@@ -7,6 +7,7 @@ use http::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use crate::receiving_points::week;
 use crate::sites::new_site;
 
 /// The records a list route shows, archived included.
@@ -293,18 +294,8 @@ fn an_open_day_may_run_past_midnight() {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Yard"})).await;
         let day = json!({"closed": false, "from": "22:00", "to": "06:00"});
-        let week: serde_json::Map<String, Value> = [
-            "monday",
-            "tuesday",
-            "wednesday",
-            "thursday",
-            "friday",
-            "saturday",
-            "sunday",
-        ]
-        .into_iter()
-        .map(|d| (d.to_owned(), day.clone()))
-        .collect();
+        let mut week = week();
+        week["monday"] = day.clone();
         let reply = send(
             &t,
             Method::POST,

@@ -16,7 +16,8 @@ async fn new_point(t: &TestOrg, body: Value) -> String {
     reply.body["data"]["id"].as_str().unwrap().to_owned()
 }
 
-fn week() -> Value {
+/// A week of opening hours: weekdays, a short Saturday, closed on Sunday.
+pub fn week() -> Value {
     let mut week = serde_json::Map::new();
     for day in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
         week.insert(
