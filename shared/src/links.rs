@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
+use crate::model::Timestamp;
 use aws_sdk_s3::presigning::PresigningConfig;
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
@@ -25,7 +25,7 @@ pub const LINK_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 pub struct SignedLink {
     pub storage_path: String,
     pub url: String,
-    pub url_expires_at: DateTime<Utc>,
+    pub url_expires_at: Timestamp,
 }
 
 #[derive(Deserialize)]
@@ -107,9 +107,9 @@ impl LinkSigner {
     /// A link to `storage_path` valid for `LINK_LIFETIME`.
     pub async fn sign(&self, storage_path: &str) -> ApiResult<SignedLink> {
         let client = self.client().await?;
-        let now = Utc::now();
+        let now = crate::model::now();
         let config = PresigningConfig::builder()
-            .start_time(now.into())
+            .start_time(now.as_datetime().into())
             .expires_in(LINK_LIFETIME)
             .build()
             .map_err(ApiError::internal)?;
@@ -126,7 +126,7 @@ impl LinkSigner {
         Ok(SignedLink {
             storage_path: storage_path.to_owned(),
             url: request.uri().to_owned(),
-            url_expires_at: crate::model::now() + expires,
+            url_expires_at: now + expires,
         })
     }
 
@@ -163,7 +163,7 @@ mod tests {
         );
         assert!(link.url.contains("X-Amz-Expires=86400"), "{}", link.url);
         assert!(link.url.contains("X-Amz-Signature="), "{}", link.url);
-        let lifetime = link.url_expires_at - Utc::now();
+        let lifetime = link.url_expires_at.as_datetime() - chrono::Utc::now();
         assert!((lifetime.num_seconds() - 86_400).abs() <= 5, "{lifetime}");
     }
 }

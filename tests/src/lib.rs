@@ -334,3 +334,31 @@ pub fn ids(reply: &Reply) -> Vec<String> {
         .map(|r| r["id"].as_str().expect("an id").to_owned())
         .collect()
 }
+
+/// Asserts every `*_at` string in `value` (at any depth) is a UTC timestamp
+/// with exactly three fractional digits: `2026-11-21T05:00:38.000Z`.
+#[track_caller]
+pub fn assert_millisecond_timestamps(value: &Value) {
+    fn walk(value: &Value, found: &mut usize) {
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    if let (true, Some(text)) = (key.ends_with("_at"), v.as_str()) {
+                        let shape: String = text
+                            .chars()
+                            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+                            .collect();
+                        assert_eq!(shape, "9999-99-99T99:99:99.999Z", "{key}: {text}");
+                        *found += 1;
+                    }
+                    walk(v, found);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let mut found = 0;
+    walk(value, &mut found);
+    assert!(found > 0, "no timestamps in {value}");
+}

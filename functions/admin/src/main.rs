@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use shared::auth::Scope;
 use shared::config::Config;
+use shared::model::Timestamp;
 use shared::model::org::CreateOrg;
 use shared::store::Store;
 use shared::store::api_keys::ApiKeyRecord;
@@ -208,9 +209,10 @@ async fn run(cli: Cli) -> Result<()> {
             expires_in_days,
             label,
         } => {
-            let expires_at =
-                expires_at.or(expires_in_days.map(|d| Utc::now() + Duration::days(i64::from(d))));
-            if expires_at.is_some_and(|at| at <= Utc::now()) {
+            let expires_at = expires_at
+                .map(Timestamp::from)
+                .or(expires_in_days.map(|d| Timestamp::now() + Duration::days(i64::from(d))));
+            if expires_at.is_some_and(|at| at <= Timestamp::now()) {
                 bail!("the expiry is in the past");
             }
             let (plaintext, record) = store

@@ -78,7 +78,10 @@ where
         if record.revoked_at.is_some() {
             return Err(ApiError::ApiKeyRevoked);
         }
-        if record.expires_at.is_some_and(|at| at <= chrono::Utc::now()) {
+        if record
+            .expires_at
+            .is_some_and(|at| at <= crate::model::now())
+        {
             return Err(ApiError::ApiKeyExpired);
         }
         if !scope::allows(&record.scopes, S::SCOPE) {

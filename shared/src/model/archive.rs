@@ -1,7 +1,7 @@
 //! The archive state machine shared by sites, receiving points and
 //! factories (contract: "Archivable records").
 
-use chrono::{DateTime, Utc};
+use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -28,7 +28,7 @@ pub struct ListQuery {
     pub status: StatusFilter,
 }
 
-pub fn status(archived_at: Option<DateTime<Utc>>) -> Status {
+pub fn status(archived_at: Option<Timestamp>) -> Status {
     if archived_at.is_some() {
         Status::Archived
     } else {
@@ -37,10 +37,7 @@ pub fn status(archived_at: Option<DateTime<Utc>>) -> Status {
 }
 
 /// DELETE: active -> archived; 409 `already_archived` otherwise.
-pub fn archive(
-    archived_at: &mut Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> Result<(), ApiError> {
+pub fn archive(archived_at: &mut Option<Timestamp>, now: Timestamp) -> Result<(), ApiError> {
     if archived_at.is_some() {
         return Err(ApiError::already_archived());
     }
@@ -49,7 +46,7 @@ pub fn archive(
 }
 
 /// POST .../restore: archived -> active; 409 `not_archived` otherwise.
-pub fn restore(archived_at: &mut Option<DateTime<Utc>>) -> Result<(), ApiError> {
+pub fn restore(archived_at: &mut Option<Timestamp>) -> Result<(), ApiError> {
     if archived_at.is_none() {
         return Err(ApiError::not_archived());
     }
@@ -58,7 +55,7 @@ pub fn restore(archived_at: &mut Option<DateTime<Utc>>) -> Result<(), ApiError> 
 }
 
 /// PATCH: only on active records; 409 `record_archived` otherwise.
-pub fn ensure_editable(archived_at: Option<DateTime<Utc>>) -> Result<(), ApiError> {
+pub fn ensure_editable(archived_at: Option<Timestamp>) -> Result<(), ApiError> {
     if archived_at.is_some() {
         Err(ApiError::record_archived())
     } else {
@@ -72,7 +69,7 @@ mod tests {
 
     #[test]
     fn state_table() {
-        let now = Utc::now();
+        let now = Timestamp::now();
         let mut at = None;
         archive(&mut at, now).unwrap();
         assert_eq!(status(at), Status::Archived);

@@ -1,6 +1,6 @@
 //! Factory (concrete plant): the stored record, its view and create body.
 
-use chrono::{DateTime, Utc};
+use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -19,10 +19,10 @@ pub struct FactoryRecord {
     pub street_address: Option<String>,
     pub city: Option<String>,
     pub coordinates: Option<Coordinates>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archived_at: Option<DateTime<Utc>>,
+    pub archived_at: Option<Timestamp>,
     #[serde(default)]
     pub version: u64,
 }
@@ -37,8 +37,8 @@ pub struct Factory {
     pub street_address: Option<String>,
     pub city: Option<String>,
     pub coordinates: Option<Coordinates>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 impl FactoryRecord {
@@ -68,7 +68,7 @@ pub struct CreateFactory {
 }
 
 impl CreateFactory {
-    pub fn validate(self, org: Uuid, now: DateTime<Utc>) -> Result<FactoryRecord, ApiError> {
+    pub fn validate(self, org: Uuid, now: Timestamp) -> Result<FactoryRecord, ApiError> {
         Ok(FactoryRecord {
             id: Uuid::now_v7(),
             org_id: org,

@@ -1,7 +1,7 @@
 //! Organization access grants: a granter lets a partner (grantee, e.g. a
 //! haulier) see its sites.
 
-use chrono::{DateTime, Utc};
+use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -21,8 +21,8 @@ pub struct Grant {
     pub granter_org_id: Uuid,
     pub grantee_org_id: Uuid,
     pub scope: GrantScope,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 /// POST /api/v1/org-access-grants body.

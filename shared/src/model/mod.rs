@@ -11,11 +11,12 @@ pub mod org;
 pub mod patch;
 pub mod receiving_point;
 pub mod site;
+pub mod time;
 pub mod validate;
 
-use chrono::{DateTime, SubsecRound, Utc};
+pub use time::Timestamp;
 
 /// Current time at millisecond precision (`2026-11-21T05:00:00.123Z`).
-pub fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(3)
+pub fn now() -> Timestamp {
+    Timestamp::now()
 }

@@ -1,6 +1,6 @@
 //! Organization: the record, its create body and its PATCH body.
 
-use chrono::{DateTime, Utc};
+use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -25,8 +25,8 @@ pub struct Organization {
     pub postal_code: String,
     pub city: String,
     pub invoice_email: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 /// A direct sub-organization as listed in `children`.
@@ -160,7 +160,7 @@ impl PatchOrg {
 
 impl Organization {
     /// The record after `changes` (the store writes the same).
-    pub fn apply(&mut self, changes: &OrgChanges, at: DateTime<Utc>) {
+    pub fn apply(&mut self, changes: &OrgChanges, at: Timestamp) {
         assign(&mut self.name, &changes.name);
         assign(&mut self.business_code, &changes.business_code);
         assign(&mut self.street_address, &changes.street_address);

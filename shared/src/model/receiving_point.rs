@@ -1,7 +1,7 @@
 //! Receiving point: the stored record, its views and its create and PATCH
 //! bodies. Photos are stored object paths, shown as signed links.
 
-use chrono::{DateTime, Utc};
+use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -35,10 +35,10 @@ pub struct ReceivingPointRecord {
     /// Object paths in the bucket, added by operators.
     #[serde(default)]
     pub photos: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archived_at: Option<DateTime<Utc>>,
+    pub archived_at: Option<Timestamp>,
     #[serde(default)]
     pub version: u64,
 }
@@ -56,8 +56,8 @@ pub struct ReceivingPoint {
     pub status: Status,
     pub notes: Option<String>,
     pub directions: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_hours: Option<Option<OpenHours>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,7 +123,7 @@ pub struct CreateReceivingPoint {
 
 impl CreateReceivingPoint {
     /// The new record (the site is checked by the caller).
-    pub fn validate(self, org: Uuid, now: DateTime<Utc>) -> Result<ReceivingPointRecord, ApiError> {
+    pub fn validate(self, org: Uuid, now: Timestamp) -> Result<ReceivingPointRecord, ApiError> {
         Ok(ReceivingPointRecord {
             id: Uuid::now_v7(),
             org_id: org,
@@ -222,11 +222,7 @@ impl PatchReceivingPoint {
 impl ReceivingPointChanges {
     /// Applies the changes to an active point (409 `record_archived` when
     /// archived; 422 `immutable_field` when `site_id` differs).
-    pub fn apply(
-        &self,
-        point: &mut ReceivingPointRecord,
-        now: DateTime<Utc>,
-    ) -> Result<(), ApiError> {
+    pub fn apply(&self, point: &mut ReceivingPointRecord, now: Timestamp) -> Result<(), ApiError> {
         archive::ensure_editable(point.archived_at)?;
         if self.site_id.is_some_and(|site| site != point.site_id) {
             return Err(ApiError::immutable("site_id"));

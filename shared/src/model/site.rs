@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -51,10 +51,10 @@ pub struct SiteRecord {
     pub info: Option<String>,
     pub site_role: Option<SiteRole>,
     pub site_type: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archived_at: Option<DateTime<Utc>>,
+    pub archived_at: Option<Timestamp>,
     #[serde(default)]
     pub version: u64,
 }
@@ -86,8 +86,8 @@ pub struct Site {
     #[serde(rename = "type")]
     pub site_type: Option<String>,
     pub customer_id: Uuid,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<SitePerson>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,7 +207,7 @@ pub struct CreateSite {
 
 impl CreateSite {
     /// The new record of organization `org` (403 when `customer_id` differs).
-    pub fn validate(self, org: Uuid, now: DateTime<Utc>) -> Result<SiteRecord, ApiError> {
+    pub fn validate(self, org: Uuid, now: Timestamp) -> Result<SiteRecord, ApiError> {
         customer(self.customer_id, org)?;
         Ok(SiteRecord {
             id: Uuid::now_v7(),
@@ -355,7 +355,7 @@ impl SiteChanges {
     }
 
     /// Applies the changes to an active site (409 `record_archived` otherwise).
-    pub fn apply(&self, site: &mut SiteRecord, now: DateTime<Utc>) -> Result<(), ApiError> {
+    pub fn apply(&self, site: &mut SiteRecord, now: Timestamp) -> Result<(), ApiError> {
         archive::ensure_editable(site.archived_at)?;
         assign(&mut site.name, &self.name);
         assign(&mut site.street_address, &self.street_address);
@@ -382,7 +382,7 @@ mod tests {
 
     fn create(json: serde_json::Value) -> Result<SiteRecord, ApiError> {
         crate::http::body::parse::<CreateSite>(json.to_string().as_bytes())?
-            .validate(Uuid::nil(), Utc::now())
+            .validate(Uuid::nil(), Timestamp::now())
     }
 
     #[test]
@@ -460,11 +460,14 @@ mod tests {
         let mut site =
             create(serde_json::json!({"name": "x", "metadata": {"a": "1", "b": "2"}})).unwrap();
         let changes = patch(serde_json::json!({"metadata": {"c": "3"}, "city": "Oulu"})).unwrap();
-        changes.apply(&mut site, Utc::now()).unwrap();
+        changes.apply(&mut site, Timestamp::now()).unwrap();
         assert_eq!(site.metadata, Metadata::from([("c".into(), "3".into())]));
-        site.archived_at = Some(Utc::now());
+        site.archived_at = Some(Timestamp::now());
         assert_eq!(
-            changes.apply(&mut site, Utc::now()).unwrap_err().code(),
+            changes
+                .apply(&mut site, Timestamp::now())
+                .unwrap_err()
+                .code(),
             "record_archived"
         );
     }

@@ -1,8 +1,8 @@
 //! API keys: the auth item (looked up by hash) and its summary in the
 //! organization partition (for listing, revoking and entitlement changes).
 
+use crate::model::Timestamp;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -33,12 +33,12 @@ pub struct ApiKeyRecord {
     /// The organization's public-API entitlement, kept in step by
     /// `set_entitlement` so authentication needs one read.
     pub public_api: bool,
-    pub created_at: DateTime<Utc>,
+    pub created_at: Timestamp,
     /// Absent attributes, not NULL: conditions test `attribute_not_exists`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<DateTime<Utc>>,
+    pub expires_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revoked_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<Timestamp>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -49,8 +49,8 @@ struct KeyItem {
     record: ApiKeyRecord,
 }
 
-fn timestamp(at: DateTime<Utc>) -> AttributeValue {
-    s(at.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+fn timestamp(at: Timestamp) -> AttributeValue {
+    s(at.to_string())
 }
 
 fn update(table: &str, key: Item) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
@@ -63,7 +63,7 @@ impl ApiKeys<'_> {
         &self,
         org: Uuid,
         scopes: Vec<Scope>,
-        expires_at: Option<DateTime<Utc>>,
+        expires_at: Option<Timestamp>,
         label: Option<String>,
         prefix: &str,
     ) -> ApiResult<(String, ApiKeyRecord)> {

@@ -1,7 +1,7 @@
 //! Sites, receiving points and factories as organization-partition records
 //! (`ORG#<org>` / `<PREFIX><id>`), each with its geo index entry.
 
-use chrono::{DateTime, Utc};
+use crate::model::Timestamp;
 use uuid::Uuid;
 
 use super::geo::GeoEntry;
@@ -34,10 +34,10 @@ macro_rules! archivable {
             fn set_version(&mut self, version: u64) {
                 self.version = version;
             }
-            fn archived_at(&self) -> Option<DateTime<Utc>> {
+            fn archived_at(&self) -> Option<Timestamp> {
                 self.archived_at
             }
-            fn set_archived(&mut self, archived_at: Option<DateTime<Utc>>, now: DateTime<Utc>) {
+            fn set_archived(&mut self, archived_at: Option<Timestamp>, now: Timestamp) {
                 self.archived_at = archived_at;
                 self.updated_at = now;
             }

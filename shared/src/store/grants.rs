@@ -51,7 +51,7 @@ impl Grants<'_> {
             )
             .expression_attribute_names("#scope", "scope")
             .expression_attribute_values(":id", s(new_id.to_string()))
-            .expression_attribute_values(":now", s(now.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)))
+            .expression_attribute_values(":now", s(now.to_string()))
             .expression_attribute_values(
                 ":scope",
                 s(serde_json::to_value(scope).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),

@@ -2,7 +2,7 @@
 //! this holds what organizations need now: the operator's first org admin
 //! and the copy of org admins into a new sub-organization.
 
-use chrono::{DateTime, Utc};
+use crate::model::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -25,8 +25,8 @@ pub struct Membership {
     pub phone: Option<String>,
     pub role: String,
     pub active: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -45,7 +45,7 @@ struct ProfileItem<'a> {
     first_name: &'a str,
     last_name: &'a str,
     phone: &'a str,
-    created_at: DateTime<Utc>,
+    created_at: Timestamp,
 }
 
 #[derive(Serialize)]
@@ -160,7 +160,7 @@ impl Members<'_> {
         &self,
         membership: Membership,
         org: Uuid,
-        at: DateTime<Utc>,
+        at: Timestamp,
     ) -> ApiResult<Item> {
         self.item(Membership {
             org_id: org,

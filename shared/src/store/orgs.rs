@@ -1,7 +1,7 @@
 //! Organizations: the record, child summaries and name uniqueness.
 
+use crate::model::Timestamp;
 use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem, Update};
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -30,8 +30,8 @@ struct OrgItem {
     invoice_email: Option<String>,
     /// Public-API entitlement (copied onto the organization's API keys).
     public_api: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    created_at: Timestamp,
+    updated_at: Timestamp,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -63,7 +63,7 @@ impl OrgItem {
         new: &NewOrg,
         parent_id: Option<Uuid>,
         public_api: bool,
-        at: DateTime<Utc>,
+        at: Timestamp,
     ) -> Self {
         Self {
             pk: keys::org_pk(id),
@@ -266,10 +266,7 @@ impl Orgs<'_> {
             .expression_attribute_values(":active", s(STATUS_ACTIVE))
             .expression_attribute_values(":old_name", s(&current.name));
         let mut sets = vec!["updated_at = :updated_at".to_owned()];
-        update = update.expression_attribute_values(
-            ":updated_at",
-            item::s(at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
-        );
+        update = update.expression_attribute_values(":updated_at", item::s(at.to_string()));
         let fields: [(&str, Option<Option<&String>>); 6] = [
             ("name", changes.name.as_ref().map(Some)),
             (

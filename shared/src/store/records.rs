@@ -4,7 +4,7 @@
 //! record's version (retried on a race), with its geo index entries in the
 //! same transaction.
 
-use chrono::{DateTime, Utc};
+use crate::model::Timestamp;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -25,9 +25,9 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
     fn org_id(&self) -> Uuid;
     fn version(&self) -> u64;
     fn set_version(&mut self, version: u64);
-    fn archived_at(&self) -> Option<DateTime<Utc>>;
+    fn archived_at(&self) -> Option<Timestamp>;
     /// Sets the archive marker and `updated_at`.
-    fn set_archived(&mut self, archived_at: Option<DateTime<Utc>>, now: DateTime<Utc>);
+    fn set_archived(&mut self, archived_at: Option<Timestamp>, now: Timestamp);
     /// The record's entries in the geo index (none when archived).
     fn geo(&self) -> Vec<GeoEntry>;
 }

@@ -109,7 +109,7 @@ fn expired_key_is_401_api_key_expired() {
             .create(
                 t.id(),
                 vec![Scope::All],
-                Some(Utc::now() - Duration::seconds(1)),
+                Some((Utc::now() - Duration::seconds(1)).into()),
                 None,
                 "svc_app_",
             )
@@ -126,7 +126,7 @@ fn expired_key_is_401_api_key_expired() {
             .create(
                 t.id(),
                 vec![Scope::All],
-                Some(Utc::now() + Duration::hours(1)),
+                Some((Utc::now() + Duration::hours(1)).into()),
                 None,
                 "svc_app_",
             )

@@ -29,6 +29,7 @@ fn assert_org_shape(value: &Value) {
     assert_eq!(keys, want);
     assert_eq!(value["status"], "active");
     assert!(value["children"].is_array());
+    api_tests::assert_millisecond_timestamps(value);
 }
 
 async fn create_child(parent: &TestOrg, body: Value) -> api_tests::Reply {

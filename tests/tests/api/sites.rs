@@ -69,6 +69,7 @@ fn create_returns_201_with_every_field() {
         .await;
         reply.expect(201, None);
         let d = &reply.body["data"];
+        api_tests::assert_millisecond_timestamps(d);
         assert_eq!(d["name"], "Harbour pier");
         assert_eq!(d["status"], "active");
         assert_eq!(d["city"], "Helsinki");
