@@ -1,5 +1,6 @@
-//! API key format: `<short>_app_` + 43 characters of unpadded base64url
-//! (32 random bytes). Only the SHA-256 of the whole key is ever stored.
+//! API key format: `<short>_app_` + exactly 43 characters of unpadded
+//! base64url (32 random bytes from the OS CSPRNG). Only the SHA-256 of the
+//! whole key is ever stored.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -11,9 +12,8 @@ use subtle::ConstantTimeEq;
 use crate::error::ApiError;
 
 const SECRET_BYTES: usize = 32;
-/// base64url length of the secret part; longer keys (more entropy) are accepted.
-const MIN_SECRET_CHARS: usize = 43;
-const MAX_SECRET_CHARS: usize = 128;
+/// base64url length of the secret part (32 bytes, unpadded).
+const SECRET_CHARS: usize = 43;
 
 /// SHA-256 of a presented key: the lookup id and the only stored form.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub fn generate(prefix: &str) -> NewKey {
 /// True when `key` has the shape of a key of this deployment.
 pub fn is_well_formed(key: &str, prefix: &str) -> bool {
     key.strip_prefix(prefix).is_some_and(|secret| {
-        (MIN_SECRET_CHARS..=MAX_SECRET_CHARS).contains(&secret.len())
+        secret.len() == SECRET_CHARS
             && secret
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -71,34 +71,34 @@ pub fn is_well_formed(key: &str, prefix: &str) -> bool {
 }
 
 /// The key presented by a request: `Authorization: Bearer <key>` or
-/// `X-Api-Key: <key>`. Both may be sent only with the same value.
+/// `X-Api-Key: <key>`, every value of both headers read. All the keys sent
+/// must be one key (401 `conflicting_api_keys` otherwise). An
+/// `Authorization` of another scheme (such as `Basic`, added by a proxy) is
+/// not a key: it is ignored beside an `X-Api-Key`, and alone it is
+/// 401 `missing_api_key`, like a missing or malformed key.
 pub fn presented(headers: &HeaderMap, prefix: &str) -> Result<KeyHash, ApiError> {
-    let bearer = match headers.get(http::header::AUTHORIZATION) {
-        None => None,
-        Some(value) => {
-            let value = value.to_str().map_err(|_| ApiError::MissingApiKey)?.trim();
-            let (scheme, token) = value.split_once(' ').ok_or(ApiError::MissingApiKey)?;
-            if !scheme.eq_ignore_ascii_case("bearer") {
-                return Err(ApiError::MissingApiKey);
-            }
-            Some(token.trim())
+    let mut keys: Vec<&str> = Vec::new();
+    for value in headers.get_all(http::header::AUTHORIZATION) {
+        let value = value.to_str().map_err(|_| ApiError::MissingApiKey)?.trim();
+        let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
+        if scheme.eq_ignore_ascii_case("bearer") {
+            keys.push(token.trim());
         }
-    };
-    let header = match headers.get("x-api-key") {
-        None => None,
-        Some(value) => Some(value.to_str().map_err(|_| ApiError::MissingApiKey)?.trim()),
-    };
-    let key = match (bearer, header) {
-        (None, None) => return Err(ApiError::MissingApiKey),
-        (Some(a), Some(b)) if !bool::from(a.as_bytes().ct_eq(b.as_bytes())) => {
-            return Err(ApiError::ConflictingApiKeys);
-        }
-        (Some(key), _) | (None, Some(key)) => key,
-    };
-    if !is_well_formed(key, prefix) {
+    }
+    for value in headers.get_all("x-api-key") {
+        keys.push(value.to_str().map_err(|_| ApiError::MissingApiKey)?.trim());
+    }
+    let (first, others) = keys.split_first().ok_or(ApiError::MissingApiKey)?;
+    if others
+        .iter()
+        .any(|other| !bool::from(first.as_bytes().ct_eq(other.as_bytes())))
+    {
+        return Err(ApiError::ConflictingApiKeys);
+    }
+    if !is_well_formed(first, prefix) {
         return Err(ApiError::MissingApiKey);
     }
-    Ok(KeyHash::of(key))
+    Ok(KeyHash::of(first))
 }
 
 #[cfg(test)]
@@ -108,7 +108,7 @@ mod tests {
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
-            map.insert(*name, value.parse().unwrap());
+            map.append(*name, value.parse().unwrap());
         }
         map
     }
@@ -154,12 +154,50 @@ mod tests {
     }
 
     #[test]
+    fn every_value_of_both_headers_counts() {
+        let a = generate("svc_app_").plaintext;
+        let b = generate("svc_app_").plaintext;
+        for sent in [
+            headers(&[("x-api-key", &a), ("x-api-key", &b)]),
+            headers(&[
+                ("authorization", &format!("Bearer {a}")),
+                ("authorization", &format!("Bearer {b}")),
+            ]),
+            headers(&[("x-api-key", &a), ("authorization", &format!("bearer {b}"))]),
+        ] {
+            assert!(
+                matches!(presented(&sent, "svc_app_"), Err(ApiError::ConflictingApiKeys)),
+                "{sent:?}"
+            );
+        }
+        let same = headers(&[("x-api-key", &a), ("x-api-key", &a)]);
+        assert_eq!(presented(&same, "svc_app_").unwrap(), KeyHash::of(&a));
+    }
+
+    #[test]
+    fn another_authorization_scheme_beside_x_api_key_is_ignored() {
+        let key = generate("svc_app_").plaintext;
+        let sent = headers(&[("authorization", "Basic dXNlcjpwYXNz"), ("x-api-key", &key)]);
+        assert_eq!(presented(&sent, "svc_app_").unwrap(), KeyHash::of(&key));
+    }
+
+    #[test]
+    fn keys_are_exactly_43_characters_after_the_prefix() {
+        let key = generate("svc_app_").plaintext;
+        assert!(is_well_formed(&key, "svc_app_"));
+        assert!(!is_well_formed(&format!("{key}A"), "svc_app_"));
+        assert!(!is_well_formed(&key[..key.len() - 1], "svc_app_"));
+    }
+
+    #[test]
     fn missing_or_malformed_keys_are_missing_api_key() {
         let key = generate("svc_app_").plaintext;
         for bad in [
             headers(&[]),
             headers(&[("authorization", &format!("Basic {key}"))]),
             headers(&[("authorization", "Bearer")]),
+            headers(&[("authorization", "Bearer   ")]),
+            headers(&[("authorization", &format!("Bearer {key}{}", "x".repeat(20)))]),
             headers(&[("x-api-key", "svc_app_short")]),
             headers(&[("x-api-key", &key.replace("svc_", "abc_"))]),
             headers(&[("x-api-key", &format!("{key}!"))]),

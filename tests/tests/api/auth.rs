@@ -80,6 +80,58 @@ fn x_api_key_header_works_and_both_headers_must_agree() {
 }
 
 #[test]
+fn repeated_key_headers_are_all_read() {
+    run(async {
+        let t = org().await;
+        let other = org().await;
+        orgs()
+            .header("x-api-key", &t.key)
+            .header("x-api-key", &other.key)
+            .send()
+            .await
+            .expect(401, Some("conflicting_api_keys"));
+        orgs()
+            .key(&t.key)
+            .key(&other.key)
+            .send()
+            .await
+            .expect(401, Some("conflicting_api_keys"));
+        orgs()
+            .header("x-api-key", &t.key)
+            .header("x-api-key", &t.key)
+            .send()
+            .await
+            .expect(200, None);
+    });
+}
+
+#[test]
+fn a_proxys_basic_authorization_beside_x_api_key_is_ignored() {
+    run(async {
+        let t = org().await;
+        let reply = orgs()
+            .header("authorization", "Basic cHJveHk6c2VjcmV0")
+            .header("x-api-key", &t.key)
+            .send()
+            .await;
+        reply.expect(200, None);
+        assert_eq!(reply.body["data"][0]["id"], t.id().to_string());
+    });
+}
+
+#[test]
+fn a_key_longer_than_the_format_is_malformed() {
+    run(async {
+        let t = org().await;
+        orgs()
+            .header("x-api-key", &format!("{}{}", t.key, "A".repeat(10)))
+            .send()
+            .await
+            .expect(401, Some("missing_api_key"));
+    });
+}
+
+#[test]
 fn revoked_key_fails_on_the_very_next_request() {
     run(async {
         let t = org().await;
