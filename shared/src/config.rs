@@ -2,6 +2,8 @@
 //! Every variable is listed in the README's settings table.
 
 use std::env;
+
+use crate::cursor::CursorKey;
 use std::time::Duration;
 
 /// The operator's short name (`svc` by default): the API key prefix is
@@ -65,8 +67,11 @@ pub struct Config {
     /// Deployment switch for the versioned API (`403 public_api_disabled`).
     pub public_api_enabled: bool,
     pub rate_limit: RateLimitConfig,
-    /// HMAC key for list cursors. Must be the same on every instance.
-    pub cursor_key: Vec<u8>,
+    /// HMAC key of list cursors, the same on every instance: from Secrets
+    /// Manager in AWS, a development key only against a local emulator;
+    /// `None` when neither is set (the API refuses to start, see
+    /// `AppState::from_env`; operator tools need no cursors).
+    pub cursor_key: Option<CursorKey>,
     /// Largest accepted JSON request body.
     pub max_body_bytes: usize,
 }
@@ -79,6 +84,20 @@ pub struct ConfigError(pub String);
 pub const DEFAULT_TABLE: &str = "integration-api";
 pub const DEFAULT_BUCKET: &str = "integration-api-files";
 const DEV_CURSOR_KEY: &str = "local-development-cursor-key-not-for-production";
+/// Shortest accepted cursor key.
+pub const MIN_CURSOR_KEY: usize = 32;
+
+/// True when AWS calls go to an emulator on this machine (the local stack).
+fn local_endpoint(endpoint: Option<&str>) -> bool {
+    let Some(uri) = endpoint.and_then(|url| url.parse::<http::Uri>().ok()) else {
+        return false;
+    };
+    let host = uri.host().unwrap_or("").trim_matches(['[', ']']);
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -111,12 +130,22 @@ impl Config {
                     }),
             }
         };
-        let cursor_key = get("CURSOR_SIGNING_KEY").unwrap_or_else(|| DEV_CURSOR_KEY.into());
-        if cursor_key.len() < 32 {
-            return Err(ConfigError(
-                "CURSOR_SIGNING_KEY must be at least 32 characters".into(),
-            ));
-        }
+        let cursor_key = match (
+            get("CURSOR_SIGNING_KEY"),
+            get("CURSOR_SIGNING_KEY_SECRET_ARN"),
+        ) {
+            (Some(key), _) if key.len() < MIN_CURSOR_KEY => {
+                return Err(ConfigError(format!(
+                    "CURSOR_SIGNING_KEY must be at least {MIN_CURSOR_KEY} characters"
+                )));
+            }
+            (Some(key), _) => Some(CursorKey::Value(key.into_bytes())),
+            (None, Some(arn)) => Some(CursorKey::Secret(arn)),
+            (None, None) if local_endpoint(get("AWS_ENDPOINT_URL").as_deref()) => {
+                Some(CursorKey::Value(DEV_CURSOR_KEY.as_bytes().to_vec()))
+            }
+            (None, None) => None,
+        };
         Ok(Self {
             table_name: get("TABLE_NAME").unwrap_or_else(|| DEFAULT_TABLE.into()),
             bucket_name: get("BUCKET_NAME").unwrap_or_else(|| DEFAULT_BUCKET.into()),
@@ -133,7 +162,7 @@ impl Config {
                     .map_err(|_| ConfigError("RATE_LIMIT_PER_WINDOW is too large".into()))?,
                 window: Duration::from_secs(number("RATE_LIMIT_WINDOW_SECONDS", 60)?),
             },
-            cursor_key: cursor_key.into_bytes(),
+            cursor_key,
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
         })
@@ -153,9 +182,11 @@ mod tests {
         Config::from_lookup(|name| map.get(name).cloned())
     }
 
+    const LOCAL: (&str, &str) = ("AWS_ENDPOINT_URL", "http://127.0.0.1:5005");
+
     #[test]
     fn defaults_suit_the_local_stack() {
-        let c = config(&[]).unwrap();
+        let c = config(&[LOCAL]).unwrap();
         assert_eq!(c.table_name, DEFAULT_TABLE);
         assert_eq!(c.short_name.key_prefix(), "svc_app_");
         assert!(c.public_api_enabled);
@@ -166,18 +197,49 @@ mod tests {
 
     #[test]
     fn short_name_shapes_prefix_and_headers() {
-        let c = config(&[("SERVICE_SHORT_NAME", "acme")]).unwrap();
+        let c = config(&[LOCAL, ("SERVICE_SHORT_NAME", "acme")]).unwrap();
         assert_eq!(c.short_name.key_prefix(), "acme_app_");
         assert_eq!(c.short_name.header("event"), "x-acme-event");
-        assert!(config(&[("SERVICE_SHORT_NAME", "Bad Name")]).is_err());
+        assert!(config(&[LOCAL, ("SERVICE_SHORT_NAME", "Bad Name")]).is_err());
     }
 
     #[test]
     fn bad_values_are_refused() {
-        assert!(config(&[("RATE_LIMIT_ENABLED", "maybe")]).is_err());
-        assert!(config(&[("RATE_LIMIT_PER_WINDOW", "0")]).is_err());
-        assert!(config(&[("CURSOR_SIGNING_KEY", "short")]).is_err());
-        let c = config(&[("RATE_LIMIT_ENABLED", "false"), ("PUBLIC_API_ENABLED", "0")]).unwrap();
+        assert!(config(&[LOCAL, ("RATE_LIMIT_ENABLED", "maybe")]).is_err());
+        assert!(config(&[LOCAL, ("RATE_LIMIT_PER_WINDOW", "0")]).is_err());
+        assert!(config(&[LOCAL, ("CURSOR_SIGNING_KEY", "short")]).is_err());
+        let c = config(&[
+            LOCAL,
+            ("RATE_LIMIT_ENABLED", "false"),
+            ("PUBLIC_API_ENABLED", "0"),
+        ])
+        .unwrap();
         assert!(!c.rate_limit.enabled && !c.public_api_enabled);
+    }
+
+    #[test]
+    fn the_development_cursor_key_is_only_for_a_local_emulator() {
+        // In AWS (no emulator endpoint) the key must come from somewhere.
+        assert!(config(&[]).unwrap().cursor_key.is_none());
+        let aws = (
+            "AWS_ENDPOINT_URL",
+            "https://dynamodb.eu-north-1.amazonaws.com",
+        );
+        assert!(config(&[aws]).unwrap().cursor_key.is_none());
+        let arn = "arn:aws:secretsmanager:eu-north-1:1:secret:cursor";
+        let c = config(&[("CURSOR_SIGNING_KEY_SECRET_ARN", arn)]).unwrap();
+        assert!(matches!(c.cursor_key, Some(CursorKey::Secret(a)) if a == arn));
+        let c = config(&[("CURSOR_SIGNING_KEY", &"k".repeat(32))]).unwrap();
+        assert!(matches!(c.cursor_key, Some(CursorKey::Value(k)) if k.len() == 32));
+        for local in [
+            "http://localhost:4566",
+            "http://127.0.0.1:5005",
+            "http://[::1]:5005",
+        ] {
+            let c = config(&[("AWS_ENDPOINT_URL", local)]).unwrap();
+            assert!(
+                matches!(c.cursor_key, Some(CursorKey::Value(k)) if k == DEV_CURSOR_KEY.as_bytes())
+            );
+        }
     }
 }

@@ -28,6 +28,54 @@ struct Envelope<T> {
     p: T,
 }
 
+/// Where the deployment's cursor key comes from.
+#[derive(Clone, Debug)]
+pub enum CursorKey {
+    /// The key itself (`CURSOR_SIGNING_KEY`; the local stack's default).
+    Value(Vec<u8>),
+    /// A Secrets Manager secret holding it (`CURSOR_SIGNING_KEY_SECRET_ARN`),
+    /// read on the first cursor.
+    Secret(String),
+}
+
+/// The key, resolved once per container.
+#[derive(Clone, Debug)]
+pub struct Cursors {
+    sdk: aws_config::SdkConfig,
+    source: Option<CursorKey>,
+    key: std::sync::Arc<tokio::sync::OnceCell<Vec<u8>>>,
+}
+
+impl Cursors {
+    pub fn new(sdk: &aws_config::SdkConfig, source: Option<CursorKey>) -> Self {
+        Self {
+            sdk: sdk.clone(),
+            source,
+            key: Default::default(),
+        }
+    }
+
+    pub async fn codec(&self) -> crate::error::ApiResult<CursorCodec<'_>> {
+        let key = self
+            .key
+            .get_or_try_init(|| async {
+                match &self.source {
+                    None => Err(ApiError::internal("no cursor key is configured")),
+                    Some(CursorKey::Value(key)) => Ok(key.clone()),
+                    Some(CursorKey::Secret(arn)) => {
+                        let key = crate::secrets::fetch(&self.sdk, arn).await?;
+                        if key.len() < crate::config::MIN_CURSOR_KEY {
+                            return Err(ApiError::internal("the cursor key secret is too short"));
+                        }
+                        Ok(key.into_bytes())
+                    }
+                }
+            })
+            .await?;
+        Ok(CursorCodec::new(key))
+    }
+}
+
 pub struct CursorCodec<'a> {
     key: &'a [u8],
 }

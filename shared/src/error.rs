@@ -37,6 +37,8 @@ pub enum ApiError {
     OrgIdMismatch(&'static str),
     #[error("public API features are not enabled for this organization")]
     FeatureNotEnabled,
+    #[error("the key's organization has been deactivated")]
+    OrgInactive,
     #[error("this route needs the `{0}` scope")]
     InsufficientScope(&'static str),
     #[error("the versioned API is disabled in this deployment")]
@@ -86,9 +88,8 @@ impl ApiError {
             MissingApiKey | InvalidApiKey | ApiKeyRevoked | ApiKeyExpired | ConflictingApiKeys => {
                 StatusCode::UNAUTHORIZED
             }
-            OrgIdMismatch(_) | FeatureNotEnabled | InsufficientScope(_) | PublicApiDisabled => {
-                StatusCode::FORBIDDEN
-            }
+            OrgIdMismatch(_) | FeatureNotEnabled | OrgInactive | InsufficientScope(_)
+            | PublicApiDisabled => StatusCode::FORBIDDEN,
             NotFound { .. } | RouteNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Conflict { .. } => StatusCode::CONFLICT,
@@ -112,6 +113,7 @@ impl ApiError {
             ConflictingApiKeys => "conflicting_api_keys",
             OrgIdMismatch(_) => "org_id_mismatch",
             FeatureNotEnabled => "feature_not_enabled",
+            OrgInactive => "org_inactive",
             InsufficientScope(_) => "insufficient_scope",
             PublicApiDisabled => "public_api_disabled",
             NotFound { code, .. } => code,

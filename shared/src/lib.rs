@@ -10,6 +10,7 @@ pub mod http;
 pub mod links;
 pub mod model;
 pub mod ratelimit;
+pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -69,21 +69,8 @@ impl LinkSigner {
                 let Some(arn) = &self.secret_arn else {
                     return Ok(s3_client(&self.sdk));
                 };
-                let secrets = aws_sdk_secretsmanager::Client::new(&self.sdk);
-                let out = secrets
-                    .get_secret_value()
-                    .secret_id(arn)
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        ApiError::internal(
-                            aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
-                        )
-                    })?;
-                let secret: SignerSecret = serde_json::from_str(
-                    out.secret_string().unwrap_or_default(),
-                )
-                .map_err(|_| {
+                let text = crate::secrets::fetch(&self.sdk, arn).await?;
+                let secret: SignerSecret = serde_json::from_str(&text).map_err(|_| {
                     ApiError::internal(
                         "link signer secret is not {access_key_id, secret_access_key}",
                     )

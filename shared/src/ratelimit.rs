@@ -2,9 +2,18 @@
 //! the estimate is this fixed window's count plus the previous window's
 //! count weighted by how much of it still overlaps the last 60 seconds.
 //!
-//! The store refuses to count past the limit in one conditional write, so N
-//! parallel requests never admit more than the limit; a request refused by
-//! the weighted estimate is taken back, so a 429 never consumes budget.
+//! Only successful (2xx) requests spend budget, without losing the bound
+//! under concurrency: admission reserves a slot with one conditional write
+//! (the store refuses to count past the limit, so N parallel requests never
+//! admit more than the limit), and a request whose answer is not a success
+//! gives its slot back (`release`). A request refused by the weighted
+//! estimate is taken back at once, so a 429 never spends budget.
+//!
+//! The headers: `X-RateLimit-Remaining` is the budget left after this
+//! request; `X-RateLimit-Reset` is the Unix time at which, with no further
+//! requests, none of the key's requests so far counts any more (the full
+//! budget is back); `Retry-After` on a 429 is the number of seconds after
+//! which the next request is admitted.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,13 +31,22 @@ pub struct RateLimitDecision {
     pub allowed: bool,
     pub limit: u32,
     pub remaining: u32,
-    /// Unix seconds when the current window ends.
+    /// Unix seconds when the full budget is back (see the module docs).
     pub reset: u64,
+    /// Seconds until the next request is admitted (refused requests).
+    pub retry_after: u64,
+}
+
+/// A slot counted for an admitted request, given back unless it succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub key_id: Uuid,
+    pub window: u64,
 }
 
 impl RateLimitDecision {
-    /// Headers for a response that used no budget (no accepted key, or the
-    /// limit is switched off): the full budget and the window's end.
+    /// Headers for a response that used no budget and whose key was not
+    /// accepted (or the limit is switched off): the full budget.
     pub fn untouched(config: &RateLimitConfig, now: SystemTime) -> Self {
         let window = Window::at(now, config.window);
         Self {
@@ -36,12 +54,16 @@ impl RateLimitDecision {
             limit: config.limit,
             remaining: config.limit,
             reset: window.end(),
+            retry_after: 0,
         }
     }
 
-    /// Seconds until the window resets (at least 1), for `Retry-After`.
-    pub fn retry_after(&self, now: SystemTime) -> u64 {
-        self.reset.saturating_sub(unix(now)).max(1)
+    /// The same decision after its reserved slot was given back.
+    pub fn released(self) -> Self {
+        Self {
+            remaining: (self.remaining + 1).min(self.limit),
+            ..self
+        }
     }
 
     pub fn write_headers(&self, headers: &mut HeaderMap) {
@@ -54,42 +76,141 @@ impl RateLimitDecision {
 #[derive(Clone, Copy, Debug)]
 struct Window {
     index: u64,
-    len: Duration,
-    /// Time into the window.
-    elapsed: Duration,
+    /// Window length in milliseconds.
+    len: u64,
+    /// Milliseconds into the window.
+    elapsed: u64,
 }
 
 impl Window {
     fn at(now: SystemTime, len: Duration) -> Self {
-        let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let len_ms = len.as_millis().max(1);
-        let index = (since_epoch.as_millis() / len_ms) as u64;
-        let elapsed = Duration::from_millis((since_epoch.as_millis() % len_ms) as u64);
+        let since_epoch = now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let len = (len.as_millis() as u64).max(1);
         Self {
-            index,
+            index: since_epoch / len,
             len,
-            elapsed,
+            elapsed: since_epoch % len,
         }
     }
 
+    /// Unix seconds at the end of window `index + ahead`.
+    fn end_of(&self, ahead: u64) -> u64 {
+        ((self.index + 1 + ahead) * self.len).div_ceil(1000)
+    }
+
     fn end(&self) -> u64 {
-        (self.index + 1) * self.len.as_secs().max(1)
+        self.end_of(0)
+    }
+
+    /// The previous window's count that still weighs after `elapsed` ms.
+    fn carried(&self, previous: u32, elapsed: u64) -> u32 {
+        let overlap = self.len.saturating_sub(elapsed);
+        (u64::from(previous) * overlap / self.len) as u32
     }
 
     /// This window's count plus the overlapping share of the previous one.
     fn estimate(&self, current: u32, previous: u32) -> u32 {
-        let len = self.len.as_millis().max(1);
-        let overlap = len.saturating_sub(self.elapsed.as_millis());
-        current + (u128::from(previous) * overlap / len) as u32
+        current + self.carried(previous, self.elapsed)
+    }
+
+    /// When the full budget is back: the end of the window after the last
+    /// one that holds a request.
+    fn reset(&self, current: u32) -> u64 {
+        if current > 0 {
+            self.end_of(1)
+        } else {
+            self.end()
+        }
+    }
+
+    /// Milliseconds from now until one more request fits under `limit`,
+    /// with `current` and `previous` as they are.
+    fn wait(&self, limit: u32, current: u32, previous: u32) -> u64 {
+        // Earliest point `e` of a window with counts (c, p) at which
+        // c + 1 + carried(p, e) <= limit, if any.
+        let earliest = |c: u32, p: u32| -> Option<u64> {
+            let room = u64::from(limit.checked_sub(c + 1)?);
+            if p == 0 {
+                return Some(0);
+            }
+            // carried <= room  <=>  p * (len - e) < (room + 1) * len
+            let limit_overlap = ((room + 1) * self.len).div_ceil(u64::from(p)) - 1;
+            Some(self.len.saturating_sub(limit_overlap))
+        };
+        if let Some(at) = earliest(current, previous).filter(|at| *at < self.len) {
+            return at.saturating_sub(self.elapsed);
+        }
+        let next = earliest(0, current).unwrap_or(0);
+        self.len - self.elapsed + next
     }
 }
 
-fn unix(now: SystemTime) -> u64 {
-    now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+fn decision(
+    config: &RateLimitConfig,
+    window: Window,
+    current: u32,
+    previous: u32,
+) -> RateLimitDecision {
+    let estimate = window.estimate(current, previous);
+    RateLimitDecision {
+        allowed: true,
+        limit: config.limit,
+        remaining: config.limit.saturating_sub(estimate),
+        reset: window.reset(current),
+        retry_after: 0,
+    }
 }
 
-/// Counts one request of `key_id` and decides whether it is admitted.
-pub async fn check(
+/// Reserves a slot for one request of `key_id`: admitted with the
+/// reservation, or refused (nothing spent) with `retry_after`.
+pub async fn admit(
+    store: &Store,
+    config: &RateLimitConfig,
+    key_id: Uuid,
+    now: SystemTime,
+) -> ApiResult<(RateLimitDecision, Option<Reservation>)> {
+    if !config.enabled {
+        return Ok((RateLimitDecision::untouched(config, now), None));
+    }
+    let window = Window::at(now, config.window);
+    // Counters live two windows, then TTL may remove them.
+    let expires_at = window.end() + 2 * config.window.as_secs();
+    let limit = config.limit;
+    let refused = |current: u32, previous: u32| {
+        let wait = window.wait(limit, current, previous);
+        RateLimitDecision {
+            allowed: false,
+            remaining: 0,
+            retry_after: wait.div_ceil(1000).max(1),
+            ..decision(config, window, current, previous)
+        }
+    };
+    let rates = store.rate_limits();
+    match rates.count(key_id, window.index, limit, expires_at).await? {
+        Counted::Full { previous } => Ok((refused(limit, previous), None)),
+        Counted::Admitted { current, previous } => {
+            if window.estimate(current, previous) > limit {
+                rates.uncount(key_id, window.index).await?;
+                return Ok((refused(current - 1, previous), None));
+            }
+            let reservation = Reservation {
+                key_id,
+                window: window.index,
+            };
+            Ok((
+                decision(config, window, current, previous),
+                Some(reservation),
+            ))
+        }
+    }
+}
+
+/// The key's budget as it stands, spending nothing: for answers to an
+/// accepted key that is refused before admission (403s).
+pub async fn peek(
     store: &Store,
     config: &RateLimitConfig,
     key_id: Uuid,
@@ -99,35 +220,16 @@ pub async fn check(
         return Ok(RateLimitDecision::untouched(config, now));
     }
     let window = Window::at(now, config.window);
-    // Counters live two windows, then TTL may remove them.
-    let expires_at = window.end() + 2 * config.window.as_secs();
-    let limit = config.limit;
-    let refused = RateLimitDecision {
-        allowed: false,
-        limit,
-        remaining: 0,
-        reset: window.end(),
-    };
-    match store
+    let (current, previous) = store.rate_limits().peek(key_id, window.index).await?;
+    Ok(decision(config, window, current, previous))
+}
+
+/// Gives back the slot of a request that did not succeed.
+pub async fn release(store: &Store, reservation: Reservation) -> ApiResult<()> {
+    store
         .rate_limits()
-        .count(key_id, window.index, limit, expires_at)
-        .await?
-    {
-        Counted::Full { .. } => Ok(refused),
-        Counted::Admitted { current, previous } => {
-            let estimate = window.estimate(current, previous);
-            if estimate > limit {
-                store.rate_limits().uncount(key_id, window.index).await?;
-                return Ok(refused);
-            }
-            Ok(RateLimitDecision {
-                allowed: true,
-                limit,
-                remaining: limit - estimate,
-                reset: window.end(),
-            })
-        }
-    }
+        .uncount(reservation.key_id, reservation.window)
+        .await
 }
 
 #[cfg(test)]
@@ -138,23 +240,71 @@ mod tests {
         UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis)
     }
 
+    const MINUTE: Duration = Duration::from_secs(60);
+
     #[test]
     fn windows_are_aligned_to_the_epoch() {
-        let w = Window::at(at(125, 500), Duration::from_secs(60));
+        let w = Window::at(at(125, 500), MINUTE);
         assert_eq!(w.index, 2);
-        assert_eq!(w.elapsed, Duration::from_millis(5500));
+        assert_eq!(w.elapsed, 5500);
         assert_eq!(w.end(), 180);
+        assert_eq!(w.reset(0), 180);
+        assert_eq!(
+            w.reset(3),
+            240,
+            "this window's requests weigh until the next one ends"
+        );
     }
 
     #[test]
     fn previous_window_weighs_by_overlap() {
-        let len = Duration::from_secs(60);
         // At the start of a window the whole previous window still counts.
-        assert_eq!(Window::at(at(120, 0), len).estimate(1, 100), 101);
+        assert_eq!(Window::at(at(120, 0), MINUTE).estimate(1, 100), 101);
         // Halfway through, half of it does.
-        assert_eq!(Window::at(at(150, 0), len).estimate(10, 100), 60);
+        assert_eq!(Window::at(at(150, 0), MINUTE).estimate(10, 100), 60);
         // Near the end, almost none.
-        assert_eq!(Window::at(at(179, 900), len).estimate(10, 100), 10);
+        assert_eq!(Window::at(at(179, 900), MINUTE).estimate(10, 100), 10);
+    }
+
+    /// The first moment (ms after `now`) the estimate admits one more
+    /// request, found by trying every millisecond.
+    fn brute_force_wait(w: Window, limit: u32, current: u32, previous: u32) -> u64 {
+        for wait in 0..3 * w.len {
+            let t = w.elapsed + wait;
+            let fits = if t < w.len {
+                current + 1 + w.carried(previous, t) <= limit
+            } else if t < 2 * w.len {
+                w.carried(current, t - w.len) < limit
+            } else {
+                1 <= limit
+            };
+            if fits {
+                return wait;
+            }
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn wait_is_the_first_moment_a_request_fits() {
+        for (now, limit, current, previous) in [
+            (at(120, 0), 100, 0, 100),
+            (at(130, 0), 100, 40, 100),
+            (at(150, 0), 100, 100, 0),
+            (at(150, 0), 100, 100, 100),
+            (at(179, 999), 100, 100, 37),
+            (at(121, 0), 3, 3, 0),
+            (at(121, 0), 3, 1, 3),
+            (at(159, 0), 1, 1, 1),
+        ] {
+            let w = Window::at(now, MINUTE);
+            assert_eq!(
+                w.wait(limit, current, previous),
+                brute_force_wait(w, limit, current, previous),
+                "limit {limit}, current {current}, previous {previous}, {}ms in",
+                w.elapsed
+            );
+        }
     }
 
     #[test]
@@ -162,14 +312,15 @@ mod tests {
         let config = RateLimitConfig {
             enabled: true,
             limit: 100,
-            window: Duration::from_secs(60),
+            window: MINUTE,
         };
         let d = RateLimitDecision::untouched(&config, at(61, 0));
         assert_eq!((d.limit, d.remaining, d.reset), (100, 100, 120));
-        assert_eq!(d.retry_after(at(61, 0)), 59);
-        assert_eq!(d.retry_after(at(200, 0)), 1);
         let mut headers = HeaderMap::new();
         d.write_headers(&mut headers);
         assert_eq!(headers["x-ratelimit-reset"], "120");
+        let spent = RateLimitDecision { remaining: 0, ..d };
+        assert_eq!(spent.released().remaining, 1);
+        assert_eq!(d.released().remaining, 100);
     }
 }

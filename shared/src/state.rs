@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::cursor::Cursors;
 use crate::links::LinkSigner;
 use crate::store::Store;
 
@@ -13,13 +14,24 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub store: Store,
     pub links: LinkSigner,
+    /// List cursors, signed with the deployment's key.
+    pub cursors: Cursors,
 }
 
 impl AppState {
     /// Reads the environment and the standard AWS configuration chain
     /// (including `AWS_ENDPOINT_URL` for the local emulator).
+    /// A server refuses to start without a cursor key (outside the local
+    /// stack, the development key is not used).
     pub async fn from_env() -> Result<Self, BoxError> {
         let config = Config::from_env()?;
+        if config.cursor_key.is_none() {
+            return Err(
+                "set CURSOR_SIGNING_KEY_SECRET_ARN (or CURSOR_SIGNING_KEY): the \
+                        development cursor key is only used against a local emulator"
+                    .into(),
+            );
+        }
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(Self::new(config, &sdk))
     }
@@ -31,10 +43,12 @@ impl AppState {
             &config.bucket_name,
             config.link_signer_secret_arn.clone(),
         );
+        let cursors = Cursors::new(sdk, config.cursor_key.clone());
         Self {
             config: Arc::new(config),
             store,
             links,
+            cursors,
         }
     }
 }

@@ -277,6 +277,21 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix} {}", uuid::Uuid::new_v4())
 }
 
+/// A validated organization with just a name (for the store's create).
+pub fn named(name: &str) -> shared::model::org::NewOrg {
+    CreateOrg {
+        name: name.to_owned(),
+        parent_id: None,
+        business_code: None,
+        street_address: None,
+        postal_code: None,
+        city: None,
+        invoice_email: None,
+    }
+    .validate()
+    .expect("valid org")
+}
+
 /// A new top-level organization (entitled) with a key of `scopes`.
 pub async fn org_with(scopes: &[Scope]) -> TestOrg {
     let store = harness().await.store();

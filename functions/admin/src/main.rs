@@ -44,6 +44,13 @@ enum Command {
         #[arg(long)]
         invoice_email: Option<String>,
     },
+    /// Deactivate (soft-delete) an organization for good: its keys stop
+    /// working, the grants it issued end, its parent no longer lists it and
+    /// its name is free again.
+    DeactivateOrg {
+        #[arg(long)]
+        org: Uuid,
+    },
     /// Switch an organization's public-API entitlement (and its keys').
     Entitlement {
         #[arg(long)]
@@ -126,6 +133,7 @@ fn key_json(record: &ApiKeyRecord) -> Value {
         "scopes": record.scopes,
         "label": record.label,
         "public_api": record.public_api,
+        "org_active": record.org_active,
         "created_at": record.created_at,
         "expires_at": record.expires_at,
         "revoked_at": record.revoked_at,
@@ -173,6 +181,10 @@ async fn run(cli: Cli) -> Result<()> {
             .validate()?;
             let org = store.orgs().create_top_level(&new, public_api).await?;
             print(json!({"org": org, "public_api": public_api}));
+        }
+        Command::DeactivateOrg { org } => {
+            store.orgs().deactivate(org).await?;
+            print(json!({"org_id": org, "status": shared::model::org::STATUS_DELETED}));
         }
         Command::Entitlement { org, enabled } => {
             store.api_keys().set_entitlement(org, enabled).await?;

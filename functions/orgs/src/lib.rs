@@ -6,7 +6,8 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use shared::auth::{Ctx, ReadOrgs, WriteOrgsSelf};
+use shared::auth::{ReadOrgs, WriteOrgsSelf};
+use shared::http::Ctx;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{OrgId, PathId};
@@ -53,7 +54,8 @@ async fn read(
 }
 
 /// POST /api/v1/orgs — write:orgs:self — a sub-organization of the key's
-/// organization; 201 with the new organization; 409 `org_name_conflict`.
+/// organization; 201 with the new organization; 409 `org_name_conflict`,
+/// `child_limit_reached`, `too_many_org_admins`.
 async fn create(
     ctx: Ctx<WriteOrgsSelf>,
     JsonBody(body): JsonBody<CreateOrg>,
@@ -64,13 +66,7 @@ async fn create(
         ));
     }
     let new = body.validate()?;
-    let parent = ctx
-        .store
-        .orgs()
-        .get(ctx.org_id)
-        .await?
-        .ok_or_else(ApiError::org_not_found)?;
-    let org = ctx.store.orgs().create_child(&parent, &new).await?;
+    let org = ctx.store.orgs().create_child(ctx.org_id, &new).await?;
     let location = format!("/api/v1/orgs/{}", org.id);
     Ok((
         StatusCode::CREATED,

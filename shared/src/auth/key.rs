@@ -166,7 +166,10 @@ mod tests {
             headers(&[("x-api-key", &a), ("authorization", &format!("bearer {b}"))]),
         ] {
             assert!(
-                matches!(presented(&sent, "svc_app_"), Err(ApiError::ConflictingApiKeys)),
+                matches!(
+                    presented(&sent, "svc_app_"),
+                    Err(ApiError::ConflictingApiKeys)
+                ),
                 "{sent:?}"
             );
         }

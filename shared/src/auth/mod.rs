@@ -1,8 +1,7 @@
-//! Authentication: key format and lookup, scopes, the `Ctx` extractor.
+//! Authentication: the key format and how a request presents a key, and
+//! the scopes. The extractor that runs the checks is `http::ctx::Ctx`.
 
-pub mod ctx;
 pub mod key;
 pub mod scope;
 
-pub use ctx::{Ctx, ReadData, ReadOrgs, RequiredScope, WriteData, WriteOrgsSelf};
-pub use scope::Scope;
+pub use scope::{ReadData, ReadOrgs, RequiredScope, Scope, WriteData, WriteOrgsSelf};

@@ -40,6 +40,30 @@ impl Scope {
     }
 }
 
+/// A scope a route requires (a marker type per scope, for `Ctx<S>`).
+pub trait RequiredScope {
+    const SCOPE: Scope;
+}
+
+macro_rules! scopes {
+    ($($name:ident => $scope:expr;)*) => {
+        $(
+            #[doc = concat!("Marker: the route needs `", stringify!($scope), "`.")]
+            pub struct $name;
+            impl RequiredScope for $name {
+                const SCOPE: Scope = $scope;
+            }
+        )*
+    };
+}
+
+scopes! {
+    ReadOrgs => Scope::ReadOrgs;
+    ReadData => Scope::ReadData;
+    WriteOrgsSelf => Scope::WriteOrgsSelf;
+    WriteData => Scope::WriteData;
+}
+
 /// True when `granted` includes `needed` or `*`.
 pub fn allows(granted: &[Scope], needed: Scope) -> bool {
     granted.iter().any(|s| *s == needed || *s == Scope::All)

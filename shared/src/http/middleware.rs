@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::scope::RequestScope;
 use crate::error::ApiError;
-use crate::ratelimit::RateLimitDecision;
+use crate::ratelimit::{self, RateLimitDecision};
 use crate::state::AppState;
 use crate::store::calls::DynamoCalls;
 
@@ -38,9 +38,25 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
         .await;
 
     if versioned {
-        let decision = scope.rate().unwrap_or_else(|| {
+        let mut decision = scope.rate().unwrap_or_else(|| {
             RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
         });
+        // Only successes spend budget: an admitted request that did not
+        // succeed gives its slot back.
+        if let Some(reservation) = scope.take_reservation()
+            && !response.status().is_success()
+        {
+            match scope
+                .calls
+                .scope(ratelimit::release(&state.store, reservation))
+                .instrument(span.clone())
+                .await
+            {
+                Ok(()) => decision = decision.released(),
+                Err(error) => span
+                    .in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot")),
+            }
+        }
         decision.write_headers(response.headers_mut());
     }
     if let Ok(value) = HeaderValue::from_str(&request_id) {

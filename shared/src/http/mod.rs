@@ -2,6 +2,7 @@
 //! layer around each router.
 
 pub mod body;
+pub mod ctx;
 pub mod envelope;
 pub mod middleware;
 pub mod path;
@@ -10,6 +11,8 @@ pub mod scope;
 
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
+
+pub use ctx::Ctx;
 
 use crate::state::AppState;
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use uuid::Uuid;
 
-use crate::ratelimit::RateLimitDecision;
+use crate::ratelimit::{RateLimitDecision, Reservation};
 use crate::store::calls::CallCounter;
 
 #[derive(Debug, Default)]
@@ -14,6 +14,7 @@ pub struct RequestScope {
     pub calls: CallCounter,
     org_id: OnceLock<Uuid>,
     rate: Mutex<Option<RateLimitDecision>>,
+    reservation: Mutex<Option<Reservation>>,
 }
 
 pub type SharedScope = Arc<RequestScope>;
@@ -33,5 +34,17 @@ impl RequestScope {
 
     pub fn rate(&self) -> Option<RateLimitDecision> {
         *self.rate.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The budget slot this request holds, given back unless it succeeds.
+    pub fn reserve(&self, reservation: Reservation) {
+        *self.reservation.lock().unwrap_or_else(|e| e.into_inner()) = Some(reservation);
+    }
+
+    pub fn take_reservation(&self) -> Option<Reservation> {
+        self.reservation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }

@@ -12,6 +12,9 @@ use crate::error::ApiError;
 pub const MAX_TEXT: usize = 500;
 
 pub const STATUS_ACTIVE: &str = "active";
+/// A deactivated (soft-deleted) organization: 404 `org_not_found` to the
+/// API, its keys refused with 403 `org_inactive`.
+pub const STATUS_DELETED: &str = "deleted";
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Organization {

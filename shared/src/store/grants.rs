@@ -1,16 +1,17 @@
 //! Grants: `ORG#<granter>` / `GRANT#<grantee>` (one per grantee, so create
 //! is an idempotent upsert), indexed by grantee in `gsi1`.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnValue};
 use uuid::Uuid;
 
-use super::item::{from_item, key, s};
+use super::item::{from_item, get_s, key, s};
 use super::records::{Record, sk};
 use super::{Store, keys, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::grant::{Grant, GrantScope};
+use crate::model::org::STATUS_ACTIVE;
 
 pub struct Grants<'a>(pub(super) &'a Store);
 
@@ -127,8 +128,11 @@ impl Grants<'_> {
             .collect()
     }
 
-    /// Record `id` of kind `R` of an organization that granted `grantee`
-    /// access, with the grant's scope (one query and one batch read).
+    /// Record `id` of kind `R` of an active organization that granted
+    /// `grantee` access, with the grant's scope: one query for the grants
+    /// received, then one batch read per 50 granters of the record and the
+    /// granter's organization item (a deactivated granter's grants give
+    /// nothing).
     pub async fn granted_record<R: Record>(
         &self,
         grantee: Uuid,
@@ -136,31 +140,47 @@ impl Grants<'_> {
     ) -> ApiResult<Option<(R, GrantScope)>> {
         let store = self.0;
         let grants = self.received(grantee).await?;
-        if grants.is_empty() {
-            return Ok(None);
+        for chunk in grants.chunks(50) {
+            let mut wanted = KeysAndAttributes::builder().consistent_read(true);
+            for grant in chunk {
+                let granter = keys::org_pk(grant.granter_org_id);
+                wanted = wanted
+                    .keys(key(granter.clone(), sk::<R>(id)))
+                    .keys(key(granter, keys::ORG_SK));
+            }
+            let out = store
+                .db
+                .batch_get_item()
+                .request_items(store.table(), wanted.build().map_err(ApiError::internal)?)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            let items = out
+                .responses
+                .unwrap_or_default()
+                .remove(store.table())
+                .unwrap_or_default();
+            let active: HashSet<&str> = items
+                .iter()
+                .filter(|item| {
+                    get_s(item, keys::SK) == Some(keys::ORG_SK)
+                        && get_s(item, "status") == Some(STATUS_ACTIVE)
+                })
+                .filter_map(|item| get_s(item, keys::PK))
+                .collect();
+            let found = items.iter().find(|item| {
+                get_s(item, keys::SK) != Some(keys::ORG_SK)
+                    && get_s(item, keys::PK).is_some_and(|pk| active.contains(pk))
+            });
+            if let Some(item) = found {
+                let record: R = from_item(item.clone())?;
+                let scope = chunk
+                    .iter()
+                    .find(|g| g.granter_org_id == record.org_id())
+                    .map(|g| g.scope);
+                return Ok(scope.map(|scope| (record, scope)));
+            }
         }
-        let scopes: HashMap<Uuid, GrantScope> =
-            grants.iter().map(|g| (g.granter_org_id, g.scope)).collect();
-        let mut wanted = KeysAndAttributes::builder().consistent_read(true);
-        for grant in grants.iter().take(100) {
-            wanted = wanted.keys(key(keys::org_pk(grant.granter_org_id), sk::<R>(id)));
-        }
-        let out = store
-            .db
-            .batch_get_item()
-            .request_items(store.table(), wanted.build().map_err(ApiError::internal)?)
-            .send()
-            .await
-            .map_err(sdk_error)?;
-        let found = out
-            .responses
-            .unwrap_or_default()
-            .remove(store.table())
-            .unwrap_or_default()
-            .into_iter()
-            .next();
-        let Some(item) = found else { return Ok(None) };
-        let record: R = from_item(item)?;
-        Ok(scopes.get(&record.org_id()).map(|scope| (record, *scope)))
+        Ok(None)
     }
 }

@@ -20,16 +20,23 @@ pub fn child_sk(child: Uuid) -> String {
 }
 pub const CHILD_SK_PREFIX: &str = "ORG#CHILD#";
 
-/// Uniqueness item of an organization name (normalized).
-pub fn org_name_pk(normalized: &str) -> String {
-    format!("ORGNAME#{normalized}")
+/// Uniqueness item of an organization name (normalized) among the children
+/// of `parent`, or among top-level organizations.
+pub fn org_name_pk(parent: Option<Uuid>, normalized: &str) -> String {
+    match parent {
+        Some(parent) => format!("ORGNAME#{parent}#{normalized}"),
+        None => format!("ORGNAME#TOP#{normalized}"),
+    }
 }
 pub const UNIQUE_SK: &str = "UNIQUE";
 
-/// API key, looked up by the SHA-256 of the presented key.
+/// API key, looked up by the SHA-256 of the presented key. Only operators
+/// write these items (the deployment refuses the API's roles any write to a
+/// partition key with this prefix).
 pub fn api_key_pk(hash: &KeyHash) -> String {
-    format!("APIKEY#{}", hash.to_hex())
+    format!("{API_KEY_PK_PREFIX}{}", hash.to_hex())
 }
+pub const API_KEY_PK_PREFIX: &str = "APIKEY#";
 pub const API_KEY_SK: &str = "APIKEY";
 /// Key summary in the organization partition (for listing and revoking).
 pub fn api_key_summary_sk(key_id: Uuid) -> String {

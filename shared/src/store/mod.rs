@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod archivable;
 pub mod calls;
+pub mod deactivation;
 pub mod geo;
 pub mod grants;
 pub mod item;

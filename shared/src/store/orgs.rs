@@ -1,7 +1,12 @@
 //! Organizations: the record, child summaries and name uniqueness.
+//!
+//! Names are unique where they meet: among the children of one parent, and
+//! among top-level organizations (the operator's). The name item's key
+//! holds that scope. A parent counts its children (`child_count`) to keep
+//! them under `MAX_CHILDREN`.
 
 use crate::model::Timestamp;
-use aws_sdk_dynamodb::types::{ConditionCheck, Delete, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -32,6 +37,14 @@ struct OrgItem {
     public_api: bool,
     created_at: Timestamp,
     updated_at: Timestamp,
+    /// See `store::api_keys`: the set of keys' version and its live count.
+    #[serde(default)]
+    keys_version: u64,
+    #[serde(default)]
+    live_keys: u32,
+    /// Active direct children.
+    #[serde(default)]
+    child_count: u32,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -55,7 +68,17 @@ struct NameItem {
 pub struct OrgRecord {
     pub org: Organization,
     pub public_api: bool,
+    pub keys_version: u64,
+    pub live_keys: u32,
+    pub child_count: u32,
 }
+
+/// Most active direct children an organization may have.
+pub const MAX_CHILDREN: u32 = 100;
+
+/// Most active org admins a parent may have for `POST /orgs` to copy them
+/// all in the child's transaction (100 actions, 4 of them the child's own).
+pub const MAX_COPIED_ADMINS: usize = 96;
 
 impl OrgItem {
     fn new(
@@ -81,12 +104,18 @@ impl OrgItem {
             public_api,
             created_at: at,
             updated_at: at,
+            keys_version: 0,
+            live_keys: 0,
+            child_count: 0,
         }
     }
 
     fn into_record(self, children: Vec<ChildOrg>) -> OrgRecord {
         OrgRecord {
             public_api: self.public_api,
+            keys_version: self.keys_version,
+            live_keys: self.live_keys,
+            child_count: self.child_count,
             org: Organization {
                 id: self.id,
                 name: self.name,
@@ -105,9 +134,16 @@ impl OrgItem {
     }
 }
 
-fn name_item(table: &str, name: &str, org_id: Uuid) -> ApiResult<TransactWriteItem> {
+/// The uniqueness item of `name` among the children of `parent` (or among
+/// top-level organizations).
+fn name_item(
+    table: &str,
+    parent: Option<Uuid>,
+    name: &str,
+    org_id: Uuid,
+) -> ApiResult<TransactWriteItem> {
     let item = to_item(&NameItem {
-        pk: keys::org_name_pk(&name_key(name)),
+        pk: keys::org_name_pk(parent, &name_key(name)),
         sk: UNIQUE_SK.into(),
         org_id,
     })?;
@@ -126,6 +162,10 @@ fn child_item(table: &str, parent: Uuid, child: &ChildOrg) -> ApiResult<Transact
 }
 
 impl Orgs<'_> {
+    pub(super) fn store(&self) -> &Store {
+        self.0
+    }
+
     /// The organization with its direct children, in one strongly consistent
     /// query of its partition. `None` when missing or not active.
     pub async fn get(&self, id: Uuid) -> ApiResult<Option<OrgRecord>> {
@@ -175,47 +215,80 @@ impl Orgs<'_> {
                 to_item(&item)?,
                 Some("attribute_not_exists(pk)"),
             )?,
-            name_item(store.table(), &new.name, id)?,
+            name_item(store.table(), None, &new.name, id)?,
         ];
         transact(store, actions, &[(1, ApiError::org_name_conflict)]).await?;
         Ok(item.into_record(Vec::new()).org)
     }
 
-    /// Creates a sub-organization of `parent`, copying the parent's active
-    /// `org_admin` memberships, in one transaction.
-    pub async fn create_child(&self, parent: &OrgRecord, new: &NewOrg) -> ApiResult<Organization> {
+    /// Creates a sub-organization of the active organization `parent`,
+    /// copying its active `org_admin` memberships, in one transaction that
+    /// also checks the parent is still as read (active, same entitlement)
+    /// and counts the child. 409 `org_name_conflict`, `child_limit_reached`,
+    /// `too_many_org_admins`.
+    pub async fn create_child(&self, parent: Uuid, new: &NewOrg) -> ApiResult<Organization> {
+        for _ in 0..RACE_ATTEMPTS {
+            match self.create_child_once(parent, new).await {
+                Err(e) if is_raced(&e) => continue,
+                other => return other,
+            }
+        }
+        Err(concurrent_update())
+    }
+
+    async fn create_child_once(&self, parent_id: Uuid, new: &NewOrg) -> ApiResult<Organization> {
         let store = self.0;
         let table = store.table();
-        let admins = store.members().active_admins(parent.org.id).await?;
+        let parent = self
+            .get(parent_id)
+            .await?
+            .ok_or_else(ApiError::org_not_found)?;
+        if parent.child_count >= MAX_CHILDREN {
+            return Err(ApiError::Conflict {
+                code: "child_limit_reached",
+                message: format!(
+                    "an organization has at most {MAX_CHILDREN} active sub-organizations"
+                ),
+            });
+        }
+        let admins = store.members().active_admins(parent_id).await?;
+        if admins.len() > MAX_COPIED_ADMINS {
+            return Err(ApiError::Conflict {
+                code: "too_many_org_admins",
+                message: format!(
+                    "a sub-organization copies its parent's org admins, at most {MAX_COPIED_ADMINS}; this organization has {}",
+                    admins.len()
+                ),
+            });
+        }
         let at = crate::model::now();
-        let item = OrgItem::new(
-            Uuid::now_v7(),
-            new,
-            Some(parent.org.id),
-            parent.public_api,
-            at,
-        );
+        let item = OrgItem::new(Uuid::now_v7(), new, Some(parent_id), parent.public_api, at);
         let id = item.id;
         let summary = ChildOrg {
             id,
             name: new.name.clone(),
             status: STATUS_ACTIVE.into(),
         };
-        let parent_check = ConditionCheck::builder()
+        let count_child = Update::builder()
             .table_name(table)
-            .set_key(Some(key(keys::org_pk(parent.org.id), ORG_SK)))
-            .condition_expression("#status = :active")
+            .set_key(Some(key(keys::org_pk(parent_id), ORG_SK)))
+            .update_expression("ADD child_count :one")
+            .condition_expression(
+                "#status = :active AND public_api = :flag \
+                 AND (attribute_not_exists(child_count) OR child_count < :cap)",
+            )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":active", s(STATUS_ACTIVE))
+            .expression_attribute_values(":flag", AttributeValue::Bool(parent.public_api))
+            .expression_attribute_values(":one", item::n(1))
+            .expression_attribute_values(":cap", item::n(MAX_CHILDREN))
             .build()
             .map_err(ApiError::internal)?;
         let mut actions = vec![
             put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))?,
-            name_item(table, &new.name, id)?,
-            TransactWriteItem::builder()
-                .condition_check(parent_check)
-                .build(),
-            child_item(table, parent.org.id, &summary)?,
+            name_item(table, Some(parent_id), &new.name, id)?,
+            TransactWriteItem::builder().update(count_child).build(),
+            child_item(table, parent_id, &summary)?,
         ];
         for admin in admins {
             actions.push(put(
@@ -224,16 +297,20 @@ impl Orgs<'_> {
                 None,
             )?);
         }
+        // A parent changed meanwhile (status, entitlement, children) is read again.
         transact(
             store,
             actions,
-            &[
-                (1, ApiError::org_name_conflict),
-                (2, ApiError::org_not_found),
-            ],
+            &[(1, ApiError::org_name_conflict), (2, raced)],
         )
         .await?;
         Ok(item.into_record(Vec::new()).org)
+    }
+
+    /// The version of the organization's set of keys; `None` when the
+    /// organization is missing or not active.
+    pub async fn keys_version(&self, id: Uuid) -> ApiResult<Option<u64>> {
+        Ok(self.get(id).await?.map(|o| o.keys_version))
     }
 
     /// Applies validated changes. A rename moves the name's uniqueness item
@@ -308,14 +385,14 @@ impl Orgs<'_> {
             let old = Delete::builder()
                 .table_name(table)
                 .set_key(Some(key(
-                    keys::org_name_pk(&name_key(&current.name)),
+                    keys::org_name_pk(current.parent_id, &name_key(&current.name)),
                     UNIQUE_SK,
                 )))
                 .build()
                 .map_err(ApiError::internal)?;
             actions.push(TransactWriteItem::builder().delete(old).build());
             conflicts.push((actions.len(), ApiError::org_name_conflict));
-            actions.push(name_item(table, &updated.name, id)?);
+            actions.push(name_item(table, current.parent_id, &updated.name, id)?);
         }
         if let (Some(parent), Some(_)) = (current.parent_id, &changes.name) {
             let summary = ChildOrg {

@@ -94,7 +94,26 @@ impl RateLimits<'_> {
         }
     }
 
-    /// Takes back one counted request (it was refused after counting).
+    /// This window's and the previous window's counts, read (strongly
+    /// consistent) without counting anything.
+    pub async fn peek(&self, key_id: Uuid, window: u64) -> ApiResult<(u32, u32)> {
+        let store = self.0;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::rate_pk(key_id), RATE_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        let item = out.item.unwrap_or_default();
+        let count = |w: u64| get_u64(&item, &counter(w)).unwrap_or(0) as u32;
+        Ok((count(window), count(window.saturating_sub(1))))
+    }
+
+    /// Takes back one counted request (refused after counting, or answered
+    /// with something other than a success).
     pub async fn uncount(&self, key_id: Uuid, window: u64) -> ApiResult<()> {
         let store = self.0;
         store

@@ -188,3 +188,42 @@ fn template_table_matches_the_store_schema() {
         Some(true)
     );
 }
+
+#[test]
+fn every_function_with_table_access_may_not_write_api_keys() {
+    let template = template();
+    let deny = &template["Resources"]["ApiKeyItemsReadOnly"]["Properties"]["PolicyDocument"]["Statement"]
+        [0];
+    assert_eq!(deny["Effect"].as_str(), Some("Deny"));
+    let actions: BTreeSet<&str> = deny["Action"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    for write in [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+    ] {
+        assert!(actions.contains(write), "{write}");
+    }
+    assert_eq!(
+        deny["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"][0].as_str(),
+        Some(format!("{}*", shared::store::keys::API_KEY_PK_PREFIX).as_str())
+    );
+    for (name, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let policies = resource["Properties"]["Policies"].as_sequence().unwrap();
+        let touches_table = serde_yaml_ng::to_string(policies)
+            .unwrap()
+            .contains("dynamodb:");
+        // `- !Ref ApiKeyItemsReadOnly`: a tagged scalar.
+        let attached = policies
+            .iter()
+            .any(|p| serde_yaml_ng::to_string(p).unwrap().trim() == "!Ref ApiKeyItemsReadOnly");
+        assert_eq!(touches_table, attached, "{name:?}");
+    }
+}

@@ -7,6 +7,7 @@ mod contract;
 mod factories;
 mod grants;
 mod health;
+mod org_lifecycle;
 mod orgs;
 mod rate_limit;
 mod receiving_points;

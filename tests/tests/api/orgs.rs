@@ -242,15 +242,39 @@ fn taken_name_is_409_and_nothing_is_stored() {
         create_child(&t, json!({"name": variant}))
             .await
             .expect(409, Some("org_name_conflict"));
-        // A top-level organization's name is taken as well.
-        create_child(&t, json!({"name": t.org.name}))
-            .await
-            .expect(409, Some("org_name_conflict"));
         let list = call(Method::GET, "/api/v1/orgs").key(&t.key).send().await;
         assert_eq!(
             list.body["data"][0]["children"].as_array().unwrap().len(),
             1
         );
+    });
+}
+
+#[test]
+fn names_are_unique_among_siblings_and_among_top_level_organizations_only() {
+    run(async {
+        let t = org().await;
+        let other = org().await;
+        let name = unique("Branch");
+        // Another customer's child may carry the same name: no 409 tells a
+        // customer what names others use.
+        for parent in [&t, &other] {
+            create_child(parent, json!({"name": name}))
+                .await
+                .expect(201, None);
+        }
+        // A child may share its parent's (top-level) name.
+        create_child(&t, json!({"name": t.org.name}))
+            .await
+            .expect(201, None);
+        // Top-level organizations are one scope (the operator's).
+        let store = harness().await.store();
+        let taken = store
+            .orgs()
+            .create_top_level(&api_tests::named(&other.org.name.to_lowercase()), true)
+            .await
+            .unwrap_err();
+        assert_eq!(taken.code(), "org_name_conflict");
     });
 }
 
@@ -364,12 +388,20 @@ fn patch_updates_writable_fields() {
         // Stored.
         let read = get(&t, t.id()).await;
         assert_eq!(&read.body["data"], data);
-        // The old name is free again; the new one is taken.
-        let child = create_child(&t, json!({"name": t.org.name})).await;
-        child.expect(201, None);
-        create_child(&t, json!({"name": name}))
+        // Among top-level organizations the old name is free again and the
+        // new one is taken.
+        let store = harness().await.store();
+        store
+            .orgs()
+            .create_top_level(&api_tests::named(&t.org.name), true)
             .await
-            .expect(409, Some("org_name_conflict"));
+            .unwrap();
+        let taken = store
+            .orgs()
+            .create_top_level(&api_tests::named(&name), true)
+            .await
+            .unwrap_err();
+        assert_eq!(taken.code(), "org_name_conflict");
     });
 }
 

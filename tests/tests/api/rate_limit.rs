@@ -164,3 +164,113 @@ fn each_key_has_its_own_budget() {
             .expect(200, None);
     });
 }
+
+#[test]
+fn only_successful_requests_spend_budget() {
+    run(async {
+        let t = org().await;
+        let h = harness().await;
+        away_from_window_edge(60, 10).await;
+        let small = h.router_with(|c| c.rate_limit.limit = 3);
+        let send = |method: Method, path: String| {
+            let small = small.clone();
+            let key = t.key.clone();
+            async move { call(method, &path).key(&key).send_to(&small).await }
+        };
+        // Accepted key, failed answers: 404, 422, 400, 403 org_id_mismatch.
+        let failures = [
+            (
+                Method::GET,
+                format!("/api/v1/orgs/{}", uuid::Uuid::now_v7()),
+                404,
+            ),
+            (Method::GET, "/api/v1/sites?status=bogus".to_owned(), 422),
+            (Method::GET, "/api/v1/sites/not-a-uuid".to_owned(), 400),
+            (
+                Method::PATCH,
+                format!("/api/v1/orgs/{}", uuid::Uuid::now_v7()),
+                400,
+            ),
+        ];
+        for _ in 0..2 {
+            for (method, path, status) in &failures {
+                let reply = send(method.clone(), path.clone()).await;
+                assert_eq!(reply.status.as_u16(), *status, "{path}: {}", reply.text);
+                assert_eq!(reply.header("x-ratelimit-remaining"), "3", "{path}");
+            }
+        }
+        for remaining in ["2", "1", "0"] {
+            let reply = send(Method::GET, "/api/v1/orgs".to_owned()).await;
+            reply.expect(200, None);
+            assert_eq!(reply.header("x-ratelimit-remaining"), remaining);
+        }
+        send(Method::GET, "/api/v1/orgs".to_owned())
+            .await
+            .expect(429, Some("rate_limited"));
+        let key_id = h.store().api_keys().list(t.id()).await.unwrap()[0].key_id;
+        assert_eq!(
+            stored_count(key_id, 60).await,
+            3,
+            "the window holds the successes only"
+        );
+    });
+}
+
+#[test]
+fn a_refused_key_is_shown_its_true_remaining_budget() {
+    run(async {
+        let t = api_tests::org_with(&[shared::auth::Scope::ReadOrgs]).await;
+        let h = harness().await;
+        away_from_window_edge(60, 10).await;
+        let small = h.router_with(|c| c.rate_limit.limit = 2);
+        for _ in 0..2 {
+            call(Method::GET, "/api/v1/orgs")
+                .key(&t.key)
+                .send_to(&small)
+                .await
+                .expect(200, None);
+        }
+        // The key lacks read:data: 403, and its budget is spent.
+        let refused = call(Method::GET, "/api/v1/sites")
+            .key(&t.key)
+            .send_to(&small)
+            .await;
+        refused.expect(403, Some("insufficient_scope"));
+        assert_eq!(refused.header("x-ratelimit-limit"), "2");
+        assert_eq!(refused.header("x-ratelimit-remaining"), "0");
+    });
+}
+
+#[test]
+fn a_client_that_waits_retry_after_is_admitted() {
+    run(async {
+        let t = org().await;
+        let h = harness().await;
+        let small = h.router_with(|c| {
+            c.rate_limit.limit = 2;
+            c.rate_limit.window = Duration::from_secs(2);
+        });
+        let orgs = || {
+            call(Method::GET, "/api/v1/orgs")
+                .key(&t.key)
+                .send_to(&small)
+        };
+        for _ in 0..3 {
+            // Spend the budget, get refused, wait exactly what Retry-After
+            // says, and be admitted: also across the sliding window's edge.
+            while orgs().await.status == 200 {}
+            let refused = orgs().await;
+            refused.expect(429, Some("rate_limited"));
+            let wait: u64 = refused.header("retry-after").parse().unwrap();
+            assert!((1..=4).contains(&wait), "{wait}");
+            let reset: u64 = refused.header("x-ratelimit-reset").parse().unwrap();
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            assert!(reset > now && reset <= now + 4, "reset {reset}, now {now}");
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            orgs().await.expect(200, None);
+        }
+    });
+}

@@ -1,7 +1,11 @@
 //! `Ctx<S>`: the authenticated caller of a `/api/v1/*` route that needs
-//! scope `S`. Extracting it runs the contract's order: key (401), scope
-//! (403 `insufficient_scope`), entitlement (403 `feature_not_enabled`),
+//! scope `S`. Extracting it runs the contract's order: the key (401), the
+//! key's organization (403 `org_inactive`), scope (403
+//! `insufficient_scope`), entitlement (403 `feature_not_enabled`),
 //! deployment switch (403 `public_api_disabled`), then the rate limit (429).
+//! An accepted key's refusals show its true remaining budget; an admitted
+//! request holds a budget slot that the response layer gives back unless
+//! the answer is a success.
 
 use std::marker::PhantomData;
 use std::time::SystemTime;
@@ -10,35 +14,13 @@ use axum::extract::{FromRef, FromRequestParts};
 use http::request::Parts;
 use uuid::Uuid;
 
-use super::key;
-use super::scope::{self, Scope};
+use super::scope::SharedScope;
+use crate::auth::key;
+use crate::auth::scope::{self, RequiredScope};
 use crate::error::ApiError;
-use crate::http::scope::SharedScope;
 use crate::ratelimit;
 use crate::state::AppState;
-
-/// A scope a route requires.
-pub trait RequiredScope {
-    const SCOPE: Scope;
-}
-
-macro_rules! scopes {
-    ($($name:ident => $scope:expr;)*) => {
-        $(
-            pub struct $name;
-            impl RequiredScope for $name {
-                const SCOPE: Scope = $scope;
-            }
-        )*
-    };
-}
-
-scopes! {
-    ReadOrgs => Scope::ReadOrgs;
-    ReadData => Scope::ReadData;
-    WriteOrgsSelf => Scope::WriteOrgsSelf;
-    WriteData => Scope::WriteData;
-}
+use crate::store::api_keys::ApiKeyRecord;
 
 pub struct Ctx<S> {
     /// The key's organization.
@@ -52,6 +34,21 @@ impl<S> std::ops::Deref for Ctx<S> {
     type Target = AppState;
     fn deref(&self) -> &AppState {
         &self.state
+    }
+}
+
+/// Why an accepted key may not use route `S` (403), if it may not.
+fn refusal<S: RequiredScope>(record: &ApiKeyRecord, state: &AppState) -> Option<ApiError> {
+    if !record.org_active {
+        Some(ApiError::OrgInactive)
+    } else if !scope::allows(&record.scopes, S::SCOPE) {
+        Some(ApiError::InsufficientScope(S::SCOPE.as_str()))
+    } else if !record.public_api {
+        Some(ApiError::FeatureNotEnabled)
+    } else if !state.config.public_api_enabled {
+        Some(ApiError::PublicApiDisabled)
+    } else {
+        None
     }
 }
 
@@ -84,28 +81,31 @@ where
         {
             return Err(ApiError::ApiKeyExpired);
         }
-        if !scope::allows(&record.scopes, S::SCOPE) {
-            return Err(ApiError::InsufficientScope(S::SCOPE.as_str()));
-        }
-        if !record.public_api {
-            return Err(ApiError::FeatureNotEnabled);
-        }
-        if !config.public_api_enabled {
-            return Err(ApiError::PublicApiDisabled);
-        }
+        // The key is accepted: from here on every answer shows its budget.
         let request_scope = parts.extensions.get::<SharedScope>().cloned();
         if let Some(s) = &request_scope {
             s.set_org(record.org_id);
         }
         let now = SystemTime::now();
-        let decision =
-            ratelimit::check(&state.store, &config.rate_limit, record.key_id, now).await?;
+        if let Some(refused) = refusal::<S>(&record, &state) {
+            let budget =
+                ratelimit::peek(&state.store, &config.rate_limit, record.key_id, now).await?;
+            if let Some(s) = &request_scope {
+                s.set_rate(budget);
+            }
+            return Err(refused);
+        }
+        let (decision, reservation) =
+            ratelimit::admit(&state.store, &config.rate_limit, record.key_id, now).await?;
         if let Some(s) = &request_scope {
             s.set_rate(decision);
+            if let Some(reservation) = reservation {
+                s.reserve(reservation);
+            }
         }
         if !decision.allowed {
             return Err(ApiError::RateLimited {
-                retry_after: decision.retry_after(now),
+                retry_after: decision.retry_after,
             });
         }
         Ok(Ctx {

@@ -1,0 +1,19 @@
+//! Secrets Manager: the deployment keeps signing keys out of plain
+//! environment variables; a function reads each secret once, when it first
+//! needs it (not at cold start).
+
+use crate::error::{ApiError, ApiResult};
+
+/// The secret string of `arn`.
+pub async fn fetch(sdk: &aws_config::SdkConfig, arn: &str) -> ApiResult<String> {
+    let out = aws_sdk_secretsmanager::Client::new(sdk)
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|e| {
+            ApiError::internal(aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())
+        })?;
+    out.secret_string
+        .ok_or_else(|| ApiError::internal(format!("secret {arn} holds no string")))
+}

@@ -1,0 +1,326 @@
+//! Organizations that stop existing stop working; the entitlement and the
+//! key and child caps hold under concurrency.
+
+use api_tests::{TestOrg, call, harness, new_key, org, run, send, unique};
+use http::Method;
+use serde_json::json;
+use shared::auth::Scope;
+use shared::store::api_keys::MAX_KEYS_PER_ORG;
+use shared::store::orgs::{MAX_CHILDREN, MAX_COPIED_ADMINS};
+use uuid::Uuid;
+
+use crate::sites::new_site;
+
+async fn child(parent: &TestOrg, name: &str) -> TestOrg {
+    let reply = send(
+        parent,
+        Method::POST,
+        "/api/v1/orgs",
+        Some(json!({"name": name})),
+    )
+    .await;
+    reply.expect(201, None);
+    let org: shared::model::org::Organization =
+        serde_json::from_value(reply.body["data"].clone()).unwrap();
+    let key = new_key(org.id, &[Scope::All]).await;
+    TestOrg { org, key }
+}
+
+#[test]
+fn a_deactivated_organizations_keys_are_refused_with_org_inactive() {
+    run(async {
+        let t = org().await;
+        send(&t, Method::GET, "/api/v1/sites", None)
+            .await
+            .expect(200, None);
+        harness()
+            .await
+            .store()
+            .orgs()
+            .deactivate(t.id())
+            .await
+            .unwrap();
+        for (method, path, body) in [
+            (Method::GET, "/api/v1/sites", None),
+            (Method::POST, "/api/v1/sites", Some(json!({"name": "Yard"}))),
+            (
+                Method::POST,
+                "/api/v1/factories",
+                Some(json!({"name": "Plant"})),
+            ),
+            (Method::GET, "/api/v1/orgs", None),
+        ] {
+            let reply = send(&t, method, path, body).await;
+            reply.expect(403, Some("org_inactive"));
+            assert_eq!(reply.header("x-ratelimit-remaining"), "99", "{path}");
+        }
+        // Nothing was written meanwhile.
+        let sites = harness()
+            .await
+            .store()
+            .sites()
+            .list(t.id(), shared::model::archive::StatusFilter::All)
+            .await
+            .unwrap();
+        assert!(sites.is_empty());
+        // A key issued before or after: deactivation is for good.
+        let again = harness().await.store().orgs().deactivate(t.id()).await;
+        assert_eq!(again.unwrap_err().code(), "org_not_found");
+        let late = harness()
+            .await
+            .store()
+            .api_keys()
+            .create(t.id(), vec![Scope::All], None, None, "svc_app_")
+            .await;
+        assert_eq!(late.unwrap_err().code(), "org_not_found");
+    });
+}
+
+#[test]
+fn a_deactivated_organizations_grants_stop_working() {
+    run(async {
+        let granter = org().await;
+        let partner = org().await;
+        let site = new_site(&granter, json!({"name": "Shared yard"})).await;
+        send(
+            &granter,
+            Method::POST,
+            "/api/v1/org-access-grants",
+            Some(json!({"grantee_org_id": partner.id()})),
+        )
+        .await
+        .expect(201, None);
+        let path = format!("/api/v1/sites/{site}");
+        send(&partner, Method::GET, &path, None)
+            .await
+            .expect(200, None);
+        harness()
+            .await
+            .store()
+            .orgs()
+            .deactivate(granter.id())
+            .await
+            .unwrap();
+        send(&partner, Method::GET, &path, None)
+            .await
+            .expect(404, Some("site_not_found"));
+        send(&partner, Method::GET, &format!("{path}/members"), None)
+            .await
+            .expect(404, Some("site_not_found"));
+    });
+}
+
+#[test]
+fn a_deactivated_child_leaves_its_parent_and_frees_its_name() {
+    run(async {
+        let parent = org().await;
+        let name = unique("Branch");
+        let c = child(&parent, &name).await;
+        let listed = send(&parent, Method::GET, "/api/v1/orgs", None).await;
+        assert_eq!(
+            listed.body["data"][0]["children"][0]["id"],
+            c.id().to_string()
+        );
+        harness()
+            .await
+            .store()
+            .orgs()
+            .deactivate(c.id())
+            .await
+            .unwrap();
+        let listed = send(&parent, Method::GET, "/api/v1/orgs", None).await;
+        assert_eq!(listed.body["data"][0]["children"], json!([]));
+        send(
+            &parent,
+            Method::GET,
+            &format!("/api/v1/orgs/{}", c.id()),
+            None,
+        )
+        .await
+        .expect(404, Some("org_not_found"));
+        // The stored summary says so too.
+        let h = harness().await;
+        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+        let summary = db
+            .get_item()
+            .table_name(h.store().table())
+            .key("pk", shared::store::item::s(format!("ORG#{}", parent.id())))
+            .key(
+                "sk",
+                shared::store::item::s(format!("ORG#CHILD#{}", c.id())),
+            )
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        assert_eq!(
+            shared::store::item::get_s(&summary, "status"),
+            Some("deleted")
+        );
+        // The name may be used again, and the child count went back down.
+        child(&parent, &name).await;
+        let record = h.store().orgs().get(parent.id()).await.unwrap().unwrap();
+        assert_eq!(record.child_count, 1);
+    });
+}
+
+#[test]
+fn an_entitlement_switch_reaches_keys_created_meanwhile() {
+    run(async {
+        let store = harness().await.store();
+        for _ in 0..4 {
+            let t = org().await;
+            let creates = futures::future::join_all((0..6).map(|_| {
+                let id = t.id();
+                tokio::spawn(async move { new_key(id, &[Scope::All]).await })
+            }));
+            let keys_store = store.api_keys();
+            let switch = keys_store.set_entitlement(t.id(), false);
+            let (keys, switched) = tokio::join!(creates, switch);
+            switched.unwrap();
+            let mut keys: Vec<String> = keys.into_iter().map(Result::unwrap).collect();
+            keys.push(t.key.clone());
+            for key in keys {
+                call(Method::GET, "/api/v1/orgs")
+                    .key(&key)
+                    .send()
+                    .await
+                    .expect(403, Some("feature_not_enabled"));
+            }
+        }
+    });
+}
+
+#[test]
+fn a_child_inherits_the_parents_entitlement_as_it_is_when_made() {
+    run(async {
+        let store = harness().await.store();
+        let t = org().await;
+        store
+            .api_keys()
+            .set_entitlement(t.id(), false)
+            .await
+            .unwrap();
+        let made = store
+            .orgs()
+            .create_child(t.id(), &api_tests::named(&unique("Late child")))
+            .await
+            .unwrap();
+        let key = new_key(made.id, &[Scope::All]).await;
+        call(Method::GET, "/api/v1/orgs")
+            .key(&key)
+            .send()
+            .await
+            .expect(403, Some("feature_not_enabled"));
+    });
+}
+
+#[test]
+fn only_live_keys_count_toward_the_cap() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        for _ in 1..MAX_KEYS_PER_ORG {
+            new_key(t.id(), &[Scope::ReadOrgs]).await;
+        }
+        let over = store
+            .api_keys()
+            .create(t.id(), vec![Scope::All], None, None, "svc_app_")
+            .await
+            .unwrap_err();
+        assert_eq!(over.code(), "too_many_keys");
+        // Rotation: revoke one, issue one, as often as needed.
+        for _ in 0..3 {
+            let live = store.api_keys().list(t.id()).await.unwrap();
+            let oldest = live.iter().find(|k| k.revoked_at.is_none()).unwrap();
+            store
+                .api_keys()
+                .revoke(t.id(), oldest.key_id)
+                .await
+                .unwrap();
+            new_key(t.id(), &[Scope::All]).await;
+        }
+        let record = store.orgs().get(t.id()).await.unwrap().unwrap();
+        assert_eq!(record.live_keys, MAX_KEYS_PER_ORG);
+        // Deactivation still reaches every live key in its one transaction.
+        store.orgs().deactivate(t.id()).await.unwrap();
+        for key in store.api_keys().list(t.id()).await.unwrap() {
+            let hash = shared::auth::key::KeyHash::from_hex(&key.key_hash).unwrap();
+            let stored = store.api_keys().lookup(&hash).await.unwrap().unwrap();
+            if stored.revoked_at.is_none() {
+                assert!(!stored.org_active, "live key {} still active", key.key_id);
+            }
+        }
+    });
+}
+
+#[test]
+fn children_are_capped_per_organization() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        let mut first = None;
+        for i in 0..MAX_CHILDREN {
+            let made = store
+                .orgs()
+                .create_child(t.id(), &api_tests::named(&format!("Child {i}")))
+                .await
+                .unwrap();
+            first.get_or_insert(made.id);
+        }
+        let reply = send(
+            &t,
+            Method::POST,
+            "/api/v1/orgs",
+            Some(json!({"name": "One more"})),
+        )
+        .await;
+        reply.expect(409, Some("child_limit_reached"));
+        store.orgs().deactivate(first.unwrap()).await.unwrap();
+        send(
+            &t,
+            Method::POST,
+            "/api/v1/orgs",
+            Some(json!({"name": "One more"})),
+        )
+        .await
+        .expect(201, None);
+    });
+}
+
+#[test]
+fn a_parent_with_more_admins_than_one_transaction_holds_gets_a_clear_409() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        for _ in 0..=MAX_COPIED_ADMINS {
+            let phone = format!("+3584{}", &Uuid::new_v4().as_u128().to_string()[..10]);
+            store
+                .members()
+                .add(
+                    t.id(),
+                    "Ada",
+                    "Admin",
+                    &phone,
+                    shared::store::members::ROLE_ORG_ADMIN,
+                )
+                .await
+                .unwrap();
+        }
+        let reply = send(
+            &t,
+            Method::POST,
+            "/api/v1/orgs",
+            Some(json!({"name": unique("Child")})),
+        )
+        .await;
+        reply.expect(409, Some("too_many_org_admins"));
+        let listed = send(&t, Method::GET, "/api/v1/orgs", None).await;
+        assert_eq!(
+            listed.body["data"][0]["children"],
+            json!([]),
+            "no half-made child"
+        );
+    });
+}
