@@ -474,7 +474,11 @@ fn patch_errors() {
             json!({"name": null}),
             json!({"name": "x".repeat(501)}),
             json!({"street_address": "x".repeat(501)}),
+            // The limit counts what was sent: 500 characters and padding.
+            json!({"name": format!("   {}   ", "x".repeat(500))}),
+            json!({"city": format!("{} ", "x".repeat(500))}),
             json!({"invoice_email": "no-at-sign"}),
+            json!({"invoice_email": ""}),
             json!({"city": 5}),
         ] {
             patch(&t, url_self, body.clone())
