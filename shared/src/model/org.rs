@@ -140,9 +140,8 @@ impl PatchOrg {
                 Patch::Absent => Ok(None),
                 Patch::Null => Ok(Some(String::new())),
                 Patch::Value(v) => {
-                    let v = v.trim();
-                    validate::max_len(field, v, MAX_TEXT)?;
-                    Ok(Some(v.to_owned()))
+                    validate::max_len(field, &v, MAX_TEXT)?;
+                    Ok(Some(v.trim().to_owned()))
                 }
             }
         };
