@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, API_KEY_SK, ORG_SK};
-use super::tx::{RACE_ATTEMPTS, concurrent_update, is_raced, put, raced, transact};
+use super::tx::{concurrent_update, is_raced, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::auth::key::{self as api_key, KeyHash};
 use crate::auth::scope::Scope;
@@ -82,16 +82,7 @@ impl ApiKeys<'_> {
         label: Option<String>,
         prefix: &str,
     ) -> ApiResult<(String, ApiKeyRecord)> {
-        for _ in 0..RACE_ATTEMPTS {
-            match self
-                .create_once(org, &scopes, expires_at, &label, prefix)
-                .await
-            {
-                Err(e) if is_raced(&e) => continue,
-                other => return other,
-            }
-        }
-        Err(concurrent_update())
+        retry_races(|| self.create_once(org, &scopes, expires_at, &label, prefix)).await
     }
 
     async fn create_once(

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
-use super::tx::{Conflict, RACE_ATTEMPTS, concurrent_update, is_raced, put, raced, transact};
+use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all};
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
@@ -227,13 +227,7 @@ impl Orgs<'_> {
     /// and counts the child. 409 `org_name_conflict`, `child_limit_reached`,
     /// `too_many_org_admins`.
     pub async fn create_child(&self, parent: Uuid, new: &NewOrg) -> ApiResult<Organization> {
-        for _ in 0..RACE_ATTEMPTS {
-            match self.create_child_once(parent, new).await {
-                Err(e) if is_raced(&e) => continue,
-                other => return other,
-            }
-        }
-        Err(concurrent_update())
+        retry_races(|| self.create_child_once(parent, new)).await
     }
 
     async fn create_child_once(&self, parent_id: Uuid, new: &NewOrg) -> ApiResult<Organization> {
@@ -316,13 +310,7 @@ impl Orgs<'_> {
     /// Applies validated changes. A rename moves the name's uniqueness item
     /// and the parent's child summary in the same transaction.
     pub async fn update(&self, id: Uuid, changes: &OrgChanges) -> ApiResult<Organization> {
-        for _ in 0..RACE_ATTEMPTS {
-            match self.update_once(id, changes).await {
-                Err(e) if is_raced(&e) => continue,
-                other => return other,
-            }
-        }
-        Err(concurrent_update())
+        retry_races(|| self.update_once(id, changes)).await
     }
 
     async fn update_once(&self, id: Uuid, changes: &OrgChanges) -> ApiResult<Organization> {

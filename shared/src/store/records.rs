@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
-use super::tx::{RACE_ATTEMPTS, concurrent_update, is_raced, put, raced, transact};
+use super::tx::{put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::archive::{self, StatusFilter};
@@ -133,7 +133,7 @@ impl<'a, R: Record> Records<'a, R> {
         id: Uuid,
         change: impl Fn(&mut R) -> ApiResult<()>,
     ) -> ApiResult<R> {
-        for _ in 0..RACE_ATTEMPTS {
+        retry_races(|| async {
             let current = self.require(org, id).await?;
             let mut updated = current.clone();
             change(&mut updated)?;
@@ -152,12 +152,10 @@ impl<'a, R: Record> Records<'a, R> {
                     .build(),
             ];
             actions.extend(geo::changes(table, &current.geo(), &updated.geo())?);
-            match transact(self.store, actions, &[(0, raced)]).await {
-                Err(e) if is_raced(&e) => continue,
-                other => return other.map(|()| updated),
-            }
-        }
-        Err(concurrent_update())
+            transact(self.store, actions, &[(0, raced)]).await?;
+            Ok(updated)
+        })
+        .await
     }
 
     /// DELETE: archives; 409 `already_archived` when archived.

@@ -39,6 +39,23 @@ const RACED: &str = "raced";
 /// Attempts of a read-modify-write that keeps losing races.
 pub(crate) const RACE_ATTEMPTS: usize = 3;
 
+/// Runs `attempt` (a read, a change and a conditional write) again while it
+/// loses the race to another writer; 409 `concurrent_update` after
+/// `RACE_ATTEMPTS` losses.
+pub(crate) async fn retry_races<T, F, Fut>(mut attempt: F) -> ApiResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ApiResult<T>>,
+{
+    for _ in 0..RACE_ATTEMPTS {
+        match attempt().await {
+            Err(e) if is_raced(&e) => continue,
+            other => return other,
+        }
+    }
+    Err(concurrent_update())
+}
+
 /// 409 after `RACE_ATTEMPTS` lost races.
 pub(crate) fn concurrent_update() -> ApiError {
     ApiError::Conflict {
