@@ -43,6 +43,12 @@ pub enum ApiError {
     InsufficientScope(&'static str),
     #[error("the versioned API is disabled in this deployment")]
     PublicApiDisabled,
+    /// Another 403: `code` names the rule.
+    #[error("{message}")]
+    Forbidden {
+        code: &'static str,
+        message: &'static str,
+    },
     // 404
     #[error("{message}")]
     NotFound {
@@ -88,8 +94,12 @@ impl ApiError {
             MissingApiKey | InvalidApiKey | ApiKeyRevoked | ApiKeyExpired | ConflictingApiKeys => {
                 StatusCode::UNAUTHORIZED
             }
-            OrgIdMismatch(_) | FeatureNotEnabled | OrgInactive | InsufficientScope(_)
-            | PublicApiDisabled => StatusCode::FORBIDDEN,
+            OrgIdMismatch(_)
+            | FeatureNotEnabled
+            | OrgInactive
+            | InsufficientScope(_)
+            | PublicApiDisabled
+            | Forbidden { .. } => StatusCode::FORBIDDEN,
             NotFound { .. } | RouteNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Conflict { .. } => StatusCode::CONFLICT,
@@ -116,6 +126,7 @@ impl ApiError {
             OrgInactive => "org_inactive",
             InsufficientScope(_) => "insufficient_scope",
             PublicApiDisabled => "public_api_disabled",
+            Forbidden { code, .. } => code,
             NotFound { code, .. } => code,
             RouteNotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",

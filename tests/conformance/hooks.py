@@ -12,7 +12,9 @@ for 422, and never `validation_error`, which would mean the description
 allows what the service refuses.
 """
 
+import json
 import os
+import urllib.error
 import urllib.request
 
 import schemathesis
@@ -72,22 +74,35 @@ def refused_only_for_stored_state(ctx, response, case):
     return None
 
 
+# The records the run's bodies are pinned to (schemathesis.toml), and how
+# to bring each back when the run itself archives or deactivates it.
+PINNED = {
+    "/api/v1/sites/{siteId}": ("siteId", "CONFORMANCE_SITE_ID", "POST", "/api/v1/sites/{id}/restore", None),
+    "/api/v1/factories/{factoryId}": ("factoryId", "CONFORMANCE_FACTORY_ID", "POST", "/api/v1/factories/{id}/restore", None),
+    "/api/v1/members/{memberId}": ("memberId", "CONFORMANCE_DRIVER_ID", "PATCH", "/api/v1/members/{id}", {"active": True, "role": "driver"}),
+    "/api/v1/members/{memberId}/role": ("memberId", "CONFORMANCE_DRIVER_ID", "PUT", "/api/v1/members/{id}/role", {"role": "driver"}),
+}
+
+
 @schemathesis.hook
 def after_call(context, case, response):
-    """Keeps the run's site active: POST /receiving-points is pinned to it
-    (schemathesis.toml), and the run also archives the sites it finds, this
-    one included; restore it at once so that creates keep reaching the
-    success path."""
-    site = os.environ["CONFORMANCE_SITE_ID"]
-    if (
-        case.method.upper() == "DELETE"
-        and case.operation.path == "/api/v1/sites/{siteId}"
-        and (case.path_parameters or {}).get("siteId") == site
-        and response.status_code == 200
-    ):
-        request = urllib.request.Request(
-            f"{os.environ['CONFORMANCE_BASE_URL']}/api/v1/sites/{site}/restore",
-            method="POST",
-            headers={"Authorization": f"Bearer {os.environ['CONFORMANCE_KEY']}"},
-        )
+    """Keeps the pinned records as the run needs them: creates that name
+    them keep reaching the success path even after the run archived the
+    site or factory, or made the driver leave or change role."""
+    pinned = PINNED.get(case.operation.path)
+    if pinned is None or case.method.upper() == "GET" or not 200 <= response.status_code < 300:
+        return
+    param, variable, method, path, body = pinned
+    record = os.environ[variable]
+    if (case.path_parameters or {}).get(param) != record:
+        return
+    request = urllib.request.Request(
+        os.environ["CONFORMANCE_BASE_URL"] + path.format(id=record),
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {os.environ['CONFORMANCE_KEY']}", "Content-Type": "application/json"},
+    )
+    try:
         urllib.request.urlopen(request, timeout=10).close()
+    except urllib.error.HTTPError:
+        pass  # already as needed (409 not_archived)

@@ -2,8 +2,8 @@
 # `make conformance`: the contract gate. Starts (or reuses) the emulator,
 # serves every router from the dev server on a free port with a table of this
 # run's own and the rate limit raised for this server only, creates an
-# organization with an all-scopes key (plus a partner organization and a
-# site for body references), then
+# organization with an all-scopes key (plus a partner organization, a site,
+# a factory and a driver for body references), then
 #   1. runs schemathesis (tests/conformance/schemathesis.toml) against the
 #      served /openapi.yaml: every check, every phase;
 #   2. opens /docs in headless Chromium with no network and checks that
@@ -55,6 +55,13 @@ export CONFORMANCE_PARTNER_ORG_ID=$(json "$partner" "['org']['id']")
 site=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Content-Type: application/json' \
     -d '{"name": "Conformance site"}' "$base/api/v1/sites")
 export CONFORMANCE_SITE_ID=$(json "$site" "['data']['id']")
+factory=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Content-Type: application/json' \
+    -d '{"name": "Conformance plant"}' "$base/api/v1/factories")
+export CONFORMANCE_FACTORY_ID=$(json "$factory" "['data']['id']")
+driver=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Content-Type: application/json' \
+    -d '{"first_name": "Conformance", "last_name": "Driver", "phone": "+3584000'$((RANDOM % 90000 + 10000))'", "role": "driver"}' \
+    "$base/api/v1/members")
+export CONFORMANCE_DRIVER_ID=$(json "$driver" "['data']['id']")
 
 curl -sf "$base/openapi.yaml" >"$out/openapi.yaml"
 

@@ -377,3 +377,29 @@ pub fn assert_millisecond_timestamps(value: &Value) {
     walk(value, &mut found);
     assert!(found > 0, "no timestamps in {value}");
 }
+
+/// A phone number no other test uses (E.164, 14 digits).
+pub fn unique_phone() -> String {
+    format!("+3584{}", &uuid::Uuid::new_v4().as_u128().to_string()[..10])
+}
+
+/// A person with an active membership of `role` in `org`, made in the store.
+pub async fn person(
+    org: uuid::Uuid,
+    role: shared::model::member::Role,
+) -> shared::store::members::Membership {
+    let new = shared::model::member::NewMember {
+        first_name: "Test".into(),
+        last_name: unique("Person"),
+        phone: unique_phone(),
+        role,
+        login: None,
+    };
+    harness()
+        .await
+        .store()
+        .members()
+        .add(org, &new, None)
+        .await
+        .expect("add a person")
+}

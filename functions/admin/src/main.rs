@@ -99,6 +99,30 @@ enum Command {
         #[arg(long)]
         key_id: Uuid,
     },
+    /// Record a truck's last known position (positions come from vehicles,
+    /// never through the API; this is how an operator or the local stack
+    /// sets one).
+    TruckPosition {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        truck: Uuid,
+        #[arg(long, allow_hyphen_values = true)]
+        lat: f64,
+        #[arg(long, allow_hyphen_values = true)]
+        lng: f64,
+        /// When the position was taken (RFC 3339); default now.
+        #[arg(long)]
+        at: Option<DateTime<Utc>>,
+    },
+    /// Take a truck out of service: gone from the API, its plate free again,
+    /// its driver let go.
+    RetireTruck {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        truck: Uuid,
+    },
     /// Add a photo (JPEG, PNG or WebP) to a receiving point.
     AddPhoto {
         #[arg(long)]
@@ -202,16 +226,14 @@ async fn run(cli: Cli) -> Result<()> {
                 .get(org)
                 .await?
                 .context("organization not found")?;
-            let member = store
-                .members()
-                .add(
-                    org,
-                    &first_name,
-                    &last_name,
-                    &phone,
-                    shared::store::members::ROLE_ORG_ADMIN,
-                )
-                .await?;
+            let new = shared::model::member::NewMember {
+                first_name,
+                last_name,
+                phone,
+                role: shared::store::members::ROLE_ORG_ADMIN,
+                login: None,
+            };
+            let member = store.members().add(org, &new, None).await?;
             print(json!({"member": member}));
         }
         Command::CreateKey {
@@ -243,6 +265,25 @@ async fn run(cli: Cli) -> Result<()> {
         Command::RevokeKey { org, key_id } => {
             let record = store.api_keys().revoke(org, key_id).await?;
             print(key_json(&record));
+        }
+        Command::TruckPosition {
+            org,
+            truck,
+            lat,
+            lng,
+            at,
+        } => {
+            let coordinates = shared::model::geo::Coordinates::new(lat, lng)?;
+            let at = at.map_or_else(Timestamp::now, Timestamp::from);
+            let truck = store
+                .trucks()
+                .record_position(org, truck, coordinates, at)
+                .await?;
+            print(json!({"truck": truck.view()}));
+        }
+        Command::RetireTruck { org, truck } => {
+            let truck = store.trucks().retire(org, truck).await?;
+            print(json!({"truck_id": truck.id, "retired_at": truck.retired_at}));
         }
         Command::AddPhoto {
             org,

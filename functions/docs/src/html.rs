@@ -79,6 +79,13 @@ fn type_name(spec: &Value, schema: &Value) -> String {
     if let Some(other) = null_branch(schema) {
         return format!("{}, nullable", type_name(spec, other));
     }
+    // `not: {}` matches nothing: a property a request may not carry.
+    if schema
+        .get("not")
+        .is_some_and(|n| n.as_object().is_some_and(|o| o.is_empty()))
+    {
+        return "not accepted (read-only)".into();
+    }
     let mut name = match types.into_iter().find(|t| *t != "null") {
         Some("array") => format!(
             "array of {}",

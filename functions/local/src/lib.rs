@@ -12,4 +12,6 @@ pub fn routes() -> Router<AppState> {
         .merge(factories::routes())
         .merge(grants::routes())
         .merge(receiving_points::routes())
+        .merge(trucks::routes())
+        .merge(members::routes())
 }

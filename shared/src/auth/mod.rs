@@ -2,6 +2,7 @@
 //! the scopes. The extractor that runs the checks is `http::ctx::Ctx`.
 
 pub mod key;
+pub mod password;
 pub mod scope;
 
 pub use scope::{ReadData, ReadOrgs, RequiredScope, Scope, WriteData, WriteOrgsSelf};

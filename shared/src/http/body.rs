@@ -46,9 +46,21 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let problem = e.into_inner();
+        let problem = e.into_inner().to_string();
+        // serde says "missing field `x`" of the object at `path`: name `x`.
+        if let Some(field) = problem
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'))
+        {
+            let full = if path == "." {
+                field.to_owned()
+            } else {
+                format!("{path}.{field}")
+            };
+            return ApiError::validation(&full, "is required");
+        }
         if path == "." {
-            ApiError::Validation(problem.to_string())
+            ApiError::Validation(problem)
         } else {
             ApiError::validation(&path, problem)
         }
@@ -141,7 +153,7 @@ mod tests {
         assert_eq!(e.code(), "validation_error");
         assert!(e.to_string().starts_with("name: invalid type"), "{e}");
         let e = parse::<Body>(br#"{}"#).unwrap_err();
-        assert!(e.to_string().contains("`name`"), "{e}");
+        assert_eq!(e.to_string(), "name: is required");
         assert_eq!(
             parse::<Body>(b"[1]").unwrap_err().code(),
             "validation_error"

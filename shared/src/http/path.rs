@@ -59,4 +59,6 @@ id_kinds! {
     ReceivingPointId => "rpId", "invalid_receiving_point_id";
     FactoryId => "factoryId", "invalid_factory_id";
     GranteeOrgId => "granteeOrgId", "invalid_org_id";
+    TruckId => "truckId", "invalid_truck_id";
+    MemberId => "memberId", "invalid_member_id";
 }

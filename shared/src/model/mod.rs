@@ -6,12 +6,14 @@ pub mod factory;
 pub mod geo;
 pub mod grant;
 pub mod integer;
+pub mod member;
 pub mod open_hours;
 pub mod org;
 pub mod patch;
 pub mod receiving_point;
 pub mod site;
 pub mod time;
+pub mod truck;
 pub mod validate;
 
 pub use time::Timestamp;

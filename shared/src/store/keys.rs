@@ -57,6 +57,20 @@ pub const PROFILE_SK: &str = "PROFILE";
 pub fn phone_pk(phone: &str) -> String {
     format!("PHONE#{phone}")
 }
+/// Uniqueness item of an e-mail address (compared in lowercase).
+pub fn email_pk(email: &str) -> String {
+    format!("EMAIL#{}", email.to_lowercase())
+}
+
+/// Truck (organization partition).
+pub fn truck_sk(truck: Uuid) -> String {
+    format!("{TRUCK_PREFIX}{truck}")
+}
+pub const TRUCK_PREFIX: &str = "TRUCK#";
+/// Uniqueness item of a plate: its country and normalized form.
+pub fn plate_pk(country: &str, normalized: &str) -> String {
+    format!("PLATE#{country}#{normalized}")
+}
 
 /// Rate-limit counters of one API key.
 pub fn rate_pk(key_id: Uuid) -> String {

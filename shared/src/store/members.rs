@@ -1,18 +1,25 @@
-//! Memberships (profile in an organization). The members routes come later;
-//! this holds what organizations need now: the operator's first org admin
-//! and the copy of org admins into a new sub-organization.
+//! People: a profile (`PROFILE#<id>`, the auth user), its phone and e-mail
+//! uniqueness items (phones and e-mails are unique across the platform),
+//! and its memberships (`ORG#<org>` / `MEMBER#<profile>`).
+//!
+//! A membership names the truck its member drives (`truck_id`), and the
+//! truck names its driver: both sides change in one transaction, so a
+//! member who leaves or stops being a driver releases the truck at once,
+//! and a driver drives one truck at a time.
 
-use crate::model::Timestamp;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::item::{Item, from_item, key, s, to_item};
+use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, MEMBER_PREFIX, UNIQUE_SK};
-use super::tx::{put, transact};
+use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
+use crate::model::Timestamp;
+use crate::model::member::{Member, MemberChanges, NewMember, Role};
 
-pub const ROLE_ORG_ADMIN: &str = "org_admin";
+pub const ROLE_ORG_ADMIN: Role = Role::OrgAdmin;
 
 pub struct Members<'a>(pub(super) &'a Store);
 
@@ -23,10 +30,36 @@ pub struct Membership {
     pub first_name: Option<String>,
     pub last_name: Option<String>,
     pub phone: Option<String>,
-    pub role: String,
+    pub role: Role,
     pub active: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The truck this member drives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truck_id: Option<Uuid>,
+    #[serde(default)]
+    pub version: u64,
+}
+
+impl Membership {
+    pub fn view(&self) -> Member {
+        Member {
+            id: self.profile_id,
+            first_name: self.first_name.clone(),
+            last_name: self.last_name.clone(),
+            role: self.role,
+            phone: self.phone.clone(),
+            active: self.active,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// A new person's sign-in: the e-mail and the argon2id hash of the password.
+pub struct StoredLogin {
+    pub email: String,
+    pub password_hash: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -37,6 +70,11 @@ struct MemberItem {
     membership: Membership,
 }
 
+/// A membership from its stored item.
+pub(crate) fn membership(item: Item) -> ApiResult<Membership> {
+    from_item::<MemberItem>(item).map(|m| m.membership)
+}
+
 #[derive(Serialize)]
 struct ProfileItem<'a> {
     pk: String,
@@ -45,11 +83,15 @@ struct ProfileItem<'a> {
     first_name: &'a str,
     last_name: &'a str,
     phone: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    password_hash: Option<&'a str>,
     created_at: Timestamp,
 }
 
 #[derive(Serialize)]
-struct PhoneItem {
+struct UniqueItem {
     pk: String,
     sk: &'static str,
     profile_id: Uuid,
@@ -62,15 +104,110 @@ fn phone_conflict() -> ApiError {
     }
 }
 
+fn email_conflict() -> ApiError {
+    ApiError::Conflict {
+        code: "email_conflict",
+        message: "this e-mail address is already in use".into(),
+    }
+}
+
+pub fn member_not_found() -> ApiError {
+    ApiError::NotFound {
+        code: "member_not_found",
+        message: "member not found",
+    }
+}
+
+fn org_admin_managed() -> ApiError {
+    ApiError::Forbidden {
+        code: "org_admin_managed",
+        message: "org admins are managed in the admin application, not through this API",
+    }
+}
+
+fn unique(pk: String, profile_id: Uuid) -> UniqueItem {
+    UniqueItem {
+        pk,
+        sk: UNIQUE_SK,
+        profile_id,
+    }
+}
+
+fn update(table: &str, item_key: Item) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+    Update::builder().table_name(table).set_key(Some(item_key))
+}
+
+fn built(update: aws_sdk_dynamodb::types::builders::UpdateBuilder) -> ApiResult<TransactWriteItem> {
+    update
+        .build()
+        .map(|u| TransactWriteItem::builder().update(u).build())
+        .map_err(ApiError::internal)
+}
+
+/// The action that takes truck `truck` away from driver `driver` (the
+/// truck's side of a release).
+pub(crate) fn release_truck(
+    table: &str,
+    org: Uuid,
+    truck: Uuid,
+    driver: Uuid,
+) -> ApiResult<TransactWriteItem> {
+    built(
+        update(table, key(keys::org_pk(org), keys::truck_sk(truck)))
+            .update_expression("REMOVE driver_id ADD version :one")
+            .condition_expression("driver_id = :driver")
+            .expression_attribute_values(":driver", s(driver.to_string()))
+            .expression_attribute_values(":one", n(1)),
+    )
+}
+
+/// The action that ends driver `driver`'s hold on truck `truck` (the
+/// membership's side of a release).
+pub(crate) fn release_driver(
+    table: &str,
+    org: Uuid,
+    driver: Uuid,
+    truck: Uuid,
+) -> ApiResult<TransactWriteItem> {
+    built(
+        update(table, key(keys::org_pk(org), keys::member_sk(driver)))
+            .update_expression("REMOVE truck_id ADD version :one")
+            .condition_expression("truck_id = :truck")
+            .expression_attribute_values(":truck", s(truck.to_string()))
+            .expression_attribute_values(":one", n(1)),
+    )
+}
+
+/// The action that makes active member `driver` (as read, `version`) drive
+/// truck `truck`.
+pub(crate) fn hold_truck(
+    table: &str,
+    org: Uuid,
+    driver: &Membership,
+    truck: Uuid,
+) -> ApiResult<TransactWriteItem> {
+    built(
+        update(
+            table,
+            key(keys::org_pk(org), keys::member_sk(driver.profile_id)),
+        )
+        .update_expression("SET truck_id = :truck ADD version :one")
+        .condition_expression("active = :yes AND version = :version")
+        .expression_attribute_values(":truck", s(truck.to_string()))
+        .expression_attribute_values(":yes", AttributeValue::Bool(true))
+        .expression_attribute_values(":version", n(driver.version))
+        .expression_attribute_values(":one", n(1)),
+    )
+}
+
 impl Members<'_> {
-    /// Creates a profile with an active membership (the phone is unique).
+    /// Creates a person (profile, phone and e-mail items) with an active
+    /// membership, in one transaction: 409 `phone_conflict`, `email_conflict`.
     pub async fn add(
         &self,
         org: Uuid,
-        first_name: &str,
-        last_name: &str,
-        phone: &str,
-        role: &str,
+        new: &NewMember,
+        login: Option<StoredLogin>,
     ) -> ApiResult<Membership> {
         let store = self.0;
         let table = store.table();
@@ -79,38 +216,47 @@ impl Members<'_> {
         let membership = Membership {
             profile_id,
             org_id: org,
-            first_name: Some(first_name.to_owned()),
-            last_name: Some(last_name.to_owned()),
-            phone: Some(phone.to_owned()),
-            role: role.to_owned(),
+            first_name: Some(new.first_name.clone()),
+            last_name: Some(new.last_name.clone()),
+            phone: Some(new.phone.clone()),
+            role: new.role,
             active: true,
             created_at: at,
             updated_at: at,
+            truck_id: None,
+            version: 0,
         };
         let profile = ProfileItem {
             pk: keys::profile_pk(profile_id),
             sk: keys::PROFILE_SK,
             id: profile_id,
-            first_name,
-            last_name,
-            phone,
+            first_name: &new.first_name,
+            last_name: &new.last_name,
+            phone: &new.phone,
+            email: login.as_ref().map(|l| l.email.as_str()),
+            password_hash: login.as_ref().map(|l| l.password_hash.as_str()),
             created_at: at,
         };
-        let phone_item = PhoneItem {
-            pk: keys::phone_pk(phone),
-            sk: UNIQUE_SK,
-            profile_id,
-        };
-        let actions = vec![
+        let fresh = Some("attribute_not_exists(pk)");
+        let mut actions = vec![
             put(
                 table,
-                to_item(&phone_item)?,
-                Some("attribute_not_exists(pk)"),
+                to_item(&unique(keys::phone_pk(&new.phone), profile_id))?,
+                fresh,
             )?,
-            put(table, to_item(&profile)?, Some("attribute_not_exists(pk)"))?,
-            put(table, self.item(membership.clone())?, None)?,
+            put(table, to_item(&profile)?, fresh)?,
+            put(table, self.item(membership.clone())?, fresh)?,
         ];
-        transact(store, actions, &[(0, phone_conflict)]).await?;
+        let mut conflicts: Vec<Conflict> = vec![(0, phone_conflict)];
+        if let Some(login) = &login {
+            conflicts.push((actions.len(), email_conflict));
+            actions.push(put(
+                table,
+                to_item(&unique(keys::email_pk(&login.email), profile_id))?,
+                fresh,
+            )?);
+        }
+        transact(store, actions, &conflicts).await?;
         Ok(membership)
     }
 
@@ -130,32 +276,188 @@ impl Members<'_> {
             .transpose()
     }
 
-    /// The organization's active `org_admin` memberships.
-    pub async fn active_admins(&self, org: Uuid) -> ApiResult<Vec<Membership>> {
+    /// The membership, active or not, or 404 `member_not_found`.
+    pub async fn require(&self, org: Uuid, profile: Uuid) -> ApiResult<Membership> {
+        self.get(org, profile).await?.ok_or_else(member_not_found)
+    }
+
+    /// The organization's memberships (active ones unless `include_inactive`),
+    /// by last name, first name.
+    pub async fn list(&self, org: Uuid, include_inactive: bool) -> ApiResult<Vec<Membership>> {
         let store = self.0;
-        let query = store
+        let mut query = store
             .db
             .query()
             .table_name(store.table())
             .key_condition_expression("pk = :pk AND begins_with(sk, :member)")
-            .filter_expression("#role = :admin AND active = :yes")
-            .expression_attribute_names("#role", "role")
             .expression_attribute_values(":pk", s(keys::org_pk(org)))
             .expression_attribute_values(":member", s(MEMBER_PREFIX))
-            .expression_attribute_values(":admin", s(ROLE_ORG_ADMIN))
-            .expression_attribute_values(
-                ":yes",
-                aws_sdk_dynamodb::types::AttributeValue::Bool(true),
-            )
             .consistent_read(true);
-        query_all(query)
+        if !include_inactive {
+            query = query
+                .filter_expression("active = :yes")
+                .expression_attribute_values(":yes", AttributeValue::Bool(true));
+        }
+        let mut members: Vec<Membership> = query_all(query)
             .await?
             .into_iter()
             .map(|item| from_item::<MemberItem>(item).map(|m| m.membership))
-            .collect()
+            .collect::<ApiResult<_>>()?;
+        members.sort_by(|a, b| {
+            (&a.last_name, &a.first_name, a.profile_id).cmp(&(
+                &b.last_name,
+                &b.first_name,
+                b.profile_id,
+            ))
+        });
+        Ok(members)
     }
 
-    /// The item of `membership` copied into organization `org`.
+    /// Applies validated changes to a membership and its person, in one
+    /// transaction: a phone change moves the phone's uniqueness item;
+    /// leaving the organization (`active: false`) or ceasing to be a
+    /// `driver` releases the member's truck. An `org_admin` membership is
+    /// the admin application's: 403 `org_admin_managed`.
+    pub async fn update(
+        &self,
+        org: Uuid,
+        profile: Uuid,
+        changes: &MemberChanges,
+    ) -> ApiResult<Membership> {
+        retry_races(|| self.update_once(org, profile, changes, false)).await
+    }
+
+    /// DELETE: leaves the organization; 409 `already_inactive` the second
+    /// time.
+    pub async fn leave(&self, org: Uuid, profile: Uuid) -> ApiResult<Membership> {
+        let leave = MemberChanges {
+            active: Some(false),
+            ..MemberChanges::default()
+        };
+        retry_races(|| self.update_once(org, profile, &leave, true)).await
+    }
+
+    async fn update_once(
+        &self,
+        org: Uuid,
+        profile: Uuid,
+        changes: &MemberChanges,
+        refuse_inactive: bool,
+    ) -> ApiResult<Membership> {
+        let store = self.0;
+        let table = store.table();
+        let current = self.require(org, profile).await?;
+        if current.role == ROLE_ORG_ADMIN {
+            return Err(org_admin_managed());
+        }
+        if refuse_inactive && !current.active {
+            return Err(ApiError::Conflict {
+                code: "already_inactive",
+                message: "the member has already left the organization".into(),
+            });
+        }
+        let mut updated = current.clone();
+        if let Some(v) = &changes.first_name {
+            updated.first_name = Some(v.clone());
+        }
+        if let Some(v) = &changes.last_name {
+            updated.last_name = Some(v.clone());
+        }
+        if let Some(v) = &changes.phone {
+            updated.phone = Some(v.clone());
+        }
+        if let Some(role) = changes.role {
+            updated.role = role;
+        }
+        if let Some(active) = changes.active {
+            updated.active = active;
+        }
+        let leaves = current.active && !updated.active;
+        let demoted = current.role == Role::Driver && updated.role != Role::Driver;
+        let release = if leaves || demoted {
+            updated.truck_id.take()
+        } else {
+            None
+        };
+        updated.updated_at = crate::model::now();
+        updated.version = current.version + 1;
+
+        // Memberships made before versions existed have none: version 0.
+        let unchanged = if current.version == 0 {
+            "attribute_not_exists(version) OR version = :version"
+        } else {
+            "version = :version"
+        };
+        let write = aws_sdk_dynamodb::types::Put::builder()
+            .table_name(table)
+            .set_item(Some(self.item(updated.clone())?))
+            .condition_expression(unchanged)
+            .expression_attribute_values(":version", n(current.version));
+        let mut actions = vec![
+            TransactWriteItem::builder()
+                .put(write.build().map_err(ApiError::internal)?)
+                .build(),
+        ];
+        let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+        if let Some(truck) = release {
+            conflicts.push((actions.len(), raced));
+            actions.push(release_truck(table, org, truck, profile)?);
+        }
+        let person_changed = updated.first_name != current.first_name
+            || updated.last_name != current.last_name
+            || updated.phone != current.phone;
+        if person_changed {
+            actions.push(built(
+                update(table, key(keys::profile_pk(profile), keys::PROFILE_SK))
+                    .update_expression("SET first_name = :first, last_name = :last, phone = :phone")
+                    .condition_expression("attribute_exists(pk)")
+                    .expression_attribute_values(
+                        ":first",
+                        s(updated.first_name.clone().unwrap_or_default()),
+                    )
+                    .expression_attribute_values(
+                        ":last",
+                        s(updated.last_name.clone().unwrap_or_default()),
+                    )
+                    .expression_attribute_values(
+                        ":phone",
+                        s(updated.phone.clone().unwrap_or_default()),
+                    ),
+            )?);
+        }
+        if let (Some(old), Some(new)) = (&current.phone, &updated.phone)
+            && old != new
+        {
+            let old_item = Delete::builder()
+                .table_name(table)
+                .set_key(Some(key(keys::phone_pk(old), UNIQUE_SK)))
+                .condition_expression("profile_id = :me")
+                .expression_attribute_values(":me", s(profile.to_string()))
+                .build()
+                .map_err(ApiError::internal)?;
+            actions.push(TransactWriteItem::builder().delete(old_item).build());
+            conflicts.push((actions.len(), phone_conflict));
+            actions.push(put(
+                table,
+                to_item(&unique(keys::phone_pk(new), profile))?,
+                Some("attribute_not_exists(pk)"),
+            )?);
+        }
+        transact(store, actions, &conflicts).await?;
+        Ok(updated)
+    }
+
+    /// The organization's active `org_admin` memberships.
+    pub async fn active_admins(&self, org: Uuid) -> ApiResult<Vec<Membership>> {
+        Ok(self
+            .list(org, false)
+            .await?
+            .into_iter()
+            .filter(|m| m.role == ROLE_ORG_ADMIN)
+            .collect())
+    }
+
+    /// The item of `membership` copied into organization `org` (no truck).
     pub(crate) fn membership_copy(
         &self,
         membership: Membership,
@@ -166,6 +468,8 @@ impl Members<'_> {
             org_id: org,
             created_at: at,
             updated_at: at,
+            truck_id: None,
+            version: 0,
             ..membership
         })
     }

@@ -14,6 +14,7 @@ pub mod orgs;
 pub mod rate_limits;
 pub mod records;
 pub mod schema;
+pub mod trucks;
 pub mod tx;
 
 use std::sync::Arc;
@@ -73,6 +74,10 @@ impl Store {
         &self,
     ) -> records::Records<'_, crate::model::receiving_point::ReceivingPointRecord> {
         records::Records::new(self)
+    }
+
+    pub fn trucks(&self) -> trucks::Trucks<'_> {
+        trucks::Trucks(self)
     }
 
     pub fn grants(&self) -> grants::Grants<'_> {

@@ -7,7 +7,6 @@ use serde_json::json;
 use shared::auth::Scope;
 use shared::store::api_keys::MAX_KEYS_PER_ORG;
 use shared::store::orgs::{MAX_CHILDREN, MAX_COPIED_ADMINS};
-use uuid::Uuid;
 
 use crate::sites::new_site;
 
@@ -293,20 +292,8 @@ fn children_are_capped_per_organization() {
 fn a_parent_with_more_admins_than_one_transaction_holds_gets_a_clear_409() {
     run(async {
         let t = org().await;
-        let store = harness().await.store();
         for _ in 0..=MAX_COPIED_ADMINS {
-            let phone = format!("+3584{}", &Uuid::new_v4().as_u128().to_string()[..10]);
-            store
-                .members()
-                .add(
-                    t.id(),
-                    "Ada",
-                    "Admin",
-                    &phone,
-                    shared::store::members::ROLE_ORG_ADMIN,
-                )
-                .await
-                .unwrap();
+            api_tests::person(t.id(), shared::model::member::Role::OrgAdmin).await;
         }
         let reply = send(
             &t,

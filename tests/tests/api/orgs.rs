@@ -3,6 +3,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use http::Method;
 use serde_json::{Value, json};
 use shared::auth::Scope;
+use shared::model::member::Role;
 use uuid::Uuid;
 
 const FIELDS: [&str; 12] = [
@@ -193,20 +194,8 @@ fn create_copies_active_org_admins_only() {
     run(async {
         let t = org().await;
         let members = harness().await.store().members();
-        let phone = |n: u32| {
-            format!(
-                "+35840{:07}",
-                (Uuid::new_v4().as_u128() % 9_000_000) as u32 + n
-            )
-        };
-        let admin = members
-            .add(t.id(), "Ada", "Admin", &phone(0), "org_admin")
-            .await
-            .unwrap();
-        let plain = members
-            .add(t.id(), "Max", "Member", &phone(1), "member")
-            .await
-            .unwrap();
+        let admin = api_tests::person(t.id(), Role::OrgAdmin).await;
+        let plain = api_tests::person(t.id(), Role::Member).await;
         let reply = create_child(&t, json!({"name": unique("Sub")})).await;
         reply.expect(201, None);
         let child: Uuid = reply.body["data"]["id"].as_str().unwrap().parse().unwrap();
@@ -216,8 +205,8 @@ fn create_copies_active_org_admins_only() {
             .unwrap()
             .expect("admin copied");
         assert_eq!(
-            (copied.role.as_str(), copied.active, copied.org_id),
-            ("org_admin", true, child)
+            (copied.role, copied.active, copied.org_id),
+            (Role::OrgAdmin, true, child)
         );
         assert_eq!(copied.phone, admin.phone);
         assert!(
