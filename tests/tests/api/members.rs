@@ -470,9 +470,11 @@ fn leaving_or_ceasing_to_drive_releases_the_truck() {
     run(async {
         let t = org().await;
         // Each trigger, with its own driver and truck.
-        let triggers: [(Method, &str, Option<Value>); 4] = [
+        let triggers: [(Method, &str, Option<Value>); 6] = [
             (Method::DELETE, "", None),
             (Method::PATCH, "", Some(json!({"active": false}))),
+            (Method::PATCH, "", Some(json!({"role": "factory_manager"}))),
+            (Method::PATCH, "", Some(json!({"role": null}))),
             (Method::PUT, "/role", Some(json!({"role": "site_manager"}))),
             (Method::DELETE, "/role", None),
         ];
