@@ -1,7 +1,7 @@
 //! Keyset cursors for paginated lists: opaque, tamper-evident (HMAC-SHA256
 //! with a deployment key) and bound to the organization and the query's
 //! filters, so a cursor cannot be replayed for another organization or
-//! another filter. A bad cursor is 422 `validation_error` on `cursor`.
+//! another filter. A bad cursor is 422 `invalid_cursor`.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -115,10 +115,10 @@ impl<'a> CursorCodec<'a> {
         token: &str,
     ) -> Result<T, ApiError> {
         let invalid = || {
-            ApiError::validation(
-                "cursor",
-                "is not a cursor of this list; pass meta.next_cursor unchanged",
-            )
+            ApiError::Unprocessable {
+            code: "invalid_cursor",
+            message: "cursor: is not a cursor of this list (same organization and filters); pass meta.next_cursor unchanged".into(),
+        }
         };
         let (payload, tag) = token.split_once('.').ok_or_else(invalid)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
@@ -176,7 +176,7 @@ mod tests {
         let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(bytes));
         assert!(decode(&codec, org, "status=open", &forged).is_err());
         let e = decode(&codec, org, "status=open", "garbage").unwrap_err();
-        assert_eq!(e.code(), "validation_error");
+        assert_eq!(e.code(), "invalid_cursor");
         assert!(e.to_string().starts_with("cursor:"));
     }
 }

@@ -21,6 +21,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     InvalidJson(String),
+    /// Another 400: `code` names the problem.
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
     // 401
     #[error("an API key is required: send `Authorization: Bearer <key>` or `X-Api-Key: <key>`")]
     MissingApiKey,
@@ -66,6 +69,9 @@ pub enum ApiError {
     // 413
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// Another 413: `code` names what is too large.
+    #[error("{message}")]
+    TooLarge { code: &'static str, message: String },
     // 422
     /// A missing or invalid field; the message names the field.
     #[error("{0}")]
@@ -90,7 +96,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         use ApiError::*;
         match self {
-            InvalidId { .. } | InvalidJson(_) => StatusCode::BAD_REQUEST,
+            InvalidId { .. } | InvalidJson(_) | Invalid { .. } => StatusCode::BAD_REQUEST,
             MissingApiKey | InvalidApiKey | ApiKeyRevoked | ApiKeyExpired | ConflictingApiKeys => {
                 StatusCode::UNAUTHORIZED
             }
@@ -103,7 +109,7 @@ impl ApiError {
             NotFound { .. } | RouteNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Conflict { .. } => StatusCode::CONFLICT,
-            PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            PayloadTooLarge(_) | TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Validation(_) | Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -116,6 +122,7 @@ impl ApiError {
         match self {
             InvalidId { code, .. } => code,
             InvalidJson(_) => "invalid_json",
+            Invalid { code, .. } => code,
             MissingApiKey => "missing_api_key",
             InvalidApiKey => "invalid_api_key",
             ApiKeyRevoked => "api_key_revoked",
@@ -132,6 +139,7 @@ impl ApiError {
             MethodNotAllowed => "method_not_allowed",
             Conflict { code, .. } => code,
             PayloadTooLarge(_) => "payload_too_large",
+            TooLarge { code, .. } => code,
             Validation(_) => "validation_error",
             Unprocessable { code, .. } => code,
             RateLimited { .. } => "rate_limited",

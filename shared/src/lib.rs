@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod cursor;
 pub mod error;
+pub mod files;
 pub mod http;
 pub mod links;
 pub mod model;

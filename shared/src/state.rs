@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::cursor::Cursors;
+use crate::files::Files;
 use crate::links::LinkSigner;
 use crate::store::Store;
 
@@ -16,6 +17,8 @@ pub struct AppState {
     pub links: LinkSigner,
     /// List cursors, signed with the deployment's key.
     pub cursors: Cursors,
+    /// The bucket, for uploads.
+    pub files: Files,
 }
 
 impl AppState {
@@ -44,11 +47,13 @@ impl AppState {
             config.link_signer_secret_arn.clone(),
         );
         let cursors = Cursors::new(sdk, config.cursor_key.clone());
+        let files = Files::new(sdk, &config.bucket_name);
         Self {
             config: Arc::new(config),
             store,
             links,
             cursors,
+            files,
         }
     }
 }

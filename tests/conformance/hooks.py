@@ -79,6 +79,7 @@ def refused_only_for_stored_state(ctx, response, case):
 PINNED = {
     "/api/v1/sites/{siteId}": ("siteId", "CONFORMANCE_SITE_ID", "POST", "/api/v1/sites/{id}/restore", None),
     "/api/v1/factories/{factoryId}": ("factoryId", "CONFORMANCE_FACTORY_ID", "POST", "/api/v1/factories/{id}/restore", None),
+    "/api/v1/receiving-points/{rpId}": ("rpId", "CONFORMANCE_POINT_ID", "POST", "/api/v1/receiving-points/{id}/restore", None),
     "/api/v1/members/{memberId}": ("memberId", "CONFORMANCE_DRIVER_ID", "PATCH", "/api/v1/members/{id}", {"active": True, "role": "driver"}),
     "/api/v1/members/{memberId}/role": ("memberId", "CONFORMANCE_DRIVER_ID", "PUT", "/api/v1/members/{id}/role", {"role": "driver"}),
 }

@@ -3,7 +3,8 @@
 # serves every router from the dev server on a free port with a table of this
 # run's own and the rate limit raised for this server only, creates an
 # organization with an all-scopes key (plus a partner organization, a site,
-# a factory and a driver for body references), then
+# a factory, a driver, a receiving point and a truck for body references),
+# then
 #   1. runs schemathesis (tests/conformance/schemathesis.toml) against the
 #      served /openapi.yaml: every check, every phase;
 #   2. opens /docs in headless Chromium with no network and checks that
@@ -62,6 +63,12 @@ driver=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Conten
     -d '{"first_name": "Conformance", "last_name": "Driver", "phone": "+3584000'$((RANDOM % 90000 + 10000))'", "role": "driver"}' \
     "$base/api/v1/members")
 export CONFORMANCE_DRIVER_ID=$(json "$driver" "['data']['id']")
+point=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Content-Type: application/json' \
+    -d '{"site_id": "'$CONFORMANCE_SITE_ID'", "name": "Conformance gate"}' "$base/api/v1/receiving-points")
+export CONFORMANCE_POINT_ID=$(json "$point" "['data']['id']")
+truck=$(curl -sf -X POST -H "Authorization: Bearer $CONFORMANCE_KEY" -H 'Content-Type: application/json' \
+    -d '{"orgId": "'$CONFORMANCE_ORG_ID'", "license": "CNF-'$((RANDOM % 900 + 100))'", "country": "ee"}' "$base/api/v1/trucks")
+export CONFORMANCE_TRUCK_ID=$(json "$truck" "['data']['id']")
 
 curl -sf "$base/openapi.yaml" >"$out/openapi.yaml"
 

@@ -403,3 +403,105 @@ pub async fn person(
         .await
         .expect("add a person")
 }
+
+/// A plain HTTP/1.1 request to a loopback URL (the emulator), for what a
+/// browser or an integrator does outside the API: follow a signed link,
+/// post an upload form. Returns the status and the body.
+pub async fn http(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").expect("a loopback http URL");
+    let (authority, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
+    let mut stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .expect("connect");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    stream.write_all(body).await.expect("send body");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP answer");
+    let head = String::from_utf8_lossy(&answer[..split]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    let mut body = answer[split + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = unchunk(&body);
+    }
+    (status, body)
+}
+
+fn unchunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&data[..line_end]).unwrap().trim(), 16)
+                .unwrap();
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&data[line_end + 2..line_end + 2 + size]);
+        data = &data[line_end + 2 + size + 2..];
+    }
+    out
+}
+
+/// A `multipart/form-data` body of `fields` and a `file` part last.
+pub fn multipart(
+    boundary: &str,
+    fields: &[(&str, &str)],
+    file: Option<(&str, &str, &[u8])>,
+) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    if let Some((filename, content_type, bytes)) = file {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    body
+}
+
+impl Call {
+    /// A raw body with its content type.
+    pub fn body(mut self, content_type: &str, body: Vec<u8>) -> Self {
+        self.request = self.request.header("content-type", content_type);
+        self.body = Body::from(body);
+        self
+    }
+}

@@ -292,8 +292,9 @@ async fn run(cli: Cli) -> Result<()> {
         } => {
             let bytes =
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let (extension, content_type) =
-                image_kind(&bytes).context("the file is not a JPEG, PNG or WebP image")?;
+            let kind = shared::files::ImageKind::sniff(&bytes)
+                .context("the file is not a JPEG, PNG or WebP image")?;
+            let (extension, content_type) = (kind.extension(), kind.content_type());
             let points = store.receiving_points();
             points.require(org, receiving_point).await?;
             let path = format!(
@@ -372,28 +373,4 @@ async fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// File extension and content type of a JPEG, PNG or WebP image, by its magic bytes.
-fn image_kind(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
-    match bytes {
-        [0xff, 0xd8, 0xff, ..] => Some(("jpg", "image/jpeg")),
-        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some(("png", "image/png")),
-        [
-            b'R',
-            b'I',
-            b'F',
-            b'F',
-            _,
-            _,
-            _,
-            _,
-            b'W',
-            b'E',
-            b'B',
-            b'P',
-            ..,
-        ] => Some(("webp", "image/webp")),
-        _ => None,
-    }
 }

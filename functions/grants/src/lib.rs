@@ -36,13 +36,14 @@ async fn upsert(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateGrant>,
 ) -> ApiResult<(StatusCode, Json<Data<Grant>>)> {
-    if body.grantee_org_id == ctx.org_id {
+    let grantee = body.grantee_org_id.0;
+    if grantee == ctx.org_id {
         return Err(ApiError::Unprocessable {
             code: "grant_to_self",
             message: "an organization cannot grant access to itself".into(),
         });
     }
-    if ctx.store.orgs().get(body.grantee_org_id).await?.is_none() {
+    if ctx.store.orgs().get(grantee).await?.is_none() {
         return Err(ApiError::Unprocessable {
             code: "grantee_not_found",
             message: "grantee_org_id names no organization".into(),
@@ -52,7 +53,7 @@ async fn upsert(
     let (grant, created) = ctx
         .store
         .grants()
-        .upsert(ctx.org_id, body.grantee_org_id, scope)
+        .upsert(ctx.org_id, grantee, scope)
         .await?;
     let status = if created {
         StatusCode::CREATED

@@ -14,4 +14,5 @@ pub fn routes() -> Router<AppState> {
         .merge(receiving_points::routes())
         .merge(trucks::routes())
         .merge(members::routes())
+        .merge(surpluses::routes())
 }

@@ -60,7 +60,7 @@ async fn create(
     ctx: Ctx<WriteOrgsSelf>,
     JsonBody(body): JsonBody<CreateOrg>,
 ) -> ApiResult<impl IntoResponse> {
-    if body.parent_id.is_some_and(|parent| parent != ctx.org_id) {
+    if body.parent_id.is_some_and(|parent| parent.0 != ctx.org_id) {
         return Err(ApiError::OrgIdMismatch(
             "parent_id must be the key's organization",
         ));

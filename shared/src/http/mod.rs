@@ -5,6 +5,7 @@ pub mod body;
 pub mod ctx;
 pub mod envelope;
 pub mod middleware;
+pub mod multipart;
 pub mod path;
 pub mod query;
 pub mod scope;

@@ -1,4 +1,5 @@
-//! UUID path ids. A malformed id answers 400 with the id's own code.
+//! UUID path ids (the canonical hyphenated form). A malformed id answers
+//! 400 with the id's own code.
 
 use std::marker::PhantomData;
 
@@ -34,9 +35,9 @@ impl<K: IdKind, S: Send + Sync> FromRequestParts<S> for PathId<K> {
         let Path(raw) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|_| invalid())?;
-        Uuid::try_parse(&raw)
+        crate::model::id::parse(&raw)
             .map(|id| PathId(id, PhantomData))
-            .map_err(|_| invalid())
+            .ok_or_else(invalid)
     }
 }
 
@@ -61,4 +62,5 @@ id_kinds! {
     GranteeOrgId => "granteeOrgId", "invalid_org_id";
     TruckId => "truckId", "invalid_truck_id";
     MemberId => "memberId", "invalid_member_id";
+    SurplusId => "surplusId", "invalid_surplus_id";
 }

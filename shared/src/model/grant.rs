@@ -5,6 +5,8 @@ use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::id::Id;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GrantScope {
@@ -28,6 +30,6 @@ pub struct Grant {
 /// POST /api/v1/org-access-grants body.
 #[derive(Debug, Deserialize)]
 pub struct CreateGrant {
-    pub grantee_org_id: Uuid,
+    pub grantee_org_id: Id,
     pub scope: Option<GrantScope>,
 }

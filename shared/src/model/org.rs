@@ -4,6 +4,8 @@ use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::id::Id;
+
 use super::patch::{self, Patch, assign};
 use super::validate;
 use crate::error::ApiError;
@@ -52,7 +54,7 @@ pub fn name_key(name: &str) -> String {
 #[derive(Debug, Deserialize)]
 pub struct CreateOrg {
     pub name: String,
-    pub parent_id: Option<Uuid>,
+    pub parent_id: Option<Id>,
     pub business_code: Option<String>,
     pub street_address: Option<String>,
     pub postal_code: Option<String>,

@@ -5,6 +5,8 @@ use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::id::Id;
+
 use super::archive::{self, Status};
 use super::geo::Coordinates;
 use super::integer::Integer;
@@ -69,7 +71,7 @@ impl ReceivingPointRecord {
         ReceivingPoint {
             id: self.id,
             name: self.name.clone(),
-            site_id: self.site_id,
+            site_id: self.site_id.into(),
             coordinates: self.coordinates,
             capacity_m3: self.capacity_m3,
             is_public: self.is_public,
@@ -110,7 +112,7 @@ fn note(field: &str, value: Option<String>) -> Result<Option<String>, ApiError> 
 /// POST /api/v1/receiving-points body.
 #[derive(Debug, Deserialize)]
 pub struct CreateReceivingPoint {
-    pub site_id: Uuid,
+    pub site_id: Id,
     pub name: String,
     pub lat: Option<f64>,
     pub lng: Option<f64>,
@@ -127,7 +129,7 @@ impl CreateReceivingPoint {
         Ok(ReceivingPointRecord {
             id: Uuid::now_v7(),
             org_id: org,
-            site_id: self.site_id,
+            site_id: self.site_id.into(),
             name: validate::required_text("name", &self.name, MAX_TEXT)?,
             coordinates: Coordinates::from_parts(self.lat, self.lng)?,
             capacity_m3: capacity(self.capacity_m3)?,
@@ -149,7 +151,7 @@ impl CreateReceivingPoint {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct PatchReceivingPoint {
-    pub site_id: Patch<Uuid>,
+    pub site_id: Patch<Id>,
     pub name: Patch<String>,
     pub lat: Patch<f64>,
     pub lng: Patch<f64>,
@@ -178,7 +180,7 @@ impl PatchReceivingPoint {
             site_id: match self.site_id {
                 Patch::Absent => None,
                 Patch::Null => return Err(ApiError::validation("site_id", "cannot change")),
-                Patch::Value(id) => Some(id),
+                Patch::Value(id) => Some(id.into()),
             },
             name: patch::required_text("name", self.name, MAX_TEXT)?,
             coordinates: Coordinates::from_patch(self.lat, self.lng)?,

@@ -7,6 +7,8 @@ use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::id::Id;
+
 use super::archive::{self, Status};
 use super::geo::Coordinates;
 use super::patch::{self, Patch, assign};
@@ -202,13 +204,13 @@ pub struct CreateSite {
     pub site_role: Option<SiteRole>,
     #[serde(rename = "type")]
     pub site_type: Option<String>,
-    pub customer_id: Option<Uuid>,
+    pub customer_id: Option<Id>,
 }
 
 impl CreateSite {
     /// The new record of organization `org` (403 when `customer_id` differs).
     pub fn validate(self, org: Uuid, now: Timestamp) -> Result<SiteRecord, ApiError> {
-        customer(self.customer_id, org)?;
+        customer(self.customer_id.map(Uuid::from), org)?;
         Ok(SiteRecord {
             id: Uuid::now_v7(),
             org_id: org,
@@ -255,7 +257,7 @@ pub struct PatchSite {
     pub site_role: Patch<SiteRole>,
     #[serde(rename = "type")]
     pub site_type: Patch<String>,
-    pub customer_id: Patch<Uuid>,
+    pub customer_id: Patch<Id>,
 }
 
 /// Validated site changes: `Some(new value)` for each field to change.
@@ -283,7 +285,7 @@ impl PatchSite {
             Patch::Absent => false,
             Patch::Null => return Err(ApiError::validation("customer_id", "cannot change")),
             Patch::Value(id) => {
-                customer(Some(id), org)?;
+                customer(Some(id.into()), org)?;
                 true
             }
         };

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::id::Id;
+
 use super::geo::Coordinates;
 use super::patch::{self, Patch, assign};
 use super::time::Timestamp;
@@ -156,20 +158,20 @@ fn capacity(field: &str, value: f64) -> Result<f64, ApiError> {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTruck {
-    pub org_id: Uuid,
+    pub org_id: Id,
     pub license: String,
     pub country: Country,
     pub capacity: Option<f64>,
     pub name: Option<String>,
-    pub driver_id: Option<Uuid>,
-    pub factory_id: Option<Uuid>,
+    pub driver_id: Option<Id>,
+    pub factory_id: Option<Id>,
     pub notes: Option<String>,
 }
 
 impl CreateTruck {
     /// The new record of organization `org` (403 when `orgId` differs).
     pub fn validate(self, org: Uuid, now: Timestamp) -> Result<TruckRecord, ApiError> {
-        if self.org_id != org {
+        if self.org_id.0 != org {
             return Err(ApiError::OrgIdMismatch(
                 "orgId must be the key's organization",
             ));
@@ -184,8 +186,8 @@ impl CreateTruck {
             capacity_m3: self.capacity.map(|c| capacity("capacity", c)).transpose()?,
             name: validate::optional_text("name", self.name.as_deref(), MAX_TEXT)?,
             notes: validate::optional_text("notes", self.notes.as_deref(), MAX_NOTE)?,
-            driver_id: self.driver_id,
-            factory_id: self.factory_id,
+            driver_id: self.driver_id.map(Uuid::from),
+            factory_id: self.factory_id.map(Uuid::from),
             coordinates: None,
             position_updated_at: None,
             created_at: now,
@@ -215,9 +217,9 @@ const READ_ONLY: [&str; 8] = [
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct PatchTruck {
-    pub driver_id: Patch<Uuid>,
+    pub driver_id: Patch<Id>,
     #[serde(rename = "driverId")]
-    pub driver_id_camel: Patch<Uuid>,
+    pub driver_id_camel: Patch<Id>,
     pub capacity_m3: Patch<f64>,
     pub capacity: Patch<f64>,
     pub name: Patch<String>,
@@ -276,7 +278,7 @@ impl PatchTruck {
             driver_id: match driver {
                 Patch::Absent => None,
                 Patch::Null => Some(None),
-                Patch::Value(id) => Some(Some(id)),
+                Patch::Value(id) => Some(Some(id.into())),
             },
             capacity_m3: match capacity_value {
                 Patch::Absent => None,

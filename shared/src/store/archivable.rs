@@ -12,7 +12,7 @@ use crate::model::receiving_point::ReceivingPointRecord;
 use crate::model::site::SiteRecord;
 
 macro_rules! archivable {
-    ($record:ty, prefix: $prefix:literal, geo: $kind:literal, not_found: $code:literal, $message:literal, public: |$r:ident| $public:expr) => {
+    ($record:ty, prefix: $prefix:literal, geo: $kind:literal, not_found: $code:literal, $message:literal, public: |$r:ident| $public:expr, index: |$i:ident| $index:expr) => {
         impl Record for $record {
             const PREFIX: &'static str = $prefix;
 
@@ -55,12 +55,16 @@ macro_rules! archivable {
                     _ => Vec::new(),
                 }
             }
+            fn index(&self) -> Vec<(&'static str, String)> {
+                let $i = self;
+                $index
+            }
         }
     };
 }
 
-archivable!(SiteRecord, prefix: "SITE#", geo: "SITE", not_found: "site_not_found", "site not found", public: |_s| false);
-archivable!(FactoryRecord, prefix: "FACTORY#", geo: "FACTORY", not_found: "factory_not_found", "factory not found", public: |_f| false);
+archivable!(SiteRecord, prefix: "SITE#", geo: "SITE", not_found: "site_not_found", "site not found", public: |_s| false, index: |_s| Vec::new());
+archivable!(FactoryRecord, prefix: "FACTORY#", geo: "FACTORY", not_found: "factory_not_found", "factory not found", public: |_f| false, index: |_f| Vec::new());
 // Public receiving points are also indexed in the `PUBLIC` cells.
 archivable!(
     ReceivingPointRecord,
@@ -68,5 +72,11 @@ archivable!(
     geo: "RP",
     not_found: "receiving_point_not_found",
     "receiving point not found",
-    public: |point| point.is_public
+    public: |point| point.is_public,
+    // Found by id whatever its organization (`gsi1`): a load may go to
+    // another organization's public receiving point.
+    index: |point| vec![
+        ("gsi1pk", super::keys::receiving_point_lookup_pk(point.id)),
+        ("gsi1sk", "RP".to_owned()),
+    ]
 );

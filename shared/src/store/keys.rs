@@ -77,3 +77,34 @@ pub fn rate_pk(key_id: Uuid) -> String {
     format!("RATE#{key_id}")
 }
 pub const RATE_SK: &str = "RATE";
+
+/// `gsi1` partition of a receiving point, to find it by id alone.
+pub fn receiving_point_lookup_pk(point: Uuid) -> String {
+    format!("RP#{point}")
+}
+
+/// Surplus load (organization partition of the origin site's organization).
+pub fn surplus_sk(surplus: Uuid) -> String {
+    format!("{SURPLUS_PREFIX}{surplus}")
+}
+pub const SURPLUS_PREFIX: &str = "SURPLUS#";
+/// `gsi1`: the organization's loads of one status group, by creation.
+pub fn surplus_group_pk(org: Uuid, group: &str) -> String {
+    format!("ORG#{org}#SURPLUS#{group}")
+}
+/// `gsi2`: the loads of one origin site, by creation.
+pub fn surplus_site_pk(org: Uuid, site: Uuid) -> String {
+    format!("ORG#{org}#SITE#{site}#SURPLUS")
+}
+/// Log entry of a load, ordered by the entry id (time-ordered).
+pub fn surplus_log_sk(surplus: Uuid, entry: Uuid) -> String {
+    format!("{}{entry}", surplus_log_prefix(surplus))
+}
+pub fn surplus_log_prefix(surplus: Uuid) -> String {
+    format!("LOG#{surplus}#")
+}
+/// Outbox record of a webhook delivery.
+pub fn outbox_pk(delivery: Uuid) -> String {
+    format!("OUTBOX#{delivery}")
+}
+pub const OUTBOX_SK: &str = "OUTBOX";

@@ -11,9 +11,11 @@ pub mod item;
 pub mod keys;
 pub mod members;
 pub mod orgs;
+pub mod outbox;
 pub mod rate_limits;
 pub mod records;
 pub mod schema;
+pub mod surpluses;
 pub mod trucks;
 pub mod tx;
 
@@ -74,6 +76,15 @@ impl Store {
         &self,
     ) -> records::Records<'_, crate::model::receiving_point::ReceivingPointRecord> {
         records::Records::new(self)
+    }
+
+    /// Records of kind `R` in organization partitions.
+    pub fn records<R: records::Record>(&self) -> records::Records<'_, R> {
+        records::Records::new(self)
+    }
+
+    pub fn surpluses(&self) -> surpluses::Surpluses<'_> {
+        surpluses::Surpluses(self)
     }
 
     pub fn trucks(&self) -> trucks::Trucks<'_> {

@@ -30,6 +30,11 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
     fn set_archived(&mut self, archived_at: Option<Timestamp>, now: Timestamp);
     /// The record's entries in the geo index (none when archived).
     fn geo(&self) -> Vec<GeoEntry>;
+    /// GSI attributes of the stored item (for lookups other than by the
+    /// organization's partition); none by default.
+    fn index(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 pub fn sk<R: Record>(id: Uuid) -> String {
@@ -182,9 +187,17 @@ impl<'a, R: Record> Records<'a, R> {
     }
 
     fn item(&self, record: &R) -> ApiResult<super::item::Item> {
-        let mut item = to_item(record)?;
-        item.insert(keys::PK.into(), s(keys::org_pk(record.org_id())));
-        item.insert(keys::SK.into(), s(sk::<R>(record.id())));
-        Ok(item)
+        item(record)
     }
+}
+
+/// The stored item of `record`: its attributes, keys and index attributes.
+pub(crate) fn item<R: Record>(record: &R) -> ApiResult<super::item::Item> {
+    let mut item = to_item(record)?;
+    item.insert(keys::PK.into(), s(keys::org_pk(record.org_id())));
+    item.insert(keys::SK.into(), s(sk::<R>(record.id())));
+    for (name, value) in record.index() {
+        item.insert(name.into(), s(value));
+    }
+    Ok(item)
 }

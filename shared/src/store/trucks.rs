@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::item::{Item, from_item, get_s, key, n, s, to_item};
 use super::keys::{self, TRUCK_PREFIX, UNIQUE_SK};
 use super::members::{Membership, hold_truck, release_driver, release_truck};
-use super::records::{Record, sk};
+use super::records::{Record, item, sk};
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
@@ -108,13 +108,6 @@ fn put_truck(table: &str, truck: &TruckRecord, read_version: u64) -> ApiResult<T
         .build()
         .map_err(ApiError::internal)?;
     Ok(TransactWriteItem::builder().put(write).build())
-}
-
-fn item(truck: &TruckRecord) -> ApiResult<Item> {
-    let mut item = to_item(truck)?;
-    item.insert(keys::PK.into(), s(keys::org_pk(truck.org_id)));
-    item.insert(keys::SK.into(), s(keys::truck_sk(truck.id)));
-    Ok(item)
 }
 
 /// What a write needs to know of the records a truck points at.

@@ -13,4 +13,7 @@ mod orgs;
 mod rate_limit;
 mod receiving_points;
 mod sites;
+mod surplus_pages;
+mod surpluses;
 mod trucks;
+mod waybills;

@@ -258,8 +258,12 @@ fn a_client_that_waits_retry_after_is_admitted() {
         for _ in 0..3 {
             // Spend the budget, get refused, wait exactly what Retry-After
             // says, and be admitted: also across the sliding window's edge.
-            while orgs().await.status == 200 {}
-            let refused = orgs().await;
+            let refused = loop {
+                let reply = orgs().await;
+                if reply.status != 200 {
+                    break reply;
+                }
+            };
             refused.expect(429, Some("rate_limited"));
             let wait: u64 = refused.header("retry-after").parse().unwrap();
             assert!((1..=4).contains(&wait), "{wait}");

@@ -1,0 +1,234 @@
+//! Stored files (waybill images): what a file is, judged by its bytes; the
+//! bucket operations the API needs; and direct browser uploads to S3
+//! through a presigned POST whose policy binds the object key, the size
+//! range and the content type (SigV4 POST policy, `post_policy`).
+
+pub mod post_policy;
+
+use aws_sdk_s3::primitives::ByteStream;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Largest file accepted (the contract's 10 MB).
+pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// An image type the API accepts, recognised by its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageKind {
+    Jpeg,
+    Png,
+    Webp,
+}
+
+impl ImageKind {
+    /// The kind of `bytes`, by magic number; the name and the declared
+    /// content type are not trusted.
+    pub fn sniff(bytes: &[u8]) -> Option<ImageKind> {
+        match bytes {
+            [0xff, 0xd8, 0xff, ..] => Some(ImageKind::Jpeg),
+            [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some(ImageKind::Png),
+            [
+                b'R',
+                b'I',
+                b'F',
+                b'F',
+                _,
+                _,
+                _,
+                _,
+                b'W',
+                b'E',
+                b'B',
+                b'P',
+                ..,
+            ] => Some(ImageKind::Webp),
+            _ => None,
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            ImageKind::Jpeg => "image/jpeg",
+            ImageKind::Png => "image/png",
+            ImageKind::Webp => "image/webp",
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageKind::Jpeg => "jpg",
+            ImageKind::Png => "png",
+            ImageKind::Webp => "webp",
+        }
+    }
+
+    pub fn from_content_type(value: &str) -> Option<ImageKind> {
+        [ImageKind::Jpeg, ImageKind::Png, ImageKind::Webp]
+            .into_iter()
+            .find(|k| k.content_type() == value)
+    }
+}
+
+/// Bytes enough to tell the kinds apart.
+pub const SNIFF_BYTES: usize = 12;
+
+/// The bucket, as the API's own role sees it.
+#[derive(Clone, Debug)]
+pub struct Files {
+    s3: aws_sdk_s3::Client,
+    sdk: aws_config::SdkConfig,
+    bucket: String,
+}
+
+fn s3_error<E: std::error::Error + Send + Sync + 'static, R: std::fmt::Debug>(
+    error: aws_sdk_s3::error::SdkError<E, R>,
+) -> ApiError {
+    ApiError::internal(aws_sdk_s3::error::DisplayErrorContext(error).to_string())
+}
+
+impl Files {
+    pub fn new(sdk: &aws_config::SdkConfig, bucket: &str) -> Self {
+        Self {
+            s3: crate::links::s3_client(sdk),
+            sdk: sdk.clone(),
+            bucket: bucket.to_owned(),
+        }
+    }
+
+    pub async fn put(&self, key: &str, bytes: bytes::Bytes, kind: ImageKind) -> ApiResult<()> {
+        self.s3
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(kind.content_type())
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(s3_error)?;
+        Ok(())
+    }
+
+    /// The object's size and first bytes, or `None` when there is none.
+    pub async fn peek(&self, key: &str) -> ApiResult<Option<(u64, Vec<u8>)>> {
+        let out = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .range(format!("bytes=0-{}", SNIFF_BYTES - 1))
+            .send()
+            .await;
+        let out = match out {
+            Ok(out) => out,
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_no_such_key()) => return Ok(None),
+            Err(e) => return Err(s3_error(e)),
+        };
+        // `Content-Range: bytes 0-11/12345` carries the whole size.
+        let total = out
+            .content_range()
+            .and_then(|r| r.rsplit('/').next())
+            .and_then(|n| n.parse().ok())
+            .or(out.content_length().and_then(|n| u64::try_from(n).ok()))
+            .unwrap_or(0);
+        let head = out
+            .body
+            .collect()
+            .await
+            .map_err(ApiError::internal)?
+            .into_bytes();
+        Ok(Some((total, head.to_vec())))
+    }
+
+    pub async fn delete(&self, key: &str) -> ApiResult<()> {
+        self.s3
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(s3_error)?;
+        Ok(())
+    }
+
+    /// A presigned browser upload of `key` (see `post_policy`), signed with
+    /// the API's own credentials.
+    pub async fn upload_form(
+        &self,
+        key: &str,
+        kind: ImageKind,
+        lifetime: std::time::Duration,
+    ) -> ApiResult<post_policy::UploadForm> {
+        use aws_credential_types::provider::ProvideCredentials;
+        let provider = self
+            .sdk
+            .credentials_provider()
+            .ok_or_else(|| ApiError::internal("no AWS credentials to sign uploads"))?;
+        let credentials = provider
+            .provide_credentials()
+            .await
+            .map_err(ApiError::internal)?;
+        let region = self
+            .sdk
+            .region()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|| "us-east-1".into());
+        let url = match self.sdk.endpoint_url() {
+            // The local emulator: path-style addressing.
+            Some(endpoint) => format!("{}/{}", endpoint.trim_end_matches('/'), self.bucket),
+            None => format!("https://{}.s3.{region}.amazonaws.com", self.bucket),
+        };
+        let request = post_policy::UploadRequest {
+            url,
+            bucket: &self.bucket,
+            key,
+            content_type: kind.content_type(),
+            max_bytes: MAX_FILE_BYTES,
+            lifetime,
+        };
+        Ok(post_policy::sign(
+            &request,
+            &post_policy::Signer {
+                access_key_id: credentials.access_key_id(),
+                secret_access_key: credentials.secret_access_key(),
+                session_token: credentials.session_token(),
+                region: &region,
+            },
+            chrono::Utc::now(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_come_from_the_bytes() {
+        assert_eq!(
+            ImageKind::sniff(&[0xff, 0xd8, 0xff, 0xe0]),
+            Some(ImageKind::Jpeg)
+        );
+        assert_eq!(
+            ImageKind::sniff(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),
+            Some(ImageKind::Png)
+        );
+        assert_eq!(
+            ImageKind::sniff(b"RIFF\x10\0\0\0WEBPVP8 "),
+            Some(ImageKind::Webp)
+        );
+        for other in [
+            &b"GIF89a......"[..],
+            b"%PDF-1.7",
+            b"hello, world",
+            b"",
+            b"\xff\xd8",
+        ] {
+            assert_eq!(ImageKind::sniff(other), None, "{other:?}");
+        }
+        assert_eq!(
+            ImageKind::from_content_type("image/png"),
+            Some(ImageKind::Png)
+        );
+        assert_eq!(ImageKind::from_content_type("image/gif"), None);
+    }
+}

@@ -1,0 +1,588 @@
+//! Surplus loads (`ORG#<origin org>` / `SURPLUS#<id>`), their log
+//! (`LOG#<id>#<entry>`, oldest first) and keyset pages over three keys:
+//! the organization's partition (all loads), `gsi1` (one status group) and
+//! `gsi2` (one origin site). A load is written whole, conditioned on the
+//! version read; a status change adds its log entry, and the move to
+//! `delivered` its outbox record, to the same transaction.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::{ConditionCheck, KeysAndAttributes, TransactWriteItem};
+use uuid::Uuid;
+
+use super::item::{Item, from_item, key, n, s, to_item};
+use super::keys::{self, SURPLUS_PREFIX};
+use super::outbox::OutboxRecord;
+use super::records::{Record, item, sk};
+use super::tx::{Conflict, put, raced, retry_races, transact};
+use super::{Store, query_all, sdk_error};
+use crate::error::{ApiError, ApiResult};
+use crate::model::Timestamp;
+use crate::model::receiving_point::ReceivingPointRecord;
+use crate::model::site::SiteRecord;
+use crate::model::surplus::{
+    LogEntry, StatusGroup, StoredWaybill, SurplusChanges, SurplusRecord, SurplusStatus,
+};
+use crate::model::truck::TruckRecord;
+
+pub struct Surpluses<'a>(pub(super) &'a Store);
+
+pub fn surplus_not_found() -> ApiError {
+    ApiError::NotFound {
+        code: "surplus_not_found",
+        message: "no surplus load of this organization has this id",
+    }
+}
+
+fn receiving_point_not_found() -> ApiError {
+    ApiError::Unprocessable {
+        code: "receiving_point_not_found",
+        message:
+            "to_receiving_point_id names no receiving point of this organization and no public one"
+                .into(),
+    }
+}
+
+fn receiving_point_archived() -> ApiError {
+    ApiError::Unprocessable {
+        code: "receiving_point_archived",
+        message: "the receiving point is archived".into(),
+    }
+}
+
+fn truck_not_found() -> ApiError {
+    ApiError::Unprocessable {
+        code: "truck_not_found",
+        message: "truck_id names no truck in service of this organization or of a partner it granted access to".into(),
+    }
+}
+
+fn waybill_locked() -> ApiError {
+    ApiError::Conflict {
+        code: "waybill_locked",
+        message: "the load is delivered: its waybill cannot be replaced".into(),
+    }
+}
+
+impl Record for SurplusRecord {
+    const PREFIX: &'static str = SURPLUS_PREFIX;
+    fn not_found() -> ApiError {
+        surplus_not_found()
+    }
+    fn id(&self) -> Uuid {
+        self.id
+    }
+    fn org_id(&self) -> Uuid {
+        self.org_id
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn archived_at(&self) -> Option<Timestamp> {
+        self.archived_at
+    }
+    fn set_archived(&mut self, archived_at: Option<Timestamp>, now: Timestamp) {
+        self.archived_at = archived_at;
+        self.updated_at = now;
+    }
+    fn geo(&self) -> Vec<super::geo::GeoEntry> {
+        Vec::new()
+    }
+    /// The list indexes; an archived load leaves them (sparse indexes).
+    fn index(&self) -> Vec<(&'static str, String)> {
+        if self.archived_at.is_some() {
+            return Vec::new();
+        }
+        let order = format!("{}#{}", self.created_at, self.id);
+        vec![
+            (
+                "gsi1pk",
+                keys::surplus_group_pk(self.org_id, self.status.group().as_str()),
+            ),
+            ("gsi1sk", order.clone()),
+            ("gsi2pk", keys::surplus_site_pk(self.org_id, self.site_id)),
+            ("gsi2sk", order),
+        ]
+    }
+}
+
+/// Where a keyset page starts: the key attributes of the last row shown.
+pub type Position = BTreeMap<String, String>;
+
+/// A page of loads and where the next one starts.
+pub struct Page {
+    pub rows: Vec<SurplusRecord>,
+    pub next: Option<Position>,
+}
+
+#[derive(serde::Serialize)]
+struct LogItem<'a> {
+    pk: String,
+    sk: String,
+    #[serde(flatten)]
+    entry: &'a LogEntry,
+}
+
+fn log_item(table: &str, load: &SurplusRecord, entry: &LogEntry) -> ApiResult<TransactWriteItem> {
+    let item = LogItem {
+        pk: keys::org_pk(load.org_id),
+        sk: keys::surplus_log_sk(load.id, entry.id),
+        entry,
+    };
+    put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))
+}
+
+fn check(table: &str, item_key: Item, condition: &str) -> ApiResult<TransactWriteItem> {
+    let check = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(item_key))
+        .condition_expression(condition)
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
+}
+
+/// A resolved destination: the receiving point and its site and owner.
+struct Destination {
+    point: ReceivingPointRecord,
+}
+
+impl Destination {
+    fn apply(&self, load: &mut SurplusRecord) {
+        load.to_receiving_point_id = Some(self.point.id);
+        load.to_site_id = Some(self.point.site_id);
+        load.to_org_id = Some(self.point.org_id);
+    }
+
+    /// The receiving point is still as read: there, active, and this
+    /// organization's or public.
+    fn check(&self, table: &str, org: Uuid) -> ApiResult<TransactWriteItem> {
+        let condition = if self.point.org_id == org {
+            "attribute_exists(pk) AND attribute_not_exists(archived_at)"
+        } else {
+            "attribute_exists(pk) AND attribute_not_exists(archived_at) AND is_public = :yes"
+        };
+        let check = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key(
+                keys::org_pk(self.point.org_id),
+                sk::<ReceivingPointRecord>(self.point.id),
+            )))
+            .condition_expression(condition);
+        let check = if self.point.org_id == org {
+            check
+        } else {
+            check.expression_attribute_values(
+                ":yes",
+                aws_sdk_dynamodb::types::AttributeValue::Bool(true),
+            )
+        };
+        Ok(TransactWriteItem::builder()
+            .condition_check(check.build().map_err(ApiError::internal)?)
+            .build())
+    }
+}
+
+impl Surpluses<'_> {
+    /// A load of the organization that is not archived, or 404
+    /// `surplus_not_found`.
+    pub async fn require(&self, org: Uuid, id: Uuid) -> ApiResult<SurplusRecord> {
+        self.0
+            .records::<SurplusRecord>()
+            .get(org, id)
+            .await?
+            .filter(|load| load.archived_at.is_none())
+            .ok_or_else(surplus_not_found)
+    }
+
+    /// An active origin site of the organization (422 `site_not_found`,
+    /// `site_archived`).
+    async fn origin(&self, org: Uuid, site: Uuid) -> ApiResult<SiteRecord> {
+        let site = self
+            .0
+            .sites()
+            .get(org, site)
+            .await?
+            .ok_or_else(ApiError::site_not_found)?;
+        if site.archived_at.is_some() {
+            return Err(ApiError::site_archived());
+        }
+        Ok(site)
+    }
+
+    /// A receiving point the organization may deliver to: one of its own,
+    /// or another organization's public one (found by id through `gsi1`);
+    /// 422 `receiving_point_not_found`, `receiving_point_archived`.
+    async fn destination(&self, org: Uuid, point: Uuid) -> ApiResult<Destination> {
+        let store = self.0;
+        let found = match store.receiving_points().get(org, point).await? {
+            Some(own) => Some(own),
+            None => {
+                let page = store
+                    .db
+                    .query()
+                    .table_name(store.table())
+                    .index_name("gsi1")
+                    .key_condition_expression("gsi1pk = :pk")
+                    .expression_attribute_values(":pk", s(keys::receiving_point_lookup_pk(point)))
+                    .send()
+                    .await
+                    .map_err(sdk_error)?;
+                page.items
+                    .unwrap_or_default()
+                    .into_iter()
+                    .next()
+                    .map(from_item::<ReceivingPointRecord>)
+                    .transpose()?
+                    .filter(|p| p.is_public)
+            }
+        };
+        let point = found.ok_or_else(receiving_point_not_found)?;
+        if point.archived_at.is_some() {
+            return Err(receiving_point_archived());
+        }
+        Ok(Destination { point })
+    }
+
+    /// A truck in service that the organization may name: its own, or one
+    /// of a partner it granted access to (422 `truck_not_found`).
+    async fn truck(&self, org: Uuid, truck: Uuid) -> ApiResult<TruckRecord> {
+        let store = self.0;
+        if let Some(own) = store.trucks().get(org, truck).await? {
+            return own
+                .retired_at
+                .is_none()
+                .then_some(own)
+                .ok_or_else(truck_not_found);
+        }
+        let partners = store.grants().issued(org).await?;
+        for chunk in partners.chunks(100) {
+            let mut wanted = KeysAndAttributes::builder().consistent_read(true);
+            for grant in chunk {
+                wanted = wanted.keys(key(
+                    keys::org_pk(grant.grantee_org_id),
+                    sk::<TruckRecord>(truck),
+                ));
+            }
+            let out = store
+                .db
+                .batch_get_item()
+                .request_items(store.table(), wanted.build().map_err(ApiError::internal)?)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            let found = out
+                .responses
+                .unwrap_or_default()
+                .remove(store.table())
+                .unwrap_or_default()
+                .into_iter()
+                .map(from_item::<TruckRecord>)
+                .collect::<ApiResult<Vec<_>>>()?
+                .into_iter()
+                .find(|t| t.retired_at.is_none());
+            if let Some(found) = found {
+                return Ok(found);
+            }
+        }
+        Err(truck_not_found())
+    }
+
+    /// Stores a new load with its first log entry, after resolving its
+    /// origin site, destination and truck (and its driver at this moment),
+    /// in one transaction that checks them again.
+    pub async fn create(&self, load: &mut SurplusRecord) -> ApiResult<()> {
+        let org = load.org_id;
+        let table = self.0.table();
+        self.origin(org, load.site_id).await?;
+        let destination = match load.to_receiving_point_id {
+            Some(point) => Some(self.destination(org, point).await?),
+            None => None,
+        };
+        if let Some(destination) = &destination {
+            destination.apply(load);
+        }
+        let truck = match load.truck_id {
+            Some(truck) => Some(self.truck(org, truck).await?),
+            None => None,
+        };
+        if let Some(truck) = &truck {
+            load.truck_org_id = Some(truck.org_id);
+            load.driver_id = truck.driver_id;
+        }
+        let entry = LogEntry::new(None, load.status, load.created_at);
+        let mut actions = vec![
+            put(table, item(&*load)?, Some("attribute_not_exists(pk)"))?,
+            log_item(table, load, &entry)?,
+            check(
+                table,
+                key(keys::org_pk(org), sk::<SiteRecord>(load.site_id)),
+                "attribute_exists(pk) AND attribute_not_exists(archived_at)",
+            )?,
+        ];
+        let mut conflicts: Vec<Conflict> = vec![(2, ApiError::site_archived)];
+        if let Some(destination) = &destination {
+            conflicts.push((actions.len(), receiving_point_archived));
+            actions.push(destination.check(table, org)?);
+        }
+        if let Some(truck) = &truck {
+            conflicts.push((actions.len(), truck_not_found));
+            actions.push(check(
+                table,
+                key(keys::org_pk(truck.org_id), sk::<TruckRecord>(truck.id)),
+                "attribute_exists(pk) AND attribute_not_exists(retired_at)",
+            )?);
+        }
+        transact(self.0, actions, &conflicts).await
+    }
+
+    /// Applies validated changes (the status machine, the route lock, a new
+    /// origin or destination) and writes the load, its log entry when the
+    /// status moved and its outbox record when it became `delivered`, in
+    /// one transaction. Racing writers are applied one after the other, so
+    /// racing moves to `delivered` make one transition: the others find the
+    /// load delivered and change nothing.
+    pub async fn update(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        changes: &SurplusChanges,
+    ) -> ApiResult<SurplusRecord> {
+        retry_races(|| async {
+            let table = self.0.table();
+            let current = self.require(org, id).await?;
+            let now = crate::model::now();
+            let mut updated = current.clone();
+            changes.apply(&mut updated, now)?;
+            let mut checks = Vec::new();
+            if updated.site_id != current.site_id {
+                self.origin(org, updated.site_id).await?;
+                checks.push((
+                    check(
+                        table,
+                        key(keys::org_pk(org), sk::<SiteRecord>(updated.site_id)),
+                        "attribute_exists(pk) AND attribute_not_exists(archived_at)",
+                    )?,
+                    ApiError::site_archived as fn() -> ApiError,
+                ));
+            }
+            match changes.to_receiving_point_id {
+                Some(Some(point)) if Some(point) != current.to_receiving_point_id => {
+                    let destination = self.destination(org, point).await?;
+                    destination.apply(&mut updated);
+                    checks.push((destination.check(table, org)?, receiving_point_archived));
+                }
+                Some(None) => {
+                    updated.to_receiving_point_id = None;
+                    updated.to_site_id = None;
+                    updated.to_org_id = None;
+                }
+                _ => {}
+            }
+            updated.version = current.version + 1;
+            let mut actions = vec![self.write(&updated, current.version)?];
+            let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+            if updated.status != current.status {
+                let entry = LogEntry::new(Some(current.status), updated.status, now);
+                actions.push(log_item(table, &updated, &entry)?);
+                if updated.status == SurplusStatus::Delivered {
+                    let outbox = OutboxRecord::delivered(org, id, now);
+                    actions.push(outbox.write(table)?);
+                }
+            }
+            for (action, error) in checks {
+                conflicts.push((actions.len(), error));
+                actions.push(action);
+            }
+            transact(self.0, actions, &conflicts).await?;
+            Ok(updated)
+        })
+        .await
+    }
+
+    /// The load as a conditional Put: unchanged since `read_version`.
+    fn write(&self, load: &SurplusRecord, read_version: u64) -> ApiResult<TransactWriteItem> {
+        let unchanged = if read_version == 0 {
+            "attribute_not_exists(version) OR version = :version"
+        } else {
+            "version = :version"
+        };
+        let write = aws_sdk_dynamodb::types::Put::builder()
+            .table_name(self.0.table())
+            .set_item(Some(item(load)?))
+            .condition_expression(unchanged)
+            .expression_attribute_values(":version", n(read_version))
+            .build()
+            .map_err(ApiError::internal)?;
+        Ok(TransactWriteItem::builder().put(write).build())
+    }
+
+    /// Stores `waybill` as the load's (replacing one uploaded before; 409
+    /// `waybill_locked` once delivered). Returns the load and the storage
+    /// path of the waybill it replaced.
+    pub async fn set_waybill(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        waybill: &StoredWaybill,
+    ) -> ApiResult<(SurplusRecord, Option<String>)> {
+        retry_races(|| async {
+            let current = self.require(org, id).await?;
+            if current.status == SurplusStatus::Delivered {
+                return Err(waybill_locked());
+            }
+            let mut updated = current.clone();
+            updated.waybill = Some(waybill.clone());
+            updated.updated_at = crate::model::now();
+            updated.version = current.version + 1;
+            let actions = vec![self.write(&updated, current.version)?];
+            transact(self.0, actions, &[(0, raced)]).await?;
+            let replaced = current
+                .waybill
+                .map(|w| w.storage_path)
+                .filter(|path| *path != waybill.storage_path);
+            Ok((updated, replaced))
+        })
+        .await
+    }
+
+    /// The load's log, oldest first.
+    pub async fn log(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
+        let store = self.0;
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(keys::org_pk(org)))
+            .expression_attribute_values(":prefix", s(keys::surplus_log_prefix(id)))
+            .consistent_read(true);
+        query_all(query).await?.into_iter().map(from_item).collect()
+    }
+
+    /// Archives a load (an operator's command): 404 from then on.
+    pub async fn archive(&self, org: Uuid, id: Uuid) -> ApiResult<SurplusRecord> {
+        retry_races(|| async {
+            let current = self.require(org, id).await?;
+            let mut updated = current.clone();
+            let now = crate::model::now();
+            updated.set_archived(Some(now), now);
+            updated.version = current.version + 1;
+            transact(
+                self.0,
+                vec![self.write(&updated, current.version)?],
+                &[(0, raced)],
+            )
+            .await?;
+            Ok(updated)
+        })
+        .await
+    }
+
+    /// One page of the organization's loads, newest first: all of them
+    /// (its partition), one status group (`gsi1`) or one origin site
+    /// (`gsi2`, filtered by the group when one is given). Reads until the
+    /// page is full or the loads end, so a filter never shortens a page.
+    pub async fn list(
+        &self,
+        org: Uuid,
+        group: Option<StatusGroup>,
+        site: Option<Uuid>,
+        start: Option<Position>,
+        limit: usize,
+    ) -> ApiResult<Page> {
+        let store = self.0;
+        let mut query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .scan_index_forward(false);
+        let (index, filtered) = match (group, site) {
+            (group, Some(site)) => {
+                query = query
+                    .index_name("gsi2")
+                    .key_condition_expression("gsi2pk = :pk")
+                    .expression_attribute_values(":pk", s(keys::surplus_site_pk(org, site)));
+                if let Some(group) = group {
+                    query = query
+                        .filter_expression("gsi1pk = :group")
+                        .expression_attribute_values(
+                            ":group",
+                            s(keys::surplus_group_pk(org, group.as_str())),
+                        );
+                }
+                (Some("gsi2"), group.is_some())
+            }
+            (Some(group), None) => {
+                query = query
+                    .index_name("gsi1")
+                    .key_condition_expression("gsi1pk = :pk")
+                    .expression_attribute_values(
+                        ":pk",
+                        s(keys::surplus_group_pk(org, group.as_str())),
+                    );
+                (Some("gsi1"), false)
+            }
+            (None, None) => {
+                query = query
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                    .filter_expression("attribute_not_exists(archived_at)")
+                    .expression_attribute_values(":pk", s(keys::org_pk(org)))
+                    .expression_attribute_values(":prefix", s(SURPLUS_PREFIX))
+                    .consistent_read(true);
+                (None, true)
+            }
+        };
+        let mut rows: Vec<SurplusRecord> = Vec::new();
+        let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
+        loop {
+            let wanted = limit + 1 - rows.len();
+            // A filter drops rows after DynamoDB counts them: read ahead.
+            let read = if filtered { wanted.max(100) } else { wanted };
+            let page = query
+                .clone()
+                .limit(i32::try_from(read).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(from.take())
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            for found in page.items.unwrap_or_default() {
+                if rows.len() > limit {
+                    break;
+                }
+                rows.push(from_item(found)?);
+            }
+            match page.last_evaluated_key {
+                Some(last) if rows.len() <= limit => from = Some(last),
+                _ => break,
+            }
+        }
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|last| position(last, index))
+        } else {
+            None
+        };
+        Ok(Page { rows, next })
+    }
+}
+
+/// The key attributes of `load` in the list's key (`index`: none for the
+/// partition).
+fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
+    let mut keys = Position::from([
+        (keys::PK.to_owned(), keys::org_pk(load.org_id)),
+        (keys::SK.to_owned(), keys::surplus_sk(load.id)),
+    ]);
+    if let Some(index) = index {
+        for (name, value) in load.index() {
+            if name.starts_with(index) {
+                keys.insert(name.to_owned(), value);
+            }
+        }
+    }
+    keys
+}

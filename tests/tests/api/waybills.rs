@@ -1,0 +1,293 @@
+//! Waybills: the multipart upload, the direct upload to S3 with its
+//! confirmation, the signed link, replacement, and the Lambda adapter.
+
+use api_tests::{Reply, TestOrg, call, harness, http, multipart, org, run, send};
+use http::Method;
+use serde_json::{Value, json};
+
+use crate::sites::new_site;
+use crate::surpluses::{new_load, patch};
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0";
+const JPEG: &[u8] = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0";
+const BOUNDARY: &str = "waybill-boundary";
+
+async fn upload(t: &TestOrg, id: &str, file: Option<(&str, &str, &[u8])>) -> Reply {
+    call(Method::POST, &format!("/api/v1/surpluses/{id}/waybill"))
+        .key(&t.key)
+        .body(
+            &format!("multipart/form-data; boundary={BOUNDARY}"),
+            multipart(BOUNDARY, &[("note", "from the cab")], file),
+        )
+        .send()
+        .await
+}
+
+/// What the signed link serves.
+async fn download(url: &str) -> (u16, Vec<u8>) {
+    http("GET", url, &[], b"").await
+}
+
+async fn stored(path: &str) -> bool {
+    let h = harness().await;
+    shared::files::Files::new(&h.sdk, &h.state.config.bucket_name)
+        .peek(path)
+        .await
+        .unwrap()
+        .is_some()
+}
+
+#[test]
+fn a_multipart_upload_stores_the_image_its_bytes_say() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let id = new_load(&t, &site).await;
+        // A PNG named .jpg and declared JPEG: stored as the PNG it is.
+        let reply = upload(&t, &id, Some(("w.jpg", "image/jpeg", PNG))).await;
+        reply.expect(200, None);
+        let w = &reply.body["data"]["waybill"];
+        let path = w["storage_path"].as_str().unwrap().to_owned();
+        assert!(
+            path.starts_with(&format!("waybills/{}/{id}/", t.id())),
+            "{path}"
+        );
+        assert!(path.ends_with(".png"), "{path}");
+        let expires: chrono::DateTime<chrono::Utc> =
+            w["url_expires_at"].as_str().unwrap().parse().unwrap();
+        assert!(
+            ((expires - chrono::Utc::now()).num_seconds() - 86_400).abs() < 60,
+            "about 24 hours"
+        );
+        let (status, bytes) = download(w["url"].as_str().unwrap()).await;
+        assert_eq!(
+            (status, bytes.as_slice()),
+            (200, PNG),
+            "the link downloads the bytes"
+        );
+        // The read signs a fresh link to the same file.
+        let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        assert_eq!(read.body["data"]["waybill"]["storage_path"], path);
+        // Replacing it before delivery deletes the old file.
+        let again = upload(&t, &id, Some(("w.jpg", "image/jpeg", JPEG))).await;
+        again.expect(200, None);
+        assert!(!stored(&path).await, "the replaced file is gone");
+        let new_path = again.body["data"]["waybill"]["storage_path"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(stored(&new_path).await);
+        // Delivered: the waybill is final.
+        patch(&t, &id, json!({"status": "delivered"}))
+            .await
+            .expect(200, None);
+        upload(&t, &id, Some(("w.png", "image/png", PNG)))
+            .await
+            .expect(409, Some("waybill_locked"));
+        assert_eq!(
+            send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None)
+                .await
+                .body["data"]["waybill"]["storage_path"],
+            new_path
+        );
+    });
+}
+
+#[test]
+fn each_bad_upload_has_its_own_code_and_stores_nothing() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let id = new_load(&t, &site).await;
+        upload(&t, &id, None)
+            .await
+            .expect(422, Some("file_missing"));
+        upload(&t, &id, Some(("w.png", "image/png", b"")))
+            .await
+            .expect(422, Some("file_empty"));
+        upload(
+            &t,
+            &id,
+            Some(("w.png", "image/png", b"this is a text file, not a png")),
+        )
+        .await
+        .expect(422, Some("unsupported_file_type"));
+        let mut big = PNG.to_vec();
+        big.resize(10 * 1024 * 1024 + 1, 0);
+        upload(&t, &id, Some(("w.png", "image/png", &big)))
+            .await
+            .expect(413, Some("file_too_large"));
+        call(Method::POST, &format!("/api/v1/surpluses/{id}/waybill"))
+            .key(&t.key)
+            .json(&json!({"file": "nope"}))
+            .send()
+            .await
+            .expect(400, Some("invalid_multipart"));
+        let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        assert_eq!(read.body["data"]["waybill"], Value::Null);
+        // Exactly 10 MB is fine.
+        let mut max = PNG.to_vec();
+        max.resize(10 * 1024 * 1024, 0);
+        upload(&t, &id, Some(("w.png", "image/png", &max)))
+            .await
+            .expect(200, None);
+    });
+}
+
+/// Posts a presigned form to the emulator as a browser would.
+async fn post_form(form: &Value, content_type: &str, bytes: &[u8]) -> u16 {
+    let fields: Vec<(String, String)> = form["fields"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+        .collect();
+    let fields: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let body = multipart(BOUNDARY, &fields, Some(("w", content_type, bytes)));
+    http(
+        "POST",
+        form["url"].as_str().unwrap(),
+        &[(
+            "Content-Type",
+            &format!("multipart/form-data; boundary={BOUNDARY}"),
+        )],
+        &body,
+    )
+    .await
+    .0
+}
+
+#[test]
+fn a_direct_upload_counts_once_confirmed() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let id = new_load(&t, &site).await;
+        let grant = send(
+            &t,
+            Method::POST,
+            &format!("/api/v1/surpluses/{id}/waybill/upload"),
+            Some(json!({"content_type": "image/jpeg"})),
+        )
+        .await;
+        grant.expect(200, None);
+        let form = &grant.body["data"];
+        let path = form["storage_path"].as_str().unwrap().to_owned();
+        assert_eq!(form["fields"]["key"], path);
+        assert_eq!(form["fields"]["Content-Type"], "image/jpeg");
+        for field in [
+            "policy",
+            "x-amz-signature",
+            "x-amz-credential",
+            "x-amz-date",
+            "x-amz-algorithm",
+        ] {
+            assert!(form["fields"][field].is_string(), "{field}");
+        }
+        assert!(form["expires_at"].is_string());
+        // Nothing uploaded yet.
+        let confirm_path = format!("/api/v1/surpluses/{id}/waybill/confirm");
+        let confirm = |storage_path: String| {
+            send(
+                &t,
+                Method::POST,
+                &confirm_path,
+                Some(json!({"storage_path": storage_path})),
+            )
+        };
+        confirm(path.clone())
+            .await
+            .expect(422, Some("upload_not_found"));
+        let status = post_form(form, "image/jpeg", JPEG).await;
+        assert!((200..300).contains(&status), "upload answered {status}");
+        let done = confirm(path.clone()).await;
+        done.expect(200, None);
+        assert_eq!(done.body["data"]["waybill"]["storage_path"], path);
+        let (status, bytes) = download(done.body["data"]["waybill"]["url"].as_str().unwrap()).await;
+        assert_eq!((status, bytes.as_slice()), (200, JPEG));
+        // Another load's path, or none of this load's prefix, is refused.
+        for other in [
+            format!("waybills/{}/{}/x.jpg", t.id(), uuid::Uuid::now_v7()),
+            "../../etc/passwd".to_owned(),
+            format!("waybills/{}/{id}/../x.jpg", t.id()),
+        ] {
+            confirm(other).await.expect(422, Some("upload_not_found"));
+        }
+        send(
+            &t,
+            Method::POST,
+            &format!("/api/v1/surpluses/{id}/waybill/upload"),
+            Some(json!({"content_type": "image/gif"})),
+        )
+        .await
+        .expect(422, Some("validation_error"));
+    });
+}
+
+#[test]
+fn a_direct_upload_that_is_no_image_is_deleted() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let id = new_load(&t, &site).await;
+        let grant = send(
+            &t,
+            Method::POST,
+            &format!("/api/v1/surpluses/{id}/waybill/upload"),
+            Some(json!({"content_type": "image/png"})),
+        )
+        .await;
+        let form = &grant.body["data"];
+        let path = form["storage_path"].as_str().unwrap().to_owned();
+        // The emulator checks no policy; S3 would take this type, not these bytes.
+        post_form(form, "image/png", b"<html>not an image</html>").await;
+        assert!(stored(&path).await);
+        send(
+            &t,
+            Method::POST,
+            &format!("/api/v1/surpluses/{id}/waybill/confirm"),
+            Some(json!({"storage_path": path})),
+        )
+        .await
+        .expect(422, Some("unsupported_file_type"));
+        assert!(!stored(&path).await, "the object that failed is deleted");
+        let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        assert_eq!(read.body["data"]["waybill"], Value::Null);
+    });
+}
+
+#[test]
+fn the_api_gateway_upload_event_runs_through_the_lambda_adapter() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let id = new_load(&t, &site).await;
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut event: Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join("events/surplus-waybill.json")).unwrap(),
+        )
+        .unwrap();
+        // The sample's load and key are placeholders: point them at this test's.
+        let path = event["rawPath"]
+            .as_str()
+            .unwrap()
+            .replace("{surplusId}", &id);
+        event["rawPath"] = json!(path);
+        event["requestContext"]["http"]["path"] = event["rawPath"].clone();
+        event["pathParameters"]["surplusId"] = json!(id);
+        event["headers"]["authorization"] = json!(format!("Bearer {}", t.key));
+        let request =
+            lambda_http::request::from_str(&event.to_string()).expect("an API Gateway v2 event");
+        assert!(event["isBase64Encoded"].as_bool().unwrap());
+        let router = surpluses::router(harness().await.state.clone());
+        // The same service `lambda_http::run` hands the events to.
+        let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        let (_, bytes) = download(read.body["data"]["waybill"]["url"].as_str().unwrap()).await;
+        assert!(shared::files::ImageKind::sniff(&bytes).is_some());
+    });
+}
