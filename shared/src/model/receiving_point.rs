@@ -71,7 +71,7 @@ impl ReceivingPointRecord {
         ReceivingPoint {
             id: self.id,
             name: self.name.clone(),
-            site_id: self.site_id.into(),
+            site_id: self.site_id,
             coordinates: self.coordinates,
             capacity_m3: self.capacity_m3,
             is_public: self.is_public,

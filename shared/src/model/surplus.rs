@@ -164,7 +164,7 @@ impl SurplusRecord {
     pub fn view(&self, waybill: Option<SignedLink>) -> Surplus {
         Surplus {
             id: self.id,
-            site_id: self.site_id.into(),
+            site_id: self.site_id,
             to_site_id: self.to_site_id,
             to_receiving_point_id: self.to_receiving_point_id,
             volume_m3: self.volume_m3,
