@@ -10,6 +10,7 @@ use shared::auth::Scope;
 use shared::config::Config;
 use shared::model::Timestamp;
 use shared::model::org::CreateOrg;
+use shared::model::surplus::CreateSurplus;
 use shared::store::Store;
 use shared::store::api_keys::ApiKeyRecord;
 use uuid::Uuid;
@@ -122,6 +123,24 @@ enum Command {
         org: Uuid,
         #[arg(long)]
         truck: Uuid,
+    },
+    /// Archive a surplus load (there is no API route for it): the load
+    /// leaves every list and reads as 404 `surplus_not_found`.
+    ArchiveSurplus {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        surplus: Uuid,
+    },
+    /// Write COUNT new loads from an active site in bulk (benchmark and demo
+    /// data; BatchWriteItem, not the API path).
+    SeedLoads {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        site: Uuid,
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
     },
     /// Add a photo (JPEG, PNG or WebP) to a receiving point.
     AddPhoto {
@@ -284,6 +303,24 @@ async fn run(cli: Cli) -> Result<()> {
         Command::RetireTruck { org, truck } => {
             let truck = store.trucks().retire(org, truck).await?;
             print(json!({"truck_id": truck.id, "retired_at": truck.retired_at}));
+        }
+        Command::ArchiveSurplus { org, surplus } => {
+            let surplus = store.surpluses().archive(org, surplus).await?;
+            print(json!({"surplus_id": surplus.id, "archived_at": surplus.archived_at}));
+        }
+        Command::SeedLoads { org, site, count } => {
+            let origin = store.sites().require(org, site).await?;
+            anyhow::ensure!(origin.archived_at.is_none(), "site {site} is archived");
+            let loads = (0..count)
+                .map(|i| {
+                    let body: CreateSurplus = serde_json::from_value(
+                        json!({"site_id": site, "volume_m3": 1 + i % 9, "description": "seeded"}),
+                    )?;
+                    Ok(body.validate(org, Timestamp::now())?)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            store.surpluses().import(&loads).await?;
+            print(json!({"org_id": org, "site_id": site, "loads": loads.len()}));
         }
         Command::AddPhoto {
             org,

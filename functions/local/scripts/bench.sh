@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make bench`: GET /api/v1/orgs through the dev server against the emulator
-# (requests/s, p50/p99, DynamoDB calls per request), then the release `orgs`
-# Lambda binary: size and time from process start to first served request.
+# `make bench`: GET /api/v1/orgs and pages of surplus loads through the dev
+# server against the emulator (requests/s, p50/p99, DynamoDB calls per
+# request by route), then the release `orgs` Lambda binary: size and time
+# from process start to first served request.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source functions/local/scripts/env.sh
@@ -24,7 +25,9 @@ trap cleanup EXIT
 
 bin=target/bench-server
 $bin/admin setup-local >/dev/null 2>&1
-key=$($bin/admin demo 2>/dev/null | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['api_key'])")
+demo=$($bin/admin demo 2>/dev/null)
+key=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['api_key'])")
+org_id=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['org_id'])")
 
 log=$STATE_DIR/bench-server.log
 # The limit stays on (one counter write per request, as in production) but high.
@@ -35,22 +38,47 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 
+# Loads to page through: one site, LOADS loads written in bulk (the same
+# items the API writes), then the first page of each listing.
+LOADS=${LOADS:-1000}
+site=$("$VENV/bin/python" - "$BENCH_PORT" "$key" <<'PY'
+import json, sys, urllib.request
+port, key = sys.argv[1:]
+body = json.dumps({"name": "Bench site", "street_address": "Bench street 1", "lat": 60.17, "lng": 24.94}).encode()
+request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/sites", body, method="POST",
+                                  headers={"X-Api-Key": key, "Content-Type": "application/json"})
+print(json.load(urllib.request.urlopen(request))["data"]["id"])
+PY
+)
+echo "==> seeding $LOADS surplus loads on site $site"
+$bin/admin seed-loads --org "$org_id" --site "$site" --count "$LOADS"
+
+bench() { # PATH: REQUESTS requests over CONCURRENCY connections
+    $bin/bench load "127.0.0.1:$BENCH_PORT" "$1" "$key" "$REQUESTS" "$CONCURRENCY"
+}
 echo "==> GET /api/health (no AWS calls: the dev server's own cost): $REQUESTS requests, $CONCURRENCY connections"
-$bin/bench load "127.0.0.1:$BENCH_PORT" /api/health "$key" "$REQUESTS" "$CONCURRENCY"
-echo "==> GET /api/v1/orgs (key, rate limit, organization: against the emulator): $REQUESTS requests, $CONCURRENCY connections"
-$bin/bench load "127.0.0.1:$BENCH_PORT" /api/v1/orgs "$key" "$REQUESTS" "$CONCURRENCY"
+bench /api/health
+echo "==> GET /api/v1/orgs (key, rate limit, organization: against the emulator)"
+bench /api/v1/orgs
+echo "==> GET /api/v1/surpluses, first page (50 rows) of $LOADS loads"
+bench /api/v1/surpluses
+echo "==> GET /api/v1/surpluses?status=active&site_id=...&limit=100 (site index, filtered)"
+bench "/api/v1/surpluses?status=active&site_id=$site&limit=100"
 "$VENV/bin/python" - "$log" <<'PY'
 import json, sys
-calls = []
+calls = {}
 for line in open(sys.argv[1]):
     try:
         row = json.loads(line)
     except ValueError:
         continue
-    if row.get("span", {}).get("route") == "/api/v1/orgs" and row.get("status") == 200:
-        calls.append(row["ddb_calls"])
-print(json.dumps({"requests_logged": len(calls), "ddb_calls_per_request": sum(calls) / max(len(calls), 1),
-                  "ddb_calls_max": max(calls, default=0)}))
+    route = row.get("span", {}).get("route")
+    if route and route.startswith("/api/v1/") and row.get("status") == 200:
+        calls.setdefault(route, []).append(row["ddb_calls"])
+for route, counts in sorted(calls.items()):
+    print(json.dumps({"route": route, "requests_logged": len(counts),
+                      "ddb_calls_per_request": round(sum(counts) / len(counts), 2),
+                      "ddb_calls_max": max(counts)}))
 PY
 kill "$server"; wait "$server" 2>/dev/null || true; server=""
 

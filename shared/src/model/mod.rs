@@ -12,11 +12,13 @@ pub mod open_hours;
 pub mod org;
 pub mod patch;
 pub mod receiving_point;
+pub mod report;
 pub mod site;
 pub mod surplus;
 pub mod time;
 pub mod truck;
 pub mod validate;
+pub mod volume;
 
 pub use time::Timestamp;
 

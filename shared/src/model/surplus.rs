@@ -11,6 +11,7 @@ use super::id::Id;
 use super::patch::{self, Patch, assign};
 use super::time::Timestamp;
 use super::validate;
+use super::volume::Litres;
 use crate::error::ApiError;
 use crate::links::SignedLink;
 
@@ -156,6 +157,27 @@ pub struct Surplus {
 }
 
 impl SurplusRecord {
+    /// The volume, exact.
+    pub fn litres(&self) -> Litres {
+        Litres::from_m3(self.volume_m3)
+    }
+
+    /// Who pays for the additive and when: the organization billed
+    /// (`origin_site` the origin's, `truck` the truck's, the origin's when
+    /// the load has no truck) and the billing time (`delivered_at`, else
+    /// `created_at`). None when there is nothing to bill: no additive, or a
+    /// rejected load.
+    pub fn billing(&self) -> Option<(Uuid, Timestamp)> {
+        if !self.additive || self.status == SurplusStatus::Rejected {
+            return None;
+        }
+        let billed = match self.additive_billed_to {
+            Some(BilledTo::Truck) => self.truck_org_id.unwrap_or(self.org_id),
+            _ => self.org_id,
+        };
+        Some((billed, self.delivered_at.unwrap_or(self.created_at)))
+    }
+
     pub fn notes(&self) -> Option<String> {
         self.metadata.get(NOTES).cloned()
     }

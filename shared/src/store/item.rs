@@ -46,3 +46,11 @@ pub fn get_u64(item: &Item, name: &str) -> Option<u64> {
         .and_then(|v| v.as_n().ok())
         .and_then(|n| n.parse().ok())
 }
+
+/// A numeric attribute of an item, if present and an integer (negative
+/// included).
+pub fn get_i64(item: &Item, name: &str) -> Option<i64> {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+}

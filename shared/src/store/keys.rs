@@ -103,6 +103,17 @@ pub fn surplus_log_sk(surplus: Uuid, entry: Uuid) -> String {
 pub fn surplus_log_prefix(surplus: Uuid) -> String {
     format!("LOG#{surplus}#")
 }
+/// `gsi3`: the loads whose additive organization `org` is billed for, by
+/// billing time (`delivered_at`, else `created_at`).
+pub fn billing_pk(org: Uuid) -> String {
+    format!("ORG#{org}#BILLING")
+}
+/// Daily figures of an organization's delivered loads (UTC day of
+/// `created_at`).
+pub fn day_rollup_sk(day: chrono::NaiveDate) -> String {
+    format!("{DAY_PREFIX}{}", day.format("%Y-%m-%d"))
+}
+pub const DAY_PREFIX: &str = "DAY#";
 /// Outbox record of a webhook delivery.
 pub fn outbox_pk(delivery: Uuid) -> String {
     format!("OUTBOX#{delivery}")

@@ -3,10 +3,12 @@
 
 pub mod api_keys;
 pub mod archivable;
+pub mod batch;
 pub mod calls;
 pub mod deactivation;
 pub mod geo;
 pub mod grants;
+pub mod import;
 pub mod item;
 pub mod keys;
 pub mod members;
@@ -14,6 +16,8 @@ pub mod orgs;
 pub mod outbox;
 pub mod rate_limits;
 pub mod records;
+pub mod reports;
+pub mod rollups;
 pub mod schema;
 pub mod surpluses;
 pub mod trucks;
@@ -85,6 +89,14 @@ impl Store {
 
     pub fn surpluses(&self) -> surpluses::Surpluses<'_> {
         surpluses::Surpluses(self)
+    }
+
+    pub fn reports(&self) -> reports::Reports<'_> {
+        reports::Reports(self)
+    }
+
+    pub fn rollups(&self) -> rollups::Rollups<'_> {
+        rollups::Rollups(self)
     }
 
     pub fn trucks(&self) -> trucks::Trucks<'_> {

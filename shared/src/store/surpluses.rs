@@ -2,8 +2,9 @@
 //! (`LOG#<id>#<entry>`, oldest first) and keyset pages over three keys:
 //! the organization's partition (all loads), `gsi1` (one status group) and
 //! `gsi2` (one origin site). A load is written whole, conditioned on the
-//! version read; a status change adds its log entry, and the move to
-//! `delivered` its outbox record, to the same transaction.
+//! version read; a status change adds its log entry, the move to
+//! `delivered` its outbox record, and any change of what a delivered load
+//! counts for its day's figures (`rollups`), to the same transaction.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, SURPLUS_PREFIX};
 use super::outbox::OutboxRecord;
 use super::records::{Record, item, sk};
+use super::rollups;
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
@@ -91,13 +93,14 @@ impl Record for SurplusRecord {
     fn geo(&self) -> Vec<super::geo::GeoEntry> {
         Vec::new()
     }
-    /// The list indexes; an archived load leaves them (sparse indexes).
+    /// The list indexes and the billing index; an archived load leaves
+    /// them all (sparse indexes).
     fn index(&self) -> Vec<(&'static str, String)> {
         if self.archived_at.is_some() {
             return Vec::new();
         }
         let order = format!("{}#{}", self.created_at, self.id);
-        vec![
+        let mut index = vec![
             (
                 "gsi1pk",
                 keys::surplus_group_pk(self.org_id, self.status.group().as_str()),
@@ -105,7 +108,12 @@ impl Record for SurplusRecord {
             ("gsi1sk", order.clone()),
             ("gsi2pk", keys::surplus_site_pk(self.org_id, self.site_id)),
             ("gsi2sk", order),
-        ]
+        ];
+        if let Some((billed, at)) = self.billing() {
+            index.push(("gsi3pk", keys::billing_pk(billed)));
+            index.push(("gsi3sk", format!("{at}#{}", self.id)));
+        }
+        index
     }
 }
 
@@ -126,13 +134,21 @@ struct LogItem<'a> {
     entry: &'a LogEntry,
 }
 
-fn log_item(table: &str, load: &SurplusRecord, entry: &LogEntry) -> ApiResult<TransactWriteItem> {
-    let item = LogItem {
+/// The stored item of one log entry of `load`.
+pub(super) fn log_record(load: &SurplusRecord, entry: &LogEntry) -> ApiResult<Item> {
+    to_item(&LogItem {
         pk: keys::org_pk(load.org_id),
         sk: keys::surplus_log_sk(load.id, entry.id),
         entry,
-    };
-    put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))
+    })
+}
+
+fn log_item(table: &str, load: &SurplusRecord, entry: &LogEntry) -> ApiResult<TransactWriteItem> {
+    put(
+        table,
+        log_record(load, entry)?,
+        Some("attribute_not_exists(pk)"),
+    )
 }
 
 fn check(table: &str, item_key: Item, condition: &str) -> ApiResult<TransactWriteItem> {
@@ -393,6 +409,7 @@ impl Surpluses<'_> {
                     actions.push(outbox.write(table)?);
                 }
             }
+            actions.extend(rollups::changes(table, Some(&current), &updated)?);
             for (action, error) in checks {
                 conflicts.push((actions.len(), error));
                 actions.push(action);
@@ -463,7 +480,8 @@ impl Surpluses<'_> {
         query_all(query).await?.into_iter().map(from_item).collect()
     }
 
-    /// Archives a load (an operator's command): 404 from then on.
+    /// Archives a load (an operator's command): 404 from then on, and out
+    /// of the figures.
     pub async fn archive(&self, org: Uuid, id: Uuid) -> ApiResult<SurplusRecord> {
         retry_races(|| async {
             let current = self.require(org, id).await?;
@@ -471,12 +489,9 @@ impl Surpluses<'_> {
             let now = crate::model::now();
             updated.set_archived(Some(now), now);
             updated.version = current.version + 1;
-            transact(
-                self.0,
-                vec![self.write(&updated, current.version)?],
-                &[(0, raced)],
-            )
-            .await?;
+            let mut actions = vec![self.write(&updated, current.version)?];
+            actions.extend(rollups::changes(self.0.table(), Some(&current), &updated)?);
+            transact(self.0, actions, &[(0, raced)]).await?;
             Ok(updated)
         })
         .await
@@ -572,7 +587,7 @@ impl Surpluses<'_> {
 
 /// The key attributes of `load` in the list's key (`index`: none for the
 /// partition).
-fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
+pub(super) fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
     let mut keys = Position::from([
         (keys::PK.to_owned(), keys::org_pk(load.org_id)),
         (keys::SK.to_owned(), keys::surplus_sk(load.id)),

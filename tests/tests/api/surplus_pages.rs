@@ -1,11 +1,13 @@
-//! Keyset pages of surplus loads over 260 loads: every filter and limit,
+//! Keyset pages of surplus loads over 260 loads (written with the bulk
+//! import, so it is tested too): every filter and limit,
 //! stable while loads are created, cursors bound to organization and
 //! filters.
 
 use api_tests::{Reply, TestOrg, harness, org, run, send};
 use http::Method;
 use serde_json::json;
-use shared::model::surplus::{CreateSurplus, PatchSurplus, SurplusStatus};
+use shared::model::Timestamp;
+use shared::model::surplus::{CreateSurplus, StoredWaybill, SurplusStatus};
 use tokio::sync::OnceCell;
 
 use crate::sites::new_site;
@@ -31,7 +33,8 @@ async fn seeded() -> &'static Seeded {
                 new_site(&t, json!({"name": "North"})).await,
                 new_site(&t, json!({"name": "South"})).await,
             ];
-            let store = harness().await.store();
+            // Written in bulk, as the store writes them: one millisecond
+            // apart, in every status (a delivered load with its waybill).
             let statuses = [
                 SurplusStatus::New,
                 SurplusStatus::InProgress,
@@ -39,29 +42,37 @@ async fn seeded() -> &'static Seeded {
                 SurplusStatus::Rejected,
                 SurplusStatus::New,
             ];
+            let start = chrono::Utc::now() - chrono::Duration::hours(1);
+            let mut records = Vec::new();
             let mut loads = Vec::new();
             for i in 0..LOADS {
                 let site = &sites[i % 3 % 2];
                 let body: CreateSurplus =
                     serde_json::from_value(json!({"site_id": site, "volume_m3": 1 + i % 9}))
                         .unwrap();
-                let mut load = body.validate(t.id(), shared::model::now()).unwrap();
-                store.surpluses().create(&mut load).await.unwrap();
+                let at = Timestamp::from(start + chrono::Duration::milliseconds(i as i64));
+                let mut load = body.validate(t.id(), at).unwrap();
                 let status = statuses[i % statuses.len()];
+                load.status = status;
                 if status == SurplusStatus::Delivered {
-                    crate::surpluses::give_waybill(&t, &load.id.to_string()).await;
-                }
-                if status != SurplusStatus::New {
-                    let patch: PatchSurplus =
-                        serde_json::from_value(json!({"status": status})).unwrap();
-                    store
-                        .surpluses()
-                        .update(t.id(), load.id, &patch.validate().unwrap())
-                        .await
-                        .unwrap();
+                    load.delivered_at = Some(at);
+                    load.waybill = Some(StoredWaybill {
+                        storage_path: format!("waybills/{}/{}/w.png", t.id(), load.id),
+                        content_type: "image/png".into(),
+                        size: 12,
+                        uploaded_at: at,
+                    });
                 }
                 loads.push((load.id.to_string(), site.clone(), status));
+                records.push(load);
             }
+            harness()
+                .await
+                .store()
+                .surpluses()
+                .import(&records)
+                .await
+                .unwrap();
             Seeded { t, sites, loads }
         })
         .await
@@ -285,5 +296,33 @@ fn list_parameters_are_checked() {
         }
         let empty = page(&t, "status=open").await;
         assert_eq!(empty.body["meta"], json!({"count": 0, "next_cursor": null}));
+    });
+}
+
+#[test]
+fn imported_loads_read_like_created_ones() {
+    run(async {
+        let s = seeded().await;
+        let (id, site, status) = &s.loads[2];
+        let reply = send(&s.t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        reply.expect(200, None);
+        assert_eq!(reply.body["data"]["site_id"], *site);
+        assert_eq!(reply.body["data"]["status"], status.as_str());
+        assert!(reply.body["data"]["waybill"]["url"].is_string());
+        let log = send(
+            &s.t,
+            Method::GET,
+            &format!("/api/v1/surpluses/{id}/log"),
+            None,
+        )
+        .await;
+        log.expect(200, None);
+        assert_eq!(
+            log.body["data"].as_array().unwrap().len(),
+            1,
+            "{}",
+            log.text
+        );
+        assert_eq!(log.body["data"][0]["status_to"], status.as_str());
     });
 }

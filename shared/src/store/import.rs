@@ -1,0 +1,27 @@
+//! Bulk loading for operators and benchmarks: many records written with
+//! BatchWriteItem as the same items the store's own writes produce, without
+//! the per-record checks and transactions of the API path.
+
+use super::batch::put_all;
+use super::records::item;
+use super::surpluses::{Surpluses, log_record};
+use crate::error::ApiResult;
+use crate::model::surplus::{LogEntry, SurplusRecord};
+
+impl Surpluses<'_> {
+    /// Writes loads as created (each with its first log entry), 25 items a
+    /// call, then adds the delivered ones to their days' figures. The
+    /// caller vouches for their sites, destinations and trucks.
+    pub async fn import(&self, loads: &[SurplusRecord]) -> ApiResult<()> {
+        let mut items = Vec::with_capacity(loads.len() * 2);
+        for load in loads {
+            items.push(item(load)?);
+            items.push(log_record(
+                load,
+                &LogEntry::new(None, load.status, load.created_at),
+            )?);
+        }
+        put_all(self.0, items).await?;
+        self.0.rollups().add(loads).await
+    }
+}

@@ -1,0 +1,171 @@
+//! Report reads: the summary from the daily figures (`rollups`), the
+//! month-end rows from the delivered-loads index (`gsi1`, oldest first)
+//! with the names of their sites, receiving points and trucks, and the
+//! loads billed to an organization from the billing index (`gsi3`).
+
+use std::collections::{HashMap, HashSet};
+
+use uuid::Uuid;
+
+use super::batch::get_all;
+use super::item::{Item, from_item, get_s, key, s};
+use super::keys;
+use super::records::sk;
+use super::surpluses::{Page, Position, position};
+use super::{Store, query_all, sdk_error};
+use crate::error::ApiResult;
+use crate::model::Timestamp;
+use crate::model::receiving_point::ReceivingPointRecord;
+use crate::model::report::{LoadRow, RowNames, Window};
+use crate::model::site::SiteRecord;
+use crate::model::surplus::{StatusGroup, SurplusRecord};
+use crate::model::truck::TruckRecord;
+use crate::model::volume::Litres;
+
+pub struct Reports<'a>(pub(super) &'a Store);
+
+impl Reports<'_> {
+    /// Delivered loads of `org` and the litres they hold, created within
+    /// `window`: one item read per day with figures.
+    pub async fn delivered(&self, org: Uuid, window: Window) -> ApiResult<(u64, Litres)> {
+        let days = self.0.rollups().days(org, window.from, window.to).await?;
+        Ok(days.values().fold((0, Litres(0)), |(loads, litres), day| {
+            (loads + day.loads, litres + day.litres)
+        }))
+    }
+
+    /// One page of the delivered loads of `org` created within `window`,
+    /// oldest first.
+    pub async fn delivered_page(
+        &self,
+        org: Uuid,
+        window: Window,
+        start: Option<Position>,
+        limit: usize,
+    ) -> ApiResult<Page> {
+        let store = self.0;
+        let (low, high) = window.bounds();
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .index_name("gsi1")
+            .key_condition_expression("gsi1pk = :pk AND gsi1sk BETWEEN :low AND :high")
+            .expression_attribute_values(
+                ":pk",
+                s(keys::surplus_group_pk(org, StatusGroup::Delivered.as_str())),
+            )
+            .expression_attribute_values(":low", s(low))
+            .expression_attribute_values(":high", s(high));
+        let mut rows: Vec<SurplusRecord> = Vec::new();
+        let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
+        loop {
+            let wanted = limit + 1 - rows.len();
+            let page = query
+                .clone()
+                .limit(i32::try_from(wanted).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(from.take())
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            for found in page.items.unwrap_or_default() {
+                rows.push(from_item(found)?);
+            }
+            match page.last_evaluated_key {
+                Some(last) if rows.len() <= limit => from = Some(last),
+                _ => break,
+            }
+        }
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|last| position(last, Some("gsi1")))
+        } else {
+            None
+        };
+        Ok(Page { rows, next })
+    }
+
+    /// The month-end rows of `loads`: their site, receiving point and
+    /// truck names read in one batch (archived and retired ones included).
+    pub async fn rows(&self, loads: &[SurplusRecord]) -> ApiResult<Vec<LoadRow>> {
+        let mut wanted: HashSet<(String, String)> = HashSet::new();
+        for load in loads {
+            wanted.insert((keys::org_pk(load.org_id), sk::<SiteRecord>(load.site_id)));
+            if let (Some(point), Some(owner)) = (load.to_receiving_point_id, load.to_org_id) {
+                wanted.insert((keys::org_pk(owner), sk::<ReceivingPointRecord>(point)));
+            }
+            if let (Some(truck), Some(owner)) = (load.truck_id, load.truck_org_id) {
+                wanted.insert((keys::org_pk(owner), sk::<TruckRecord>(truck)));
+            }
+        }
+        let keys = wanted.into_iter().map(|(pk, sk)| key(pk, sk)).collect();
+        let names: HashMap<(String, String), String> = get_all(self.0, keys)
+            .await?
+            .into_iter()
+            .filter_map(|item| {
+                let name = get_s(&item, "name")
+                    .or_else(|| get_s(&item, "license"))?
+                    .to_owned();
+                let at = (
+                    get_s(&item, keys::PK)?.to_owned(),
+                    get_s(&item, keys::SK)?.to_owned(),
+                );
+                Some((at, name))
+            })
+            .collect();
+        let name = |pk: Option<Uuid>, sk: Option<String>| -> Option<&str> {
+            names.get(&(keys::org_pk(pk?), sk?)).map(String::as_str)
+        };
+        Ok(loads
+            .iter()
+            .map(|load| {
+                let license = load
+                    .truck_id
+                    .and_then(|t| name(load.truck_org_id, Some(sk::<TruckRecord>(t))));
+                LoadRow::new(
+                    load,
+                    RowNames {
+                        site: name(Some(load.org_id), Some(sk::<SiteRecord>(load.site_id))),
+                        receiving_point: load.to_receiving_point_id.and_then(|p| {
+                            name(load.to_org_id, Some(sk::<ReceivingPointRecord>(p)))
+                        }),
+                        truck_license: license,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// The loads whose additive `org` is billed for, billed within
+    /// `window`: (billing time, litres) each.
+    pub async fn billed(&self, org: Uuid, window: Window) -> ApiResult<Vec<(Timestamp, Litres)>> {
+        let store = self.0;
+        let (low, high) = window.bounds();
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .index_name("gsi3")
+            .key_condition_expression("gsi3pk = :pk AND gsi3sk BETWEEN :low AND :high")
+            .projection_expression("gsi3sk, volume_m3")
+            .expression_attribute_values(":pk", s(keys::billing_pk(org)))
+            .expression_attribute_values(":low", s(low))
+            .expression_attribute_values(":high", s(high));
+        query_all(query)
+            .await?
+            .into_iter()
+            .map(|item| {
+                #[derive(serde::Deserialize)]
+                struct Billed {
+                    gsi3sk: String,
+                    volume_m3: f64,
+                }
+                let billed: Billed = from_item(item)?;
+                let at = billed.gsi3sk.split('#').next().unwrap_or_default();
+                let at: Timestamp = serde_json::from_value(serde_json::Value::from(at))
+                    .map_err(crate::error::ApiError::internal)?;
+                Ok((at, Litres::from_m3(billed.volume_m3)))
+            })
+            .collect()
+    }
+}
