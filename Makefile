@@ -40,13 +40,13 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 
-## bench: latency and DynamoDB calls per request (orgs, surplus pages over seeded loads), binary size, init time
+## bench: latency and DynamoDB calls per request (orgs, surplus pages, report summary at 10,000 vs 100 loads), binary size, init time
 bench: $(VENV)/.installed
 	functions/local/scripts/bench.sh
 
 ## build: release binaries of the Lambda functions
 build:
-	cargo build --release --locked -p docs -p orgs -p sites -p receiving-points -p factories -p grants -p trucks -p members -p surpluses
+	cargo build --release --locked -p docs -p orgs -p sites -p receiving-points -p factories -p grants -p trucks -p members -p surpluses -p reports
 
 ## deploy: build and deploy with SAM (needs sam and cargo-lambda)
 deploy:

@@ -77,9 +77,13 @@ seed=()
 if [ -n "${CONFORMANCE_SEED:-}" ]; then seed=(--seed "$CONFORMANCE_SEED"); fi
 examples=()
 if [ -n "${CONFORMANCE_MAX_EXAMPLES:-}" ]; then examples=(--max-examples "$CONFORMANCE_MAX_EXAMPLES"); fi
+# CONFORMANCE_ARGS: more schemathesis options, e.g. a focused run with
+# CONFORMANCE_ARGS='--include-path-regex /reports/'.
+extra=()
+if [ -n "${CONFORMANCE_ARGS:-}" ]; then read -ra extra <<<"$CONFORMANCE_ARGS"; fi
 status=0
 "$VENV/bin/schemathesis" --config-file tests/conformance/schemathesis.toml --no-color run \
-    "$base/openapi.yaml" "${seed[@]}" "${examples[@]}" \
+    "$base/openapi.yaml" "${seed[@]}" "${examples[@]}" "${extra[@]}" \
     --report ndjson --report-dir "$out" || status=$?
 
 echo "==> the HTML reference in headless Chromium"

@@ -10,7 +10,7 @@ use shared::auth::Scope;
 use shared::config::Config;
 use shared::model::Timestamp;
 use shared::model::org::CreateOrg;
-use shared::model::surplus::CreateSurplus;
+use shared::model::surplus::{CreateSurplus, StoredWaybill, SurplusStatus};
 use shared::store::Store;
 use shared::store::api_keys::ApiKeyRecord;
 use uuid::Uuid;
@@ -141,6 +141,12 @@ enum Command {
         site: Uuid,
         #[arg(long, default_value_t = 1000)]
         count: usize,
+        /// Spread their creation over this many days back from now.
+        #[arg(long, default_value_t = 1)]
+        days: u32,
+        /// Store them delivered (with a placeholder waybill) instead of new.
+        #[arg(long)]
+        delivered: bool,
     },
     /// Add a photo (JPEG, PNG or WebP) to a receiving point.
     AddPhoto {
@@ -308,15 +314,35 @@ async fn run(cli: Cli) -> Result<()> {
             let surplus = store.surpluses().archive(org, surplus).await?;
             print(json!({"surplus_id": surplus.id, "archived_at": surplus.archived_at}));
         }
-        Command::SeedLoads { org, site, count } => {
+        Command::SeedLoads {
+            org,
+            site,
+            count,
+            days,
+            delivered,
+        } => {
             let origin = store.sites().require(org, site).await?;
             anyhow::ensure!(origin.archived_at.is_none(), "site {site} is archived");
+            let now = Utc::now();
             let loads = (0..count)
                 .map(|i| {
                     let body: CreateSurplus = serde_json::from_value(
                         json!({"site_id": site, "volume_m3": 1 + i % 9, "description": "seeded"}),
                     )?;
-                    Ok(body.validate(org, Timestamp::now())?)
+                    let back = chrono::TimeDelta::days((i % days.max(1) as usize) as i64)
+                        + chrono::TimeDelta::milliseconds(i as i64);
+                    let mut load = body.validate(org, Timestamp::from(now - back))?;
+                    if delivered {
+                        load.status = SurplusStatus::Delivered;
+                        load.delivered_at = Some(load.created_at);
+                        load.waybill = Some(StoredWaybill {
+                            storage_path: format!("waybills/{org}/{}/seeded.png", load.id),
+                            content_type: "image/png".into(),
+                            size: 0,
+                            uploaded_at: load.created_at,
+                        });
+                    }
+                    Ok(load)
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             store.surpluses().import(&loads).await?;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make bench`: GET /api/v1/orgs and pages of surplus loads through the dev
-# server against the emulator (requests/s, p50/p99, DynamoDB calls per
-# request by route), then the release `orgs` Lambda binary: size and time
-# from process start to first served request.
+# `make bench`: GET /api/v1/orgs, pages of surplus loads and the report
+# summary (10,000 vs 100 loads) through the dev server against the emulator
+# (requests/s, p50/p99, DynamoDB calls per request by route, rollup items a
+# summary reads), then the release `orgs` Lambda binary: size and time from
+# process start to first served request.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source functions/local/scripts/env.sh
@@ -41,7 +42,8 @@ done
 # Loads to page through: one site, LOADS loads written in bulk (the same
 # items the API writes), then the first page of each listing.
 LOADS=${LOADS:-1000}
-site=$("$VENV/bin/python" - "$BENCH_PORT" "$key" <<'PY'
+new_site() { # KEY -> the id of a new site of the key's organization
+    "$VENV/bin/python" - "$BENCH_PORT" "$1" <<'PY'
 import json, sys, urllib.request
 port, key = sys.argv[1:]
 body = json.dumps({"name": "Bench site", "street_address": "Bench street 1", "lat": 60.17, "lng": 24.94}).encode()
@@ -49,7 +51,8 @@ request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/sites", body, 
                                   headers={"X-Api-Key": key, "Content-Type": "application/json"})
 print(json.load(urllib.request.urlopen(request))["data"]["id"])
 PY
-)
+}
+site=$(new_site "$key")
 echo "==> seeding $LOADS surplus loads on site $site"
 $bin/admin seed-loads --org "$org_id" --site "$site" --count "$LOADS"
 
@@ -64,21 +67,41 @@ echo "==> GET /api/v1/surpluses, first page (50 rows) of $LOADS loads"
 bench /api/v1/surpluses
 echo "==> GET /api/v1/surpluses?status=active&site_id=...&limit=100 (site index, filtered)"
 bench "/api/v1/surpluses?status=active&site_id=$site&limit=100"
+# The summary's cost must not grow with the loads: 10,000 and 100 delivered
+# loads over a year, in two organizations, the same year-long window.
+BIG=${BIG:-10000}
+SMALL=${SMALL:-100}
+year="from=$(date -u -d '365 days ago' +%F)&to=$(date -u +%F)"
+for n in "$BIG" "$SMALL"; do
+    demo=$($bin/admin demo 2>/dev/null)
+    k=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['api_key'])")
+    o=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['org_id'])")
+    echo "==> seeding $n delivered loads over 365 days"
+    $bin/admin seed-loads --org "$o" --site "$(new_site "$k")" --count "$n" --days 365 --delivered
+    echo "==> GET /api/v1/reports/summary over a year of $n delivered loads"
+    $bin/bench load "127.0.0.1:$BENCH_PORT" "/api/v1/reports/summary?$year" "$k" "$REQUESTS" "$CONCURRENCY"
+done
+
 "$VENV/bin/python" - "$log" <<'PY'
 import json, sys
 calls = {}
+items = []
 for line in open(sys.argv[1]):
     try:
         row = json.loads(line)
     except ValueError:
         continue
     route = row.get("span", {}).get("route")
+    if "items_read" in row:
+        items.append(row["items_read"])
     if route and route.startswith("/api/v1/") and row.get("status") == 200:
         calls.setdefault(route, []).append(row["ddb_calls"])
 for route, counts in sorted(calls.items()):
     print(json.dumps({"route": route, "requests_logged": len(counts),
                       "ddb_calls_per_request": round(sum(counts) / len(counts), 2),
                       "ddb_calls_max": max(counts)}))
+if items:
+    print(json.dumps({"summary_items_read": sorted(set(items))}))
 PY
 kill "$server"; wait "$server" 2>/dev/null || true; server=""
 

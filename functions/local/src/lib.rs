@@ -15,4 +15,5 @@ pub fn routes() -> Router<AppState> {
         .merge(trucks::routes())
         .merge(members::routes())
         .merge(surpluses::routes())
+        .merge(reports::routes())
 }

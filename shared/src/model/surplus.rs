@@ -90,6 +90,15 @@ pub enum BilledTo {
     Truck,
 }
 
+impl BilledTo {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BilledTo::OriginSite => "origin_site",
+            BilledTo::Truck => "truck",
+        }
+    }
+}
+
 /// The stored waybill image.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredWaybill {

@@ -29,6 +29,7 @@ impl Reports<'_> {
     /// `window`: one item read per day with figures.
     pub async fn delivered(&self, org: Uuid, window: Window) -> ApiResult<(u64, Litres)> {
         let days = self.0.rollups().days(org, window.from, window.to).await?;
+        tracing::info!(items_read = days.len(), "daily figures read");
         Ok(days.values().fold((0, Litres(0)), |(loads, litres), day| {
             (loads + day.loads, litres + day.litres)
         }))

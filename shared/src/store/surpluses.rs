@@ -8,9 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use aws_sdk_dynamodb::types::{ConditionCheck, KeysAndAttributes, TransactWriteItem};
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use uuid::Uuid;
 
+use super::batch::get_all;
 use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, SURPLUS_PREFIX};
 use super::outbox::OutboxRecord;
@@ -275,32 +276,13 @@ impl Surpluses<'_> {
                 .ok_or_else(truck_not_found);
         }
         let partners = store.grants().issued(org).await?;
-        for chunk in partners.chunks(100) {
-            let mut wanted = KeysAndAttributes::builder().consistent_read(true);
-            for grant in chunk {
-                wanted = wanted.keys(key(
-                    keys::org_pk(grant.grantee_org_id),
-                    sk::<TruckRecord>(truck),
-                ));
-            }
-            let out = store
-                .db
-                .batch_get_item()
-                .request_items(store.table(), wanted.build().map_err(ApiError::internal)?)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            let found = out
-                .responses
-                .unwrap_or_default()
-                .remove(store.table())
-                .unwrap_or_default()
-                .into_iter()
-                .map(from_item::<TruckRecord>)
-                .collect::<ApiResult<Vec<_>>>()?
-                .into_iter()
-                .find(|t| t.retired_at.is_none());
-            if let Some(found) = found {
+        let wanted = partners
+            .iter()
+            .map(|grant| key(keys::org_pk(grant.grantee_org_id), sk::<TruckRecord>(truck)))
+            .collect();
+        for found in get_all(store, wanted).await? {
+            let found: TruckRecord = from_item(found)?;
+            if found.retired_at.is_none() {
                 return Ok(found);
             }
         }

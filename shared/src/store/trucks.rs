@@ -5,11 +5,10 @@
 //! (see `store::members`). Every write of a truck bumps its `version`, so a
 //! read-modify-write never overwrites a change it did not see.
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, KeysAndAttributes, TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWriteItem};
 use uuid::Uuid;
 
+use super::batch::get_all;
 use super::item::{Item, from_item, get_s, key, n, s, to_item};
 use super::keys::{self, TRUCK_PREFIX, UNIQUE_SK};
 use super::members::{Membership, hold_truck, release_driver, release_truck};
@@ -183,25 +182,8 @@ impl Trucks<'_> {
         if wanted.is_empty() {
             return Ok((None, related));
         }
-        let keys_and = KeysAndAttributes::builder()
-            .set_keys(Some(wanted))
-            .consistent_read(true)
-            .build()
-            .map_err(ApiError::internal)?;
-        let out = store
-            .db
-            .batch_get_item()
-            .request_items(store.table(), keys_and)
-            .send()
-            .await
-            .map_err(sdk_error)?;
         let mut found = None;
-        for row in out
-            .responses
-            .unwrap_or_default()
-            .remove(store.table())
-            .unwrap_or_default()
-        {
+        for row in get_all(store, wanted).await? {
             let sort = get_s(&row, keys::SK).unwrap_or_default().to_owned();
             if sort.starts_with(TRUCK_PREFIX) {
                 found = Some(from_item(row)?);

@@ -2,6 +2,7 @@
 //! against the emulator with the real SDK clients.
 
 mod auth;
+mod billing;
 mod conformance;
 mod contract;
 mod factories;
@@ -12,6 +13,9 @@ mod org_lifecycle;
 mod orgs;
 mod rate_limit;
 mod receiving_points;
+mod report_rows;
+mod reports;
+mod rollups;
 mod sites;
 mod surplus_pages;
 mod surpluses;

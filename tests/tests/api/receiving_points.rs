@@ -10,7 +10,7 @@ async fn create(t: &TestOrg, body: Value) -> Reply {
     send(t, Method::POST, "/api/v1/receiving-points", Some(body)).await
 }
 
-async fn new_point(t: &TestOrg, body: Value) -> String {
+pub async fn new_point(t: &TestOrg, body: Value) -> String {
     let reply = create(t, body).await;
     reply.expect(201, None);
     reply.body["data"]["id"].as_str().unwrap().to_owned()
