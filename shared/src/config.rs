@@ -3,7 +3,7 @@
 
 use std::env;
 
-use crate::cursor::CursorKey;
+use crate::deployment_key::{KeySource, MIN_KEY};
 use std::time::Duration;
 
 /// The operator's short name (`svc` by default): the API key prefix is
@@ -71,7 +71,10 @@ pub struct Config {
     /// Manager in AWS, a development key only against a local emulator;
     /// `None` when neither is set (the API refuses to start, see
     /// `AppState::from_env`; operator tools need no cursors).
-    pub cursor_key: Option<CursorKey>,
+    pub cursor_key: Option<KeySource>,
+    /// Key that seals webhook secrets at rest, chosen the same way
+    /// (`WEBHOOK_SEAL_KEY`, `WEBHOOK_SEAL_KEY_SECRET_ARN`).
+    pub webhook_seal_key: Option<KeySource>,
     /// Largest accepted JSON request body.
     pub max_body_bytes: usize,
 }
@@ -84,8 +87,7 @@ pub struct ConfigError(pub String);
 pub const DEFAULT_TABLE: &str = "integration-api";
 pub const DEFAULT_BUCKET: &str = "integration-api-files";
 const DEV_CURSOR_KEY: &str = "local-development-cursor-key-not-for-production";
-/// Shortest accepted cursor key.
-pub const MIN_CURSOR_KEY: usize = 32;
+const DEV_WEBHOOK_SEAL_KEY: &str = "local-development-webhook-seal-key-not-for-production";
 
 /// True when AWS calls go to an emulator on this machine (the local stack).
 fn local_endpoint(endpoint: Option<&str>) -> bool {
@@ -130,22 +132,24 @@ impl Config {
                     }),
             }
         };
-        let cursor_key = match (
-            get("CURSOR_SIGNING_KEY"),
-            get("CURSOR_SIGNING_KEY_SECRET_ARN"),
-        ) {
-            (Some(key), _) if key.len() < MIN_CURSOR_KEY => {
-                return Err(ConfigError(format!(
-                    "CURSOR_SIGNING_KEY must be at least {MIN_CURSOR_KEY} characters"
-                )));
+        let local = local_endpoint(get("AWS_ENDPOINT_URL").as_deref());
+        // A key from `variable`, else the secret `variable`_SECRET_ARN names,
+        // else the development key against a local emulator only.
+        let key = |variable: &str, development: &str| -> Result<Option<KeySource>, ConfigError> {
+            match (get(variable), get(&format!("{variable}_SECRET_ARN"))) {
+                (Some(key), _) if key.len() < MIN_KEY => Err(ConfigError(format!(
+                    "{variable} must be at least {MIN_KEY} characters"
+                ))),
+                (Some(key), _) => Ok(Some(KeySource::Value(key.into_bytes()))),
+                (None, Some(arn)) => Ok(Some(KeySource::Secret(arn))),
+                (None, None) if local => {
+                    Ok(Some(KeySource::Value(development.as_bytes().to_vec())))
+                }
+                (None, None) => Ok(None),
             }
-            (Some(key), _) => Some(CursorKey::Value(key.into_bytes())),
-            (None, Some(arn)) => Some(CursorKey::Secret(arn)),
-            (None, None) if local_endpoint(get("AWS_ENDPOINT_URL").as_deref()) => {
-                Some(CursorKey::Value(DEV_CURSOR_KEY.as_bytes().to_vec()))
-            }
-            (None, None) => None,
         };
+        let cursor_key = key("CURSOR_SIGNING_KEY", DEV_CURSOR_KEY)?;
+        let webhook_seal_key = key("WEBHOOK_SEAL_KEY", DEV_WEBHOOK_SEAL_KEY)?;
         Ok(Self {
             table_name: get("TABLE_NAME").unwrap_or_else(|| DEFAULT_TABLE.into()),
             bucket_name: get("BUCKET_NAME").unwrap_or_else(|| DEFAULT_BUCKET.into()),
@@ -163,6 +167,7 @@ impl Config {
                 window: Duration::from_secs(number("RATE_LIMIT_WINDOW_SECONDS", 60)?),
             },
             cursor_key,
+            webhook_seal_key,
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
         })
@@ -228,9 +233,9 @@ mod tests {
         assert!(config(&[aws]).unwrap().cursor_key.is_none());
         let arn = "arn:aws:secretsmanager:eu-north-1:1:secret:cursor";
         let c = config(&[("CURSOR_SIGNING_KEY_SECRET_ARN", arn)]).unwrap();
-        assert!(matches!(c.cursor_key, Some(CursorKey::Secret(a)) if a == arn));
+        assert!(matches!(c.cursor_key, Some(KeySource::Secret(a)) if a == arn));
         let c = config(&[("CURSOR_SIGNING_KEY", &"k".repeat(32))]).unwrap();
-        assert!(matches!(c.cursor_key, Some(CursorKey::Value(k)) if k.len() == 32));
+        assert!(matches!(c.cursor_key, Some(KeySource::Value(k)) if k.len() == 32));
         for local in [
             "http://localhost:4566",
             "http://127.0.0.1:5005",
@@ -238,8 +243,21 @@ mod tests {
         ] {
             let c = config(&[("AWS_ENDPOINT_URL", local)]).unwrap();
             assert!(
-                matches!(c.cursor_key, Some(CursorKey::Value(k)) if k == DEV_CURSOR_KEY.as_bytes())
+                matches!(c.cursor_key, Some(KeySource::Value(k)) if k == DEV_CURSOR_KEY.as_bytes())
             );
         }
+    }
+
+    #[test]
+    fn the_webhook_seal_key_is_chosen_like_the_cursor_key() {
+        assert!(config(&[]).unwrap().webhook_seal_key.is_none());
+        let arn = "arn:aws:secretsmanager:eu-north-1:1:secret:seal";
+        let c = config(&[("WEBHOOK_SEAL_KEY_SECRET_ARN", arn)]).unwrap();
+        assert!(matches!(c.webhook_seal_key, Some(KeySource::Secret(a)) if a == arn));
+        assert!(config(&[("WEBHOOK_SEAL_KEY", "short")]).is_err());
+        let c = config(&[LOCAL]).unwrap();
+        assert!(
+            matches!(c.webhook_seal_key, Some(KeySource::Value(k)) if k == DEV_WEBHOOK_SEAL_KEY.as_bytes())
+        );
     }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use uuid::Uuid;
 
+use crate::deployment_key::{DeploymentKey, KeySource};
 use crate::error::ApiError;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -28,51 +29,17 @@ struct Envelope<T> {
     p: T,
 }
 
-/// Where the deployment's cursor key comes from.
+/// The deployment's cursor key.
 #[derive(Clone, Debug)]
-pub enum CursorKey {
-    /// The key itself (`CURSOR_SIGNING_KEY`; the local stack's default).
-    Value(Vec<u8>),
-    /// A Secrets Manager secret holding it (`CURSOR_SIGNING_KEY_SECRET_ARN`),
-    /// read on the first cursor.
-    Secret(String),
-}
-
-/// The key, resolved once per container.
-#[derive(Clone, Debug)]
-pub struct Cursors {
-    sdk: aws_config::SdkConfig,
-    source: Option<CursorKey>,
-    key: std::sync::Arc<tokio::sync::OnceCell<Vec<u8>>>,
-}
+pub struct Cursors(DeploymentKey);
 
 impl Cursors {
-    pub fn new(sdk: &aws_config::SdkConfig, source: Option<CursorKey>) -> Self {
-        Self {
-            sdk: sdk.clone(),
-            source,
-            key: Default::default(),
-        }
+    pub fn new(sdk: &aws_config::SdkConfig, source: Option<KeySource>) -> Self {
+        Self(DeploymentKey::new("cursor key", sdk, source))
     }
 
     pub async fn codec(&self) -> crate::error::ApiResult<CursorCodec<'_>> {
-        let key = self
-            .key
-            .get_or_try_init(|| async {
-                match &self.source {
-                    None => Err(ApiError::internal("no cursor key is configured")),
-                    Some(CursorKey::Value(key)) => Ok(key.clone()),
-                    Some(CursorKey::Secret(arn)) => {
-                        let key = crate::secrets::fetch(&self.sdk, arn).await?;
-                        if key.len() < crate::config::MIN_CURSOR_KEY {
-                            return Err(ApiError::internal("the cursor key secret is too short"));
-                        }
-                        Ok(key.into_bytes())
-                    }
-                }
-            })
-            .await?;
-        Ok(CursorCodec::new(key))
+        Ok(CursorCodec::new(self.0.get().await?))
     }
 }
 

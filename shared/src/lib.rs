@@ -5,12 +5,15 @@
 pub mod auth;
 pub mod config;
 pub mod cursor;
+pub mod deployment_key;
 pub mod error;
 pub mod files;
 pub mod http;
 pub mod links;
 pub mod model;
+pub mod net;
 pub mod ratelimit;
+pub mod sealed;
 pub mod secrets;
 pub mod state;
 pub mod store;

@@ -19,6 +19,7 @@ pub mod time;
 pub mod truck;
 pub mod validate;
 pub mod volume;
+pub mod webhook;
 
 pub use time::Timestamp;
 

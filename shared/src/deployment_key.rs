@@ -1,0 +1,74 @@
+//! Keys that belong to a deployment (the cursor key, the key that seals
+//! webhook secrets): the same on every instance, never in the repository.
+//! In AWS they come from Secrets Manager, read once per container when
+//! first needed; the local stack uses fixed development keys, and only
+//! against an emulator on this machine (see `config`).
+
+use std::sync::Arc;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Shortest accepted key, in bytes.
+pub const MIN_KEY: usize = 32;
+
+/// Where a deployment key comes from.
+#[derive(Clone, Debug)]
+pub enum KeySource {
+    /// The key itself (an environment variable, or the local default).
+    Value(Vec<u8>),
+    /// A Secrets Manager secret holding it.
+    Secret(String),
+}
+
+/// One key, resolved once per container.
+#[derive(Clone, Debug)]
+pub struct DeploymentKey {
+    /// What the key is for, for error messages.
+    what: &'static str,
+    sdk: aws_config::SdkConfig,
+    source: Option<KeySource>,
+    key: Arc<tokio::sync::OnceCell<Vec<u8>>>,
+}
+
+impl DeploymentKey {
+    pub fn new(what: &'static str, sdk: &aws_config::SdkConfig, source: Option<KeySource>) -> Self {
+        Self {
+            what,
+            sdk: sdk.clone(),
+            source,
+            key: Default::default(),
+        }
+    }
+
+    pub fn is_configured(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// The key's bytes (500 `internal_error` when none is configured or the
+    /// secret is too short).
+    pub async fn get(&self) -> ApiResult<&[u8]> {
+        let key = self
+            .key
+            .get_or_try_init(|| async {
+                match &self.source {
+                    None => Err(ApiError::internal(format!(
+                        "no {} is configured",
+                        self.what
+                    ))),
+                    Some(KeySource::Value(key)) => Ok(key.clone()),
+                    Some(KeySource::Secret(arn)) => {
+                        let key = crate::secrets::fetch(&self.sdk, arn).await?;
+                        if key.len() < MIN_KEY {
+                            return Err(ApiError::internal(format!(
+                                "the {} secret is too short",
+                                self.what
+                            )));
+                        }
+                        Ok(key.into_bytes())
+                    }
+                }
+            })
+            .await?;
+        Ok(key)
+    }
+}

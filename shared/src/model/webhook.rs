@@ -1,0 +1,238 @@
+//! Outbound webhooks: what an organization registers (event, HTTPS URL,
+//! how deliveries prove themselves) and how it is shown. The secret is
+//! shown once, in the creation's answer; the record keeps it sealed.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::time::Timestamp;
+use crate::error::ApiError;
+
+/// The one event of v1.
+pub const SURPLUS_DELIVERED: &str = "surplus.delivered";
+/// The event v1 no longer sends.
+pub const SURPLUS_CREATED: &str = "surplus.created";
+/// Longest accepted URL, in bytes.
+pub const MAX_URL: usize = 2048;
+
+/// How a receiver recognises a delivery: an HMAC-SHA256 of the body keyed
+/// with the secret, or the secret itself as a bearer token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationMode {
+    #[default]
+    HmacSha256,
+    BearerToken,
+}
+
+/// POST /api/v1/webhooks body.
+#[derive(Debug, Deserialize)]
+pub struct CreateWebhook {
+    pub event: String,
+    pub url: String,
+    pub verification_mode: Option<VerificationMode>,
+}
+
+/// A validated registration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewWebhook {
+    pub event: &'static str,
+    pub url: String,
+    pub verification_mode: VerificationMode,
+}
+
+/// The stored webhook: the secret sealed (see `crate::sealed`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebhookRecord {
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub event: String,
+    pub url: String,
+    pub verification_mode: VerificationMode,
+    pub sealed_secret: String,
+    pub created_at: Timestamp,
+}
+
+/// A webhook as answers show it: never its secret.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Webhook {
+    pub id: Uuid,
+    pub event: String,
+    pub url: String,
+    pub verification_mode: VerificationMode,
+    pub created_at: Timestamp,
+}
+
+/// The creation's answer: the webhook and, this once, its secret.
+#[derive(Debug, Serialize)]
+pub struct CreatedWebhook {
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    pub secret: String,
+}
+
+impl WebhookRecord {
+    pub fn view(&self) -> Webhook {
+        Webhook {
+            id: self.id,
+            event: self.event.clone(),
+            url: self.url.clone(),
+            verification_mode: self.verification_mode,
+            created_at: self.created_at,
+        }
+    }
+}
+
+impl CreateWebhook {
+    /// 422 `event_deprecated` for `surplus.created`; 422 `validation_error`
+    /// for another event or a URL that is not an absolute HTTPS URL of a
+    /// public host without credentials.
+    pub fn validate(self) -> Result<NewWebhook, ApiError> {
+        let event = match self.event.as_str() {
+            SURPLUS_DELIVERED => SURPLUS_DELIVERED,
+            SURPLUS_CREATED => {
+                return Err(ApiError::Unprocessable {
+                    code: "event_deprecated",
+                    message: "event: surplus.created is deprecated and no longer sent; register surplus.delivered".into(),
+                });
+            }
+            _ => return Err(ApiError::validation("event", "must be surplus.delivered")),
+        };
+        Ok(NewWebhook {
+            event,
+            url: url(&self.url)?,
+            verification_mode: self.verification_mode.unwrap_or_default(),
+        })
+    }
+}
+
+/// The URL as registered: `https://`, a host (a name, or a public address),
+/// an optional port, path and query; no credentials, no fragment.
+fn url(text: &str) -> Result<String, ApiError> {
+    let bad = |problem: &str| ApiError::validation("url", problem);
+    if text.len() > MAX_URL {
+        return Err(bad("must be at most 2048 characters"));
+    }
+    if text.contains('#') {
+        return Err(bad("must not carry a fragment"));
+    }
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|_| bad("must be an absolute https:// URL"))?;
+    if uri.scheme_str().map(str::to_ascii_lowercase).as_deref() != Some("https") {
+        return Err(bad("must be an absolute https:// URL"));
+    }
+    let authority = uri.authority().ok_or_else(|| bad("must name a host"))?;
+    if authority.as_str().contains('@') {
+        return Err(bad("must not carry credentials"));
+    }
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        if !crate::net::is_public(ip) {
+            return Err(bad(
+                "must not point at a loopback, private or reserved address",
+            ));
+        }
+    } else if !host_name(host) {
+        return Err(bad("must name a valid public host"));
+    }
+    Ok(text.to_owned())
+}
+
+/// A DNS name with a dot, of letters, digits and hyphens, not `localhost`.
+fn host_name(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = host.split('.').collect();
+    host.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|label| {
+            (1..=63).contains(&label.len())
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+        && !matches!(
+            labels.last(),
+            Some(&"localhost") | Some(&"local") | Some(&"internal")
+        )
+        && !labels
+            .last()
+            .is_some_and(|tld| tld.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(event: &str, url: &str) -> Result<NewWebhook, ApiError> {
+        CreateWebhook {
+            event: event.into(),
+            url: url.into(),
+            verification_mode: None,
+        }
+        .validate()
+    }
+
+    #[test]
+    fn https_urls_of_public_hosts_are_accepted() {
+        for url in [
+            "https://hooks.example.com/concrete",
+            "https://hooks.example.com:8443/a/b?c=d",
+            "https://93.184.215.14/hook",
+            "https://[2606:4700:4700::1111]/hook",
+            "HTTPS://Example.COM./x",
+        ] {
+            let new = create(SURPLUS_DELIVERED, url).unwrap();
+            assert_eq!(new.url, url);
+            assert_eq!(new.verification_mode, VerificationMode::HmacSha256);
+        }
+    }
+
+    #[test]
+    fn other_urls_are_refused_naming_the_field() {
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL));
+        for url in [
+            "http://example.com/hook",
+            "ftp://example.com/",
+            "example.com/hook",
+            "/relative",
+            "https://user:pass@example.com/",
+            "https://token@example.com/",
+            "https://localhost/hook",
+            "https://api.localhost/hook",
+            "https://127.0.0.1/hook",
+            "https://10.0.0.8/hook",
+            "https://169.254.169.254/latest/meta-data",
+            "https://[::1]/hook",
+            "https://[::ffff:192.168.0.1]/hook",
+            "https://intranet/hook",
+            "https://bad_host.example.com/",
+            "https://example.com/#fragment",
+            "https://2130706433/",
+            long.as_str(),
+        ] {
+            let Err(error) = create(SURPLUS_DELIVERED, url) else {
+                panic!("{url} was accepted");
+            };
+            assert_eq!(error.code(), "validation_error", "{url}");
+            assert!(error.to_string().starts_with("url"), "{url}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_deprecated_event_has_its_own_code() {
+        let url = "https://hooks.example.com/";
+        assert_eq!(
+            create(SURPLUS_CREATED, url).unwrap_err().code(),
+            "event_deprecated"
+        );
+        for other in ["surplus.updated", "", "SURPLUS.DELIVERED"] {
+            assert_eq!(create(other, url).unwrap_err().code(), "validation_error");
+        }
+    }
+}

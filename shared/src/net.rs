@@ -1,0 +1,143 @@
+//! Which addresses outbound calls may reach: only public unicast ones.
+//! Webhook URLs are checked with it when they are registered (an address
+//! literal), and the dispatcher checks every address a host name resolves
+//! to, at connect time, with the same rule.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// True for a public unicast address: not unspecified, loopback, private,
+/// shared (CGNAT), link-local (cloud metadata included), multicast,
+/// broadcast, documentation, benchmarking or reserved, in IPv4 or IPv6,
+/// with IPv4 addresses carried inside IPv6 (mapped, compatible, NAT64,
+/// 6to4) judged as the IPv4 address they carry.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    let refused = a == 0 // "this network", unspecified
+        || a == 10 // private
+        || a == 127 // loopback
+        || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+        || (a == 169 && b == 254) // link-local, cloud metadata
+        || (a == 172 && (16..32).contains(&b)) // private
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 192 && b == 0 && c == 2) // documentation
+        || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
+        || (a == 192 && b == 168) // private
+        || (a == 198 && (18..20).contains(&b)) // benchmarking
+        || (a == 198 && b == 51 && c == 100) // documentation
+        || (a == 203 && b == 0 && c == 113) // documentation
+        || a >= 224; // multicast, reserved, broadcast
+    !refused
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let segments = ip.segments();
+    // IPv4 inside IPv6: mapped (::ffff:a.b.c.d), compatible (::a.b.c.d),
+    // NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::).
+    let embedded =
+        |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    if segments[..5] == [0; 5] && (segments[5] == 0xffff || segments[5] == 0) {
+        if segments[5] == 0 && segments[6] == 0 {
+            return false; // ::, ::1 and the rest of ::/96's low end
+        }
+        return is_public_v4(embedded(segments[6], segments[7]));
+    }
+    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return is_public_v4(embedded(segments[6], segments[7]));
+    }
+    if segments[0] == 0x2002 {
+        return is_public_v4(embedded(segments[1], segments[2]));
+    }
+    let first = segments[0];
+    let refused = (first & 0xfe00) == 0xfc00 // unique local (fd00:ec2::254 metadata)
+        || (first & 0xffc0) == 0xfe80 // link-local
+        || (first & 0xffc0) == 0xfec0 // site-local (deprecated)
+        || (first & 0xff00) == 0xff00 // multicast
+        || (first == 0x2001 && segments[1] == 0x0db8) // documentation
+        || (first == 0x2001 && segments[1] < 0x0200) // IETF protocol assignments (Teredo, ORCHID, ...)
+        || (first == 0x3fff && segments[1] < 0x1000) // documentation (3fff::/20)
+        || (first == 0x0100 && segments[1..4] == [0, 0, 0]); // discard-only
+    // Global unicast lives in 2000::/3.
+    !refused && (first & 0xe000) == 0x2000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn public(text: &str) -> bool {
+        is_public(text.parse().unwrap())
+    }
+
+    #[test]
+    fn public_unicast_addresses_pass() {
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "93.184.215.14",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:4700:4700::1111",
+            "2a00:1450:4010:c05::8a",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
+            assert!(public(ip), "{ip}");
+        }
+    }
+
+    #[test]
+    fn every_non_public_range_is_refused() {
+        for ip in [
+            "0.0.0.0",
+            "0.1.2.3",
+            "127.0.0.1",
+            "127.255.255.254",
+            "10.0.0.1",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "100.64.0.1",
+            "100.127.255.255",
+            "169.254.169.254",
+            "169.254.0.1",
+            "192.0.0.192",
+            "192.0.2.1",
+            "198.18.0.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.1.2.3",
+            "::ffff:169.254.169.254",
+            "::127.0.0.1",
+            "64:ff9b::7f00:1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::",
+            "fc00::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "fec0::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2001::1",
+            "100::1",
+            "3fff::1",
+        ] {
+            assert!(!public(ip), "{ip}");
+        }
+    }
+}
