@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::cursor::Cursors;
+use crate::deployment_key::DeploymentKey;
 use crate::files::Files;
 use crate::links::LinkSigner;
+use crate::sealed::Sealer;
 use crate::store::Store;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -19,6 +21,9 @@ pub struct AppState {
     pub cursors: Cursors,
     /// The bucket, for uploads.
     pub files: Files,
+    /// Seals webhook secrets at rest (the deployment's seal key, read
+    /// when first needed: only the webhook functions have one).
+    pub sealer: Sealer,
 }
 
 impl AppState {
@@ -48,12 +53,18 @@ impl AppState {
         );
         let cursors = Cursors::new(sdk, config.cursor_key.clone());
         let files = Files::new(sdk, &config.bucket_name);
+        let sealer = Sealer::new(DeploymentKey::new(
+            "webhook seal key",
+            sdk,
+            config.webhook_seal_key.clone(),
+        ));
         Self {
             config: Arc::new(config),
             store,
             links,
             cursors,
             files,
+            sealer,
         }
     }
 }

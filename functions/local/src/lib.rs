@@ -16,4 +16,5 @@ pub fn routes() -> Router<AppState> {
         .merge(members::routes())
         .merge(surpluses::routes())
         .merge(reports::routes())
+        .merge(webhooks::routes())
 }

@@ -63,4 +63,5 @@ id_kinds! {
     TruckId => "truckId", "invalid_truck_id";
     MemberId => "memberId", "invalid_member_id";
     SurplusId => "surplusId", "invalid_surplus_id";
+    WebhookId => "webhookId", "invalid_webhook_id";
 }

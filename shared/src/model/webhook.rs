@@ -71,6 +71,20 @@ pub struct CreatedWebhook {
     pub secret: String,
 }
 
+/// A new secret: 32 bytes from the operating system's CSPRNG, written
+/// `whsec_<base64url>` (HMAC key or bearer token, as registered).
+pub fn new_secret() -> String {
+    use aes_gcm::aead::OsRng;
+    use aes_gcm::aead::rand_core::RngCore;
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
 impl WebhookRecord {
     pub fn view(&self) -> Webhook {
         Webhook {
@@ -222,6 +236,13 @@ mod tests {
             assert_eq!(error.code(), "validation_error", "{url}");
             assert!(error.to_string().starts_with("url"), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn secrets_are_random_and_prefixed() {
+        let (a, b) = (new_secret(), new_secret());
+        assert_ne!(a, b);
+        assert!(a.starts_with("whsec_") && a.len() == 6 + 43, "{a}");
     }
 
     #[test]

@@ -114,6 +114,18 @@ pub fn day_rollup_sk(day: chrono::NaiveDate) -> String {
     format!("{DAY_PREFIX}{}", day.format("%Y-%m-%d"))
 }
 pub const DAY_PREFIX: &str = "DAY#";
+/// Webhook of an organization (organization partition).
+pub fn webhook_sk(webhook: Uuid) -> String {
+    format!("{WEBHOOK_PREFIX}{webhook}")
+}
+pub const WEBHOOK_PREFIX: &str = "WEBHOOK#";
+/// Uniqueness of an organization's webhook for one event and URL (the
+/// URL's SHA-256, so any length fits a key).
+pub fn webhook_unique_pk(org: Uuid, event: &str, url: &str) -> String {
+    use sha2::Digest;
+    let digest = hex::encode(sha2::Sha256::digest(url.as_bytes()));
+    format!("WEBHOOK#{org}#{event}#{digest}")
+}
 /// Outbox record of a webhook delivery.
 pub fn outbox_pk(delivery: Uuid) -> String {
     format!("OUTBOX#{delivery}")

@@ -22,6 +22,7 @@ pub mod schema;
 pub mod surpluses;
 pub mod trucks;
 pub mod tx;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -97,6 +98,10 @@ impl Store {
 
     pub fn rollups(&self) -> rollups::Rollups<'_> {
         rollups::Rollups(self)
+    }
+
+    pub fn webhooks(&self) -> webhooks::Webhooks<'_> {
+        webhooks::Webhooks(self)
     }
 
     pub fn trucks(&self) -> trucks::Trucks<'_> {

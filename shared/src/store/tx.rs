@@ -1,6 +1,6 @@
 //! Transaction helpers: every multi-item change is one TransactWriteItems.
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 
 use super::item::Item;
 use super::{Store, cancellation_codes, sdk_error};
@@ -18,6 +18,21 @@ pub(crate) fn put(
         .set_condition_expression(condition.map(Into::into));
     Ok(TransactWriteItem::builder()
         .put(put.build().map_err(ApiError::internal)?)
+        .build())
+}
+
+/// A Delete action, with an optional condition.
+pub(crate) fn delete(
+    table: &str,
+    key: Item,
+    condition: Option<&str>,
+) -> ApiResult<TransactWriteItem> {
+    let delete = Delete::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .set_condition_expression(condition.map(Into::into));
+    Ok(TransactWriteItem::builder()
+        .delete(delete.build().map_err(ApiError::internal)?)
         .build())
 }
 

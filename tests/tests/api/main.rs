@@ -21,3 +21,4 @@ mod surplus_pages;
 mod surpluses;
 mod trucks;
 mod waybills;
+mod webhooks;

@@ -1,0 +1,125 @@
+//! Webhooks (`ORG#<org>` / `WEBHOOK#<id>`) and their uniqueness per
+//! organization, event and URL (`WEBHOOK#<org>#<event>#<sha256(url)>` /
+//! `UNIQUE`), written and removed together in one transaction.
+
+use uuid::Uuid;
+
+use super::item::{from_item, key, s, to_item};
+use super::keys::{self, UNIQUE_SK, WEBHOOK_PREFIX};
+use super::tx::{delete, put, transact};
+use super::{Store, query_all};
+use crate::error::{ApiError, ApiResult};
+use crate::model::webhook::WebhookRecord;
+
+pub struct Webhooks<'a>(pub(super) &'a Store);
+
+pub fn webhook_not_found() -> ApiError {
+    ApiError::NotFound {
+        code: "webhook_not_found",
+        message: "no webhook of this organization has this id",
+    }
+}
+
+fn webhook_already_exists() -> ApiError {
+    ApiError::Conflict {
+        code: "webhook_already_exists",
+        message: "this organization already has a webhook for this event and URL".into(),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct WebhookItem<'a> {
+    pk: String,
+    sk: String,
+    #[serde(flatten)]
+    record: &'a WebhookRecord,
+}
+
+#[derive(serde::Serialize)]
+struct UniqueItem {
+    pk: String,
+    sk: &'static str,
+    webhook_id: Uuid,
+}
+
+fn unique_key(record: &WebhookRecord) -> String {
+    keys::webhook_unique_pk(record.org_id, &record.event, &record.url)
+}
+
+impl Webhooks<'_> {
+    /// Stores a new webhook; 409 `webhook_already_exists` when the
+    /// organization has one for the same event and URL.
+    pub async fn create(&self, record: &WebhookRecord) -> ApiResult<()> {
+        let table = self.0.table();
+        let item = WebhookItem {
+            pk: keys::org_pk(record.org_id),
+            sk: keys::webhook_sk(record.id),
+            record,
+        };
+        let unique = UniqueItem {
+            pk: unique_key(record),
+            sk: UNIQUE_SK,
+            webhook_id: record.id,
+        };
+        let actions = vec![
+            put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))?,
+            put(table, to_item(&unique)?, Some("attribute_not_exists(pk)"))?,
+        ];
+        transact(self.0, actions, &[(1, webhook_already_exists)]).await
+    }
+
+    /// The organization's webhooks, oldest first.
+    pub async fn list(&self, org: Uuid) -> ApiResult<Vec<WebhookRecord>> {
+        let store = self.0;
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(keys::org_pk(org)))
+            .expression_attribute_values(":prefix", s(WEBHOOK_PREFIX))
+            .consistent_read(true);
+        let mut hooks: Vec<WebhookRecord> = query_all(query)
+            .await?
+            .into_iter()
+            .map(from_item)
+            .collect::<ApiResult<_>>()?;
+        hooks.sort_by_key(|hook| (hook.created_at, hook.id));
+        Ok(hooks)
+    }
+
+    /// Webhook `id` of `org`, or 404 `webhook_not_found`.
+    pub async fn require(&self, org: Uuid, id: Uuid) -> ApiResult<WebhookRecord> {
+        let store = self.0;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::org_pk(org), keys::webhook_sk(id))))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(super::sdk_error)?;
+        out.item
+            .map(from_item)
+            .transpose()?
+            .ok_or_else(webhook_not_found)
+    }
+
+    /// Deletes webhook `id` of `org` with its uniqueness item (404
+    /// `webhook_not_found`, also for a second, racing delete).
+    pub async fn delete(&self, org: Uuid, id: Uuid) -> ApiResult<WebhookRecord> {
+        let table = self.0.table();
+        let record = self.require(org, id).await?;
+        let actions = vec![
+            delete(
+                table,
+                key(keys::org_pk(org), keys::webhook_sk(id)),
+                Some("attribute_exists(pk)"),
+            )?,
+            delete(table, key(unique_key(&record), UNIQUE_SK), None)?,
+        ];
+        transact(self.0, actions, &[(0, webhook_not_found)]).await?;
+        Ok(record)
+    }
+}

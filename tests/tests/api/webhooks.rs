@@ -1,0 +1,199 @@
+//! Webhook registration: the secret shown once and stored sealed, the
+//! uniqueness per organization, event and URL, the refusals, delete, and
+//! isolation.
+
+use api_tests::{Reply, TestOrg, harness, ids, org, org_with, run, send};
+use http::Method;
+use serde_json::{Value, json};
+use shared::auth::Scope;
+
+const URL: &str = "https://hooks.example.com/concrete";
+
+async fn register(t: &TestOrg, body: Value) -> Reply {
+    send(t, Method::POST, "/api/v1/webhooks", Some(body)).await
+}
+
+async fn list(t: &TestOrg) -> Reply {
+    let reply = send(t, Method::GET, "/api/v1/webhooks", None).await;
+    reply.expect(200, None);
+    reply
+}
+
+#[test]
+fn registration_shows_the_secret_once_and_stores_it_sealed() {
+    run(async {
+        let t = org().await;
+        let reply = register(&t, json!({"event": "surplus.delivered", "url": URL})).await;
+        reply.expect(201, None);
+        let data = &reply.body["data"];
+        let id = data["id"].as_str().unwrap();
+        let secret = data["secret"].as_str().unwrap();
+        assert!(
+            secret.starts_with("whsec_") && secret.len() == 49,
+            "{secret}"
+        );
+        assert_eq!(reply.header("location"), format!("/api/v1/webhooks/{id}"));
+        assert_eq!(data["event"], "surplus.delivered");
+        assert_eq!(data["url"], URL);
+        assert_eq!(data["verification_mode"], "hmac_sha256");
+
+        // Never again: not in the list, not in the delete's answer.
+        let listed = list(&t).await;
+        assert_eq!(ids(&listed), [id]);
+        assert!(!listed.text.contains(secret) && listed.body["data"][0].get("secret").is_none());
+
+        // At rest: sealed, and it opens to the secret for this record only.
+        let record = harness()
+            .await
+            .store()
+            .webhooks()
+            .require(t.id(), id.parse().unwrap())
+            .await
+            .unwrap();
+        assert!(!record.sealed_secret.contains(&secret[6..]));
+        let state = &harness().await.state;
+        let id = uuid::Uuid::parse_str(id).unwrap();
+        assert_eq!(
+            state
+                .sealer
+                .open(id.as_bytes(), &record.sealed_secret)
+                .await
+                .unwrap(),
+            secret
+        );
+        assert!(
+            state
+                .sealer
+                .open(uuid::Uuid::nil().as_bytes(), &record.sealed_secret)
+                .await
+                .is_err()
+        );
+
+        let bearer = register(&t, json!({"event": "surplus.delivered", "url": format!("{URL}/2"), "verification_mode": "bearer_token"})).await;
+        bearer.expect(201, None);
+        assert_eq!(bearer.body["data"]["verification_mode"], "bearer_token");
+        assert_ne!(bearer.body["data"]["secret"], secret);
+    });
+}
+
+#[test]
+fn one_webhook_per_organization_event_and_url() {
+    run(async {
+        let t = org().await;
+        let body = json!({"event": "surplus.delivered", "url": URL});
+        register(&t, body.clone()).await.expect(201, None);
+        register(&t, body.clone())
+            .await
+            .expect(409, Some("webhook_already_exists"));
+        assert_eq!(list(&t).await.body["data"].as_array().unwrap().len(), 1);
+        // Another organization may register the same URL.
+        let other = org().await;
+        register(&other, body.clone()).await.expect(201, None);
+        // Racing registrations: exactly one wins.
+        let racer = org().await;
+        let replies =
+            futures::future::join_all((0..4).map(|_| register(&racer, body.clone()))).await;
+        let created = replies.iter().filter(|r| r.status == 201).count();
+        assert_eq!(created, 1);
+        for reply in replies.iter().filter(|r| r.status != 201) {
+            reply.expect(409, Some("webhook_already_exists"));
+        }
+        assert_eq!(list(&racer).await.body["data"].as_array().unwrap().len(), 1);
+    });
+}
+
+#[test]
+fn refusals_name_the_field_and_store_nothing() {
+    run(async {
+        let t = org().await;
+        register(&t, json!({"event": "surplus.created", "url": URL}))
+            .await
+            .expect(422, Some("event_deprecated"));
+        for (body, field) in [
+            (json!({"event": "surplus.updated", "url": URL}), "event"),
+            (json!({"url": URL}), "event"),
+            (json!({"event": "surplus.delivered"}), "url"),
+            (
+                json!({"event": "surplus.delivered", "url": "http://hooks.example.com/"}),
+                "url",
+            ),
+            (
+                json!({"event": "surplus.delivered", "url": "https://user:pw@hooks.example.com/"}),
+                "url",
+            ),
+            (
+                json!({"event": "surplus.delivered", "url": "https://127.0.0.1/hook"}),
+                "url",
+            ),
+            (
+                json!({"event": "surplus.delivered", "url": "https://[fd00:ec2::254]/"}),
+                "url",
+            ),
+            (
+                json!({"event": "surplus.delivered", "url": "https://localhost/hook"}),
+                "url",
+            ),
+            (
+                json!({"event": "surplus.delivered", "url": format!("https://example.com/{}", "x".repeat(2048))}),
+                "url",
+            ),
+            (
+                json!({"event": "surplus.delivered", "url": URL, "verification_mode": "none"}),
+                "verification_mode",
+            ),
+        ] {
+            let reply = register(&t, body.clone()).await;
+            reply.expect(422, Some("validation_error"));
+            let message = reply.body["message"].as_str().unwrap();
+            assert!(message.contains(field), "{body}: {message}");
+        }
+        assert_eq!(list(&t).await.body["data"], json!([]));
+        let reader = org_with(&[Scope::ReadData]).await;
+        register(&reader, json!({"event": "surplus.delivered", "url": URL}))
+            .await
+            .expect(403, Some("insufficient_scope"));
+    });
+}
+
+#[test]
+fn delete_removes_the_webhook_and_frees_its_url() {
+    run(async {
+        let t = org().await;
+        let body = json!({"event": "surplus.delivered", "url": URL});
+        let created = register(&t, body.clone()).await;
+        let id = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let path = format!("/api/v1/webhooks/{id}");
+        let deleted = send(&t, Method::DELETE, &path, None).await;
+        deleted.expect(200, None);
+        assert_eq!(deleted.body["data"]["id"], id);
+        assert!(deleted.body["data"].get("secret").is_none());
+        assert_eq!(list(&t).await.body["data"], json!([]));
+        send(&t, Method::DELETE, &path, None)
+            .await
+            .expect(404, Some("webhook_not_found"));
+        register(&t, body).await.expect(201, None);
+        send(&t, Method::DELETE, "/api/v1/webhooks/nope", None)
+            .await
+            .expect(400, Some("invalid_webhook_id"));
+    });
+}
+
+#[test]
+fn another_organization_never_sees_or_deletes_a_webhook() {
+    run(async {
+        let t = org().await;
+        let other = org().await;
+        let created = register(&t, json!({"event": "surplus.delivered", "url": URL})).await;
+        let id = created.body["data"]["id"].as_str().unwrap().to_owned();
+        assert_eq!(list(&other).await.body["data"], json!([]));
+        send(
+            &other,
+            Method::DELETE,
+            &format!("/api/v1/webhooks/{id}"),
+            None,
+        )
+        .await
+        .expect(404, Some("webhook_not_found"));
+        assert_eq!(ids(&list(&t).await), [id]);
+    });
+}
