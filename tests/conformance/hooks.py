@@ -9,10 +9,10 @@ can state. The run therefore lets a schema-valid request be answered 422
 (`positive_data_acceptance` in schemathesis.toml), and this check narrows
 that back down: such a 422 must carry a code that the operation documents
 for 422, and never `validation_error`, which would mean the description
-allows what the service refuses. The one exception is a rule between
-parameters that no schema can state (a report window's `from` after its
-`to`): the operation's 422 response lists such messages under
-`x-cross-parameter-rules`, and a `validation_error` with one of them passes.
+allows what the service refuses. The one exception is a rule no schema can
+state (a report window's `from` after its `to`, a webhook URL's host that
+must be public): the operation's 422 response lists such messages under
+`x-rules-beyond-schema`, and a `validation_error` with one of them passes.
 """
 
 import json
@@ -29,7 +29,7 @@ _codes = None
 
 def _documented_422_codes():
     """(METHOD, path) -> (the 422 codes the served description lists, the
-    messages of its cross-parameter rules)."""
+    messages of its rules beyond the schema)."""
     global _codes
     if _codes is None:
         url = os.environ["CONFORMANCE_BASE_URL"] + "/openapi.yaml"
@@ -53,7 +53,7 @@ def _documented_422_codes():
                 codes = set()
                 for part in schema.get("allOf", []):
                     codes.update(follow(part).get("properties", {}).get("code", {}).get("enum", []))
-                _codes[(method.upper(), path)] = (codes, tuple(response.get("x-cross-parameter-rules", [])))
+                _codes[(method.upper(), path)] = (codes, tuple(response.get("x-rules-beyond-schema", [])))
     return _codes
 
 
