@@ -65,7 +65,7 @@ echo "==> GET /api/v1/orgs (key, rate limit, organization: against the emulator)
 bench /api/v1/orgs
 echo "==> GET /api/v1/surpluses, first page (50 rows) of $LOADS loads"
 bench /api/v1/surpluses
-echo "==> GET /api/v1/surpluses?status=active&site_id=...&limit=100 (site index, filtered)"
+echo "==> GET /api/v1/surpluses?status=open&site_id=...&limit=100 (site index, filtered)"
 bench "/api/v1/surpluses?status=open&site_id=$site&limit=100"
 # The summary's cost must not grow with the loads: 10,000 and 100 delivered
 # loads over a year, in two organizations, the same year-long window.
