@@ -8,11 +8,11 @@ use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 use super::batch::get_all;
-use super::item::{Item, from_item, get_s, key, s};
+use super::item::{from_item, get_s, key, s};
 use super::keys;
 use super::records::sk;
-use super::surpluses::{Page, Position, position};
-use super::{Store, query_all, sdk_error};
+use super::surpluses::{Page, Position, read_page};
+use super::{Store, query_all};
 use crate::error::ApiResult;
 use crate::model::Timestamp;
 use crate::model::receiving_point::ReceivingPointRecord;
@@ -58,32 +58,7 @@ impl Reports<'_> {
             )
             .expression_attribute_values(":low", s(low))
             .expression_attribute_values(":high", s(high));
-        let mut rows: Vec<SurplusRecord> = Vec::new();
-        let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
-        loop {
-            let wanted = limit + 1 - rows.len();
-            let page = query
-                .clone()
-                .limit(i32::try_from(wanted).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(from.take())
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for found in page.items.unwrap_or_default() {
-                rows.push(from_item(found)?);
-            }
-            match page.last_evaluated_key {
-                Some(last) if rows.len() <= limit => from = Some(last),
-                _ => break,
-            }
-        }
-        let next = if rows.len() > limit {
-            rows.truncate(limit);
-            rows.last().map(|last| position(last, Some("gsi1")))
-        } else {
-            None
-        };
-        Ok(Page { rows, next })
+        read_page(query, start, limit, false, Some("gsi1")).await
     }
 
     /// The month-end rows of `loads`: their site, receiving point and

@@ -533,43 +533,58 @@ impl Surpluses<'_> {
                 (None, true)
             }
         };
-        let mut rows: Vec<SurplusRecord> = Vec::new();
-        let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
-        loop {
-            let wanted = limit + 1 - rows.len();
-            // A filter drops rows after DynamoDB counts them: read ahead.
-            let read = if filtered { wanted.max(100) } else { wanted };
-            let page = query
-                .clone()
-                .limit(i32::try_from(read).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(from.take())
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for found in page.items.unwrap_or_default() {
-                if rows.len() > limit {
-                    break;
-                }
-                rows.push(from_item(found)?);
-            }
-            match page.last_evaluated_key {
-                Some(last) if rows.len() <= limit => from = Some(last),
-                _ => break,
-            }
-        }
-        let next = if rows.len() > limit {
-            rows.truncate(limit);
-            rows.last().map(|last| position(last, index))
-        } else {
-            None
-        };
-        Ok(Page { rows, next })
+        read_page(query, start, limit, filtered, index).await
     }
+}
+
+/// One keyset page of loads from `query` (newest or oldest first, as the
+/// query says): reads until `limit` rows and one more are found or the
+/// loads end, so a filter (`filtered`) never shortens a page; the next
+/// page starts after the last row shown, in the key of `index` (none for
+/// the partition).
+pub(super) async fn read_page(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    start: Option<Position>,
+    limit: usize,
+    filtered: bool,
+    index: Option<&str>,
+) -> ApiResult<Page> {
+    let mut rows: Vec<SurplusRecord> = Vec::new();
+    let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
+    loop {
+        let wanted = limit + 1 - rows.len();
+        // A filter drops rows after DynamoDB counts them: read ahead.
+        let read = if filtered { wanted.max(100) } else { wanted };
+        let page = query
+            .clone()
+            .limit(i32::try_from(read).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(from.take())
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        for found in page.items.unwrap_or_default() {
+            if rows.len() > limit {
+                break;
+            }
+            rows.push(from_item(found)?);
+        }
+        match page.last_evaluated_key {
+            Some(last) if rows.len() <= limit => from = Some(last),
+            _ => break,
+        }
+    }
+    let next = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(|last| position(last, index))
+    } else {
+        None
+    };
+    Ok(Page { rows, next })
 }
 
 /// The key attributes of `load` in the list's key (`index`: none for the
 /// partition).
-pub(super) fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
+fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
     let mut keys = Position::from([
         (keys::PK.to_owned(), keys::org_pk(load.org_id)),
         (keys::SK.to_owned(), keys::surplus_sk(load.id)),
