@@ -179,14 +179,7 @@ impl ApiKeys<'_> {
     /// secrets are stored.
     pub async fn list(&self, org: Uuid) -> ApiResult<Vec<ApiKeyRecord>> {
         let store = self.0;
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(keys::org_pk(org)))
-            .expression_attribute_values(":prefix", s(keys::API_KEY_SUMMARY_PREFIX))
-            .consistent_read(true);
+        let query = store.prefix_query(keys::org_pk(org), keys::API_KEY_SUMMARY_PREFIX);
         query_all(query)
             .await?
             .into_iter()

@@ -73,14 +73,7 @@ impl Grants<'_> {
     /// Grants `granter` has issued, oldest first.
     pub async fn issued(&self, granter: Uuid) -> ApiResult<Vec<Grant>> {
         let store = self.0;
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(keys::org_pk(granter)))
-            .expression_attribute_values(":prefix", s("GRANT#"))
-            .consistent_read(true);
+        let query = store.prefix_query(keys::org_pk(granter), "GRANT#");
         let mut grants: Vec<Grant> = query_all(query)
             .await?
             .into_iter()

@@ -53,6 +53,23 @@ impl Store {
         Client::from_conf(config)
     }
 
+    /// A strongly consistent Query of partition `pk`'s items whose sort
+    /// key starts with `prefix`, in sort-key order (callers add a filter
+    /// or the order they need).
+    pub(crate) fn prefix_query(
+        &self,
+        pk: String,
+        prefix: &str,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.db
+            .query()
+            .table_name(self.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", item::s(pk))
+            .expression_attribute_values(":prefix", item::s(prefix))
+            .consistent_read(true)
+    }
+
     pub fn table(&self) -> &str {
         &self.table
     }

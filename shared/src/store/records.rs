@@ -78,14 +78,8 @@ impl<'a, R: Record> Records<'a, R> {
     pub async fn list(&self, org: Uuid, listing: StatusFilter) -> ApiResult<Vec<R>> {
         let store = self.store;
         let mut query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(keys::org_pk(org)))
-            .expression_attribute_values(":prefix", s(R::PREFIX))
-            .scan_index_forward(false)
-            .consistent_read(true);
+            .prefix_query(keys::org_pk(org), R::PREFIX)
+            .scan_index_forward(false);
         if listing == StatusFilter::Active {
             query = query.filter_expression("attribute_not_exists(archived_at)");
         }

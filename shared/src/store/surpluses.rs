@@ -451,14 +451,7 @@ impl Surpluses<'_> {
     /// The load's log, oldest first.
     pub async fn log(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
         let store = self.0;
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(keys::org_pk(org)))
-            .expression_attribute_values(":prefix", s(keys::surplus_log_prefix(id)))
-            .consistent_read(true);
+        let query = store.prefix_query(keys::org_pk(org), &keys::surplus_log_prefix(id));
         query_all(query).await?.into_iter().map(from_item).collect()
     }
 

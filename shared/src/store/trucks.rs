@@ -143,15 +143,9 @@ impl Trucks<'_> {
     pub async fn list(&self, org: Uuid) -> ApiResult<Vec<TruckRecord>> {
         let store = self.0;
         let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .prefix_query(keys::org_pk(org), TRUCK_PREFIX)
             .filter_expression("attribute_not_exists(retired_at)")
-            .expression_attribute_values(":pk", s(keys::org_pk(org)))
-            .expression_attribute_values(":prefix", s(TRUCK_PREFIX))
-            .scan_index_forward(false)
-            .consistent_read(true);
+            .scan_index_forward(false);
         query_all(query).await?.into_iter().map(from_item).collect()
     }
 

@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::item::{from_item, key, s, to_item};
+use super::item::{from_item, key, to_item};
 use super::keys::{self, UNIQUE_SK, WEBHOOK_PREFIX};
 use super::tx::{delete, put, transact};
 use super::{Store, query_all};
@@ -71,14 +71,7 @@ impl Webhooks<'_> {
     /// The organization's webhooks, oldest first.
     pub async fn list(&self, org: Uuid) -> ApiResult<Vec<WebhookRecord>> {
         let store = self.0;
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(keys::org_pk(org)))
-            .expression_attribute_values(":prefix", s(WEBHOOK_PREFIX))
-            .consistent_read(true);
+        let query = store.prefix_query(keys::org_pk(org), WEBHOOK_PREFIX);
         let mut hooks: Vec<WebhookRecord> = query_all(query)
             .await?
             .into_iter()
