@@ -108,6 +108,11 @@ pub fn surplus_log_prefix(surplus: Uuid) -> String {
 pub fn billing_pk(org: Uuid) -> String {
     format!("ORG#{org}#BILLING")
 }
+/// Partition of an organization's daily figures: their own, so reading a
+/// window touches nothing but them.
+pub fn rollup_pk(org: Uuid) -> String {
+    format!("ROLLUP#{org}")
+}
 /// Daily figures of an organization's delivered loads (UTC day of
 /// `created_at`).
 pub fn day_rollup_sk(day: chrono::NaiveDate) -> String {

@@ -1,4 +1,4 @@
-//! Daily figures of delivered loads (`ORG#<org>` / `DAY#<yyyy-mm-dd>`:
+//! Daily figures of delivered loads (`ROLLUP#<org>` / `DAY#<yyyy-mm-dd>`:
 //! `loads`, `litres`), per organization and UTC day of `created_at`. Every
 //! write that moves a load into or out of them (a delivery, a volume edit
 //! of a delivered load, an archive) adds the difference in its own
@@ -62,7 +62,7 @@ fn update(
 ) -> ApiResult<Update> {
     Update::builder()
         .table_name(table)
-        .set_key(Some(key(keys::org_pk(org), keys::day_rollup_sk(day))))
+        .set_key(Some(key(keys::rollup_pk(org), keys::day_rollup_sk(day))))
         .update_expression("ADD loads :loads, litres :litres")
         .expression_attribute_values(":loads", n(loads))
         .expression_attribute_values(":litres", n(litres))
@@ -104,7 +104,7 @@ impl Rollups<'_> {
             .query()
             .table_name(store.table())
             .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", super::item::s(keys::org_pk(org)))
+            .expression_attribute_values(":pk", super::item::s(keys::rollup_pk(org)))
             .expression_attribute_values(":from", super::item::s(keys::day_rollup_sk(from)))
             .expression_attribute_values(":to", super::item::s(keys::day_rollup_sk(to)))
             .consistent_read(true);
