@@ -61,6 +61,14 @@ pub struct Config {
     pub table_name: String,
     pub bucket_name: String,
     pub webhook_queue_url: Option<String>,
+    /// Where the dispatcher moves deliveries whose attempts ran out.
+    pub webhook_dlq_url: Option<String>,
+    /// Development only (refused unless AWS calls go to a loopback
+    /// emulator): webhooks may be plain `http://` on loopback and the
+    /// dispatcher may connect to loopback, for a local receiver.
+    pub webhook_allow_loopback: bool,
+    /// `adminUrl` of webhook payloads: `{surplusId}` is replaced.
+    pub admin_url_template: Option<String>,
     /// Secrets Manager secret with the access key that signs file links.
     pub link_signer_secret_arn: Option<String>,
     pub short_name: ShortName,
@@ -148,12 +156,21 @@ impl Config {
                 (None, None) => Ok(None),
             }
         };
+        let webhook_allow_loopback = flag("WEBHOOK_ALLOW_LOOPBACK_HTTP", false)?;
+        if webhook_allow_loopback && !local {
+            return Err(ConfigError(
+                "WEBHOOK_ALLOW_LOOPBACK_HTTP is for development only: it needs AWS_ENDPOINT_URL on loopback".into(),
+            ));
+        }
         let cursor_key = key("CURSOR_SIGNING_KEY", DEV_CURSOR_KEY)?;
         let webhook_seal_key = key("WEBHOOK_SEAL_KEY", DEV_WEBHOOK_SEAL_KEY)?;
         Ok(Self {
             table_name: get("TABLE_NAME").unwrap_or_else(|| DEFAULT_TABLE.into()),
             bucket_name: get("BUCKET_NAME").unwrap_or_else(|| DEFAULT_BUCKET.into()),
             webhook_queue_url: get("WEBHOOK_QUEUE_URL"),
+            webhook_dlq_url: get("WEBHOOK_DLQ_URL"),
+            webhook_allow_loopback,
+            admin_url_template: get("ADMIN_URL_TEMPLATE"),
             link_signer_secret_arn: get("LINK_SIGNER_SECRET_ARN"),
             short_name: match get("SERVICE_SHORT_NAME") {
                 Some(v) => ShortName::new(v.trim())?,
@@ -246,6 +263,16 @@ mod tests {
                 matches!(c.cursor_key, Some(KeySource::Value(k)) if k == DEV_CURSOR_KEY.as_bytes())
             );
         }
+    }
+
+    #[test]
+    fn loopback_webhooks_are_for_a_local_emulator_only() {
+        assert!(!config(&[LOCAL]).unwrap().webhook_allow_loopback);
+        let on = ("WEBHOOK_ALLOW_LOOPBACK_HTTP", "true");
+        assert!(config(&[LOCAL, on]).unwrap().webhook_allow_loopback);
+        assert!(config(&[on]).is_err());
+        let aws = ("AWS_ENDPOINT_URL", "https://sqs.eu-north-1.amazonaws.com");
+        assert!(config(&[aws, on]).is_err());
     }
 
     #[test]

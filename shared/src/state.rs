@@ -7,6 +7,7 @@ use crate::cursor::Cursors;
 use crate::deployment_key::DeploymentKey;
 use crate::files::Files;
 use crate::links::LinkSigner;
+use crate::queue::WebhookQueue;
 use crate::sealed::Sealer;
 use crate::store::Store;
 
@@ -24,6 +25,8 @@ pub struct AppState {
     /// Seals webhook secrets at rest (the deployment's seal key, read
     /// when first needed: only the webhook functions have one).
     pub sealer: Sealer,
+    /// The webhook queue (announcements, deliveries, retries).
+    pub queue: WebhookQueue,
 }
 
 impl AppState {
@@ -32,14 +35,21 @@ impl AppState {
     /// A server refuses to start without a cursor key (outside the local
     /// stack, the development key is not used).
     pub async fn from_env() -> Result<Self, BoxError> {
-        let config = Config::from_env()?;
-        if config.cursor_key.is_none() {
+        let state = Self::load().await?;
+        if state.config.cursor_key.is_none() {
             return Err(
                 "set CURSOR_SIGNING_KEY_SECRET_ARN (or CURSOR_SIGNING_KEY): the \
                         development cursor key is only used against a local emulator"
                     .into(),
             );
         }
+        Ok(state)
+    }
+
+    /// The state of a function that serves no lists (the dispatcher): no
+    /// cursor key needed.
+    pub async fn load() -> Result<Self, BoxError> {
+        let config = Config::from_env()?;
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(Self::new(config, &sdk))
     }
@@ -58,7 +68,13 @@ impl AppState {
             sdk,
             config.webhook_seal_key.clone(),
         ));
+        let queue = WebhookQueue::new(
+            sdk,
+            config.webhook_queue_url.clone(),
+            config.webhook_dlq_url.clone(),
+        );
         Self {
+            queue,
             config: Arc::new(config),
             store,
             links,

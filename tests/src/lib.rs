@@ -22,6 +22,8 @@ use shared::store::calls::DynamoCalls;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
+pub mod webhooks;
+
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -96,6 +98,7 @@ fn ensure_emulator() {
 }
 
 async fn setup() -> Harness {
+    webhooks::capture_logs();
     tokio::task::spawn_blocking(ensure_emulator)
         .await
         .expect("emulator");

@@ -48,7 +48,18 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "==> creating the table, bucket and queues (if missing)"
-target/debug/admin setup-local >/dev/null 2>&1
+setup=$(target/debug/admin setup-local 2>/dev/null)
+queue_url() { "$VENV/bin/python" -c "
+import json, sys
+for line in sys.argv[1].splitlines():
+    row = json.loads(line)
+    if row.get('queue') == sys.argv[2]:
+        print(row['url'])" "$setup" "$1"; }
+# The dev server runs the webhook dispatcher from the local queue, and lets
+# webhooks point at a plain-HTTP receiver on loopback (development only).
+export WEBHOOK_QUEUE_URL=${WEBHOOK_QUEUE_URL:-$(queue_url webhook-deliveries)}
+export WEBHOOK_DLQ_URL=${WEBHOOK_DLQ_URL:-$(queue_url webhook-deliveries-dlq)}
+export WEBHOOK_ALLOW_LOOPBACK_HTTP=${WEBHOOK_ALLOW_LOOPBACK_HTTP:-true}
 demo=$(target/debug/admin demo 2>/dev/null)
 field() { "$VENV/bin/python" -c "import json,sys; print(json.loads(sys.argv[1])['$1'])" "$demo"; }
 key=$(field api_key)
@@ -68,6 +79,11 @@ API key (all scopes, shown once): $key
 
 Try:
   curl -s -H "Authorization: Bearer $key" http://$ADDR/api/v1/orgs
+
+Webhooks are delivered from the local queue; a plain-HTTP receiver on
+loopback is allowed here (see docs/webhooks.md, "Trying it locally"):
+  curl -s -H "Authorization: Bearer $key" -H 'content-type: application/json' \
+    -d '{"event":"surplus.delivered","url":"http://127.0.0.1:8000/hook"}' http://$ADDR/api/v1/webhooks
 
 The admin CLI reaches this stack with no flags, e.g.:
   cargo run -q -p admin -- list-keys --org $(field org_id)

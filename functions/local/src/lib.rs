@@ -1,6 +1,8 @@
 //! Every resource group's routes merged, as the dev server and the
 //! benchmarks serve them.
 
+pub mod poller;
+
 use axum::Router;
 use shared::AppState;
 

@@ -1,5 +1,7 @@
 //! Dev server: every function's routes in one process, under their real
-//! paths, on loopback. `LOCAL_ADDR` sets the address (default 127.0.0.1:3000).
+//! paths, on loopback, and the webhook dispatcher fed from the local queue
+//! (when `WEBHOOK_QUEUE_URL` is set). `LOCAL_ADDR` sets the address
+//! (default 127.0.0.1:3000).
 
 use anyhow::Context;
 
@@ -9,6 +11,14 @@ async fn main() -> anyhow::Result<()> {
     let state = shared::AppState::from_env()
         .await
         .map_err(anyhow::Error::msg)?;
+    if state.config.webhook_queue_url.is_some() {
+        let dispatcher = webhook_dispatcher::Dispatcher::new(
+            state.clone(),
+            webhook_dispatcher::policy::Policy::default(),
+        );
+        tokio::spawn(local::poller::run(dispatcher, state.queue.clone()));
+        tracing::info!("webhook dispatcher polling the local queue");
+    }
     let app = shared::http::app(local::routes(), state);
     let addr = std::env::var("LOCAL_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr)

@@ -124,12 +124,25 @@ async fn update(
     JsonBody(body): JsonBody<PatchSurplus>,
 ) -> ApiResult<Json<Data<Surplus>>> {
     let changes = body.validate()?;
-    let load = ctx
+    let (load, announced) = ctx
         .store
         .surpluses()
         .update(ctx.org_id, id, &changes)
         .await?;
+    if let Some(outbox) = announced {
+        announce(&ctx.queue, outbox.id).await;
+    }
     Ok(Json(Data(view(&ctx, &load).await?)))
+}
+
+/// The fast path of a committed outbox record to the webhook queue. A
+/// failed send changes nothing for the client: the change is committed and
+/// the dispatcher's sweeper queues the record within minutes.
+async fn announce(queue: &shared::queue::WebhookQueue, outbox_id: uuid::Uuid) {
+    let message = shared::queue::QueueMessage::Announce { outbox_id };
+    if let Err(error) = queue.send(&message).await {
+        tracing::warn!(%outbox_id, %error, "webhook queue unavailable; the sweeper will announce the delivery");
+    }
 }
 
 /// GET /api/v1/surpluses/{surplusId}/log — read:data — oldest first.

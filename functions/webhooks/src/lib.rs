@@ -1,24 +1,33 @@
 //! Outbound webhooks of the organization: register (the secret is shown
-//! once), list (never a secret), delete. Contract: api-v1.md, "Webhooks",
-//! "Events".
+//! once), list (never a secret), delete; and, beyond the contract, each
+//! webhook's recent delivery attempts and a retry of one delivery.
+//! Contract: api-v1.md, "Webhooks", "Events"; docs/webhooks.md.
 
 use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
-use shared::http::path::{PathId, WebhookId};
+use shared::http::envelope::{Data, List, Page};
+use shared::http::path::{DeliveryId, PathId, WebhookId};
+use shared::http::query::QueryParams;
+use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
 use shared::model::webhook::{CreateWebhook, CreatedWebhook, Webhook, WebhookRecord, new_secret};
+use shared::queue::QueueMessage;
 use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/webhooks", get(list).post(create))
         .route("/api/v1/webhooks/{webhookId}", delete(remove))
+        .route("/api/v1/webhooks/{webhookId}/deliveries", get(deliveries))
+        .route(
+            "/api/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
+            post(retry),
+        )
 }
 
 pub fn router(state: AppState) -> Router {
@@ -37,7 +46,7 @@ async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateWebhook>,
 ) -> ApiResult<impl IntoResponse> {
-    let new = body.validate()?;
+    let new = body.validate(ctx.config.webhook_allow_loopback)?;
     let id = uuid::Uuid::now_v7();
     let secret = new_secret();
     let record = WebhookRecord {
@@ -69,4 +78,63 @@ async fn remove(
 ) -> ApiResult<Json<Data<Webhook>>> {
     let removed = ctx.store.webhooks().delete(ctx.org_id, id).await?;
     Ok(Json(Data(removed.view())))
+}
+
+/// GET /api/v1/webhooks/{webhookId}/deliveries — read:data — attempts,
+/// newest first, keyset pages; 404 `webhook_not_found`; 422
+/// `invalid_cursor`, `validation_error`.
+async fn deliveries(
+    ctx: Ctx<ReadData>,
+    PathId(id, _): PathId<WebhookId>,
+    QueryParams(query): QueryParams<ListDeliveries>,
+) -> ApiResult<Json<Page<DeliveryAttempt>>> {
+    let limit = query.limit()? as usize;
+    let codec = ctx.cursors.codec().await?;
+    let filters = format!("webhook={id}");
+    let start = query
+        .cursor
+        .as_deref()
+        .map(|token| codec.decode(ctx.org_id, &filters, token))
+        .transpose()?;
+    // One round trip: the attempts are shown only if the webhook is ours.
+    let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
+    let (webhook, attempts) = tokio::join!(
+        webhooks.require(ctx.org_id, id),
+        deliveries.attempts(id, start, limit),
+    );
+    webhook?;
+    let (rows, next) = attempts?;
+    Ok(Json(Page {
+        rows,
+        next_cursor: next.map(|position| codec.encode(ctx.org_id, &filters, &position)),
+    }))
+}
+
+/// POST /api/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry —
+/// write:data — 202: the delivery is queued for one more attempt with the
+/// same delivery id; 404 `webhook_not_found`, `delivery_not_found`.
+async fn retry(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<WebhookId>,
+    PathId(delivery_id, _): PathId<DeliveryId>,
+) -> ApiResult<impl IntoResponse> {
+    let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
+    // One round trip; the webhook's answer decides first (another
+    // organization's webhook is `webhook_not_found`, whatever the delivery).
+    let (webhook, delivery) = tokio::join!(
+        webhooks.require(ctx.org_id, id),
+        deliveries.require(id, delivery_id),
+    );
+    webhook?;
+    let delivery = delivery?;
+    ctx.queue
+        .send(&QueueMessage::Deliver {
+            delivery_id,
+            manual: true,
+        })
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Data::<Delivery>(delivery.view())),
+    ))
 }

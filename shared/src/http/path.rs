@@ -15,7 +15,8 @@ pub trait IdKind {
     const INVALID: &'static str;
 }
 
-/// The UUID of the route's single path parameter.
+/// The UUID of the route's path parameter `K::PARAM` (a route may have
+/// several: `PathId<WebhookId>` and `PathId<DeliveryId>` side by side).
 pub struct PathId<K>(pub Uuid, pub PhantomData<K>);
 
 impl<K> PathId<K> {
@@ -32,10 +33,12 @@ impl<K: IdKind, S: Send + Sync> FromRequestParts<S> for PathId<K> {
             code: K::INVALID,
             param: K::PARAM,
         };
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| invalid())?;
-        crate::model::id::parse(&raw)
+        let Path(params) =
+            Path::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| invalid())?;
+        let raw = params.get(K::PARAM).ok_or_else(invalid)?;
+        crate::model::id::parse(raw)
             .map(|id| PathId(id, PhantomData))
             .ok_or_else(invalid)
     }
@@ -64,4 +67,5 @@ id_kinds! {
     MemberId => "memberId", "invalid_member_id";
     SurplusId => "surplusId", "invalid_surplus_id";
     WebhookId => "webhookId", "invalid_webhook_id";
+    DeliveryId => "deliveryId", "invalid_delivery_id";
 }

@@ -2,6 +2,7 @@
 //! validation of their inputs.
 
 pub mod archive;
+pub mod delivery;
 pub mod factory;
 pub mod geo;
 pub mod grant;

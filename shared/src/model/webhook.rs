@@ -72,7 +72,9 @@ pub struct CreatedWebhook {
 }
 
 /// A new secret: 32 bytes from the operating system's CSPRNG, written
-/// `whsec_<base64url>` (HMAC key or bearer token, as registered).
+/// `whsec_<base64>` (standard alphabet, padded: 50 characters), the form
+/// Standard Webhooks libraries take as is. The HMAC of `x-svc-signature`
+/// is keyed with the whole string; in bearer mode it is the token.
 pub fn new_secret() -> String {
     use aes_gcm::aead::OsRng;
     use aes_gcm::aead::rand_core::RngCore;
@@ -81,7 +83,7 @@ pub fn new_secret() -> String {
     OsRng.fill_bytes(&mut bytes);
     format!(
         "whsec_{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        base64::engine::general_purpose::STANDARD.encode(bytes)
     )
 }
 
@@ -100,8 +102,9 @@ impl WebhookRecord {
 impl CreateWebhook {
     /// 422 `event_deprecated` for `surplus.created`; 422 `validation_error`
     /// for another event or a URL that is not an absolute HTTPS URL of a
-    /// public host without credentials.
-    pub fn validate(self) -> Result<NewWebhook, ApiError> {
+    /// public host without credentials. With `allow_loopback` (a
+    /// development setting) a plain `http://` URL on loopback passes too.
+    pub fn validate(self, allow_loopback: bool) -> Result<NewWebhook, ApiError> {
         let event = match self.event.as_str() {
             SURPLUS_DELIVERED => SURPLUS_DELIVERED,
             SURPLUS_CREATED => {
@@ -114,7 +117,10 @@ impl CreateWebhook {
         };
         Ok(NewWebhook {
             event,
-            url: url(&self.url)?,
+            url: match loopback_url(&self.url) {
+                Some(url) if allow_loopback => url,
+                _ => url(&self.url)?,
+            },
             verification_mode: self.verification_mode.unwrap_or_default(),
         })
     }
@@ -156,6 +162,28 @@ fn url(text: &str) -> Result<String, ApiError> {
     Ok(text.to_owned())
 }
 
+/// `http(s)://` on `localhost`, a loopback address or `[::1]`, for a local
+/// receiver (accepted only with the development setting).
+fn loopback_url(text: &str) -> Option<String> {
+    if text.len() > MAX_URL || !(text.starts_with("http://") || text.starts_with("https://")) {
+        return None;
+    }
+    let uri: http::Uri = text.parse().ok()?;
+    let authority = uri.authority()?;
+    if authority.as_str().contains('@') {
+        return None;
+    }
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback.then(|| text.to_owned())
+}
+
 /// A DNS name with a dot, of letters, digits and hyphens, not `localhost`.
 fn host_name(host: &str) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
@@ -189,7 +217,7 @@ mod tests {
             url: url.into(),
             verification_mode: None,
         }
-        .validate()
+        .validate(false)
     }
 
     #[test]
@@ -245,7 +273,37 @@ mod tests {
     fn secrets_are_random_and_prefixed() {
         let (a, b) = (new_secret(), new_secret());
         assert_ne!(a, b);
-        assert!(a.starts_with("whsec_") && a.len() == 6 + 43, "{a}");
+        assert!(a.starts_with("whsec_") && a.len() == 6 + 44, "{a}");
+        use base64::Engine;
+        let key = base64::engine::general_purpose::STANDARD.decode(&a[6..]);
+        assert_eq!(key.map(|k| k.len()).ok(), Some(32));
+    }
+
+    #[test]
+    fn loopback_receivers_need_the_development_setting() {
+        for url in [
+            "http://127.0.0.1:8000/hook",
+            "http://localhost:8000/",
+            "http://[::1]:9/x",
+        ] {
+            let body = || CreateWebhook {
+                event: SURPLUS_DELIVERED.into(),
+                url: url.into(),
+                verification_mode: None,
+            };
+            assert_eq!(
+                body().validate(false).unwrap_err().code(),
+                "validation_error"
+            );
+            assert_eq!(body().validate(true).unwrap().url, url);
+        }
+        // The setting opens loopback only: private addresses stay refused.
+        let private = CreateWebhook {
+            event: SURPLUS_DELIVERED.into(),
+            url: "http://10.0.0.8/hook".into(),
+            verification_mode: None,
+        };
+        assert!(private.validate(true).is_err());
     }
 
     #[test]

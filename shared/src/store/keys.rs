@@ -131,8 +131,25 @@ pub fn webhook_unique_pk(org: Uuid, event: &str, url: &str) -> String {
     let digest = hex::encode(sha2::Sha256::digest(url.as_bytes()));
     format!("WEBHOOK#{org}#{event}#{digest}")
 }
-/// Outbox record of a webhook delivery.
-pub fn outbox_pk(delivery: Uuid) -> String {
-    format!("OUTBOX#{delivery}")
+/// Outbox record of an announced change.
+pub fn outbox_pk(outbox: Uuid) -> String {
+    format!("OUTBOX#{outbox}")
 }
 pub const OUTBOX_SK: &str = "OUTBOX";
+/// `gsi1` partition of the outbox records written in one hour and not yet
+/// dispatched (the sweeper reads it).
+pub fn outbox_hour_pk(at: chrono::DateTime<chrono::Utc>) -> String {
+    format!("OUTBOX#{}", at.format("%Y-%m-%d-%H"))
+}
+/// A webhook delivery (one per outbox record and webhook).
+pub fn delivery_pk(delivery: Uuid) -> String {
+    format!("DELIVERY#{delivery}")
+}
+pub const DELIVERY_SK: &str = "DELIVERY";
+/// The delivery attempts of one webhook, in time order.
+pub fn attempts_pk(webhook: Uuid) -> String {
+    format!("ATTEMPTS#{webhook}")
+}
+pub fn attempt_sk(at: crate::model::Timestamp, delivery: Uuid, attempt: u32) -> String {
+    format!("{at}#{delivery}#{attempt:02}")
+}

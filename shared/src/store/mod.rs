@@ -6,6 +6,7 @@ pub mod archivable;
 pub mod batch;
 pub mod calls;
 pub mod deactivation;
+pub mod deliveries;
 pub mod geo;
 pub mod grants;
 pub mod import;
@@ -115,6 +116,14 @@ impl Store {
 
     pub fn rollups(&self) -> rollups::Rollups<'_> {
         rollups::Rollups(self)
+    }
+
+    pub fn outbox(&self) -> outbox::Outbox<'_> {
+        outbox::Outbox(self)
+    }
+
+    pub fn deliveries(&self) -> deliveries::Deliveries<'_> {
+        deliveries::Deliveries(self)
     }
 
     pub fn webhooks(&self) -> webhooks::Webhooks<'_> {

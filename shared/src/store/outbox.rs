@@ -8,9 +8,10 @@ use aws_sdk_dynamodb::types::TransactWriteItem;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::item::to_item;
+use super::item::{from_item, key, n, s, to_item};
 use super::keys;
 use super::tx::put;
+use super::{Store, query_all, sdk_error};
 use crate::error::ApiResult;
 use crate::model::Timestamp;
 
@@ -54,10 +55,81 @@ impl OutboxRecord {
         let item = OutboxItem {
             pk: keys::outbox_pk(self.id),
             sk: keys::OUTBOX_SK,
-            gsi1pk: format!("OUTBOX#{}", at.format("%Y-%m-%d-%H")),
+            gsi1pk: keys::outbox_hour_pk(at),
             gsi1sk: format!("{}#{}", self.created_at, self.id),
             record: self,
         };
         put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))
+    }
+}
+
+/// Days an outbox record is kept once dispatched.
+const KEEP_DAYS: i64 = 30;
+
+pub struct Outbox<'a>(pub(super) &'a Store);
+
+impl Outbox<'_> {
+    /// Outbox record `id` (strongly consistent), if it exists.
+    pub async fn get(&self, id: Uuid) -> ApiResult<Option<OutboxRecord>> {
+        let store = self.0;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::outbox_pk(id), keys::OUTBOX_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        out.item.map(from_item).transpose()
+    }
+
+    /// Takes record `id` out of the sweeper's index (its deliveries are
+    /// queued) and lets it expire.
+    pub async fn mark_dispatched(&self, id: Uuid) -> ApiResult<()> {
+        let store = self.0;
+        let now = crate::model::now();
+        let expires = (now + chrono::TimeDelta::days(KEEP_DAYS)).unix();
+        store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::outbox_pk(id), keys::OUTBOX_SK)))
+            .update_expression("SET dispatched_at = :now, #ttl = :ttl REMOVE gsi1pk, gsi1sk")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#ttl", keys::TTL)
+            .expression_attribute_values(":now", s(now.to_string()))
+            .expression_attribute_values(":ttl", n(expires))
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        Ok(())
+    }
+
+    /// Records not yet dispatched, written in the last `hours` hours and
+    /// at least `settle` ago (one Query per hour, in parallel; the index is
+    /// eventually consistent, which suits a sweeper).
+    pub async fn undispatched(
+        &self,
+        hours: u32,
+        settle: chrono::TimeDelta,
+    ) -> ApiResult<Vec<OutboxRecord>> {
+        let store = self.0;
+        let now = chrono::Utc::now();
+        let before = crate::model::Timestamp::from(now - settle).to_string();
+        let queries = (0..hours).map(|back| {
+            let hour = now - chrono::TimeDelta::hours(i64::from(back));
+            let query = store
+                .db
+                .query()
+                .table_name(store.table())
+                .index_name("gsi1")
+                .key_condition_expression("gsi1pk = :pk AND gsi1sk < :before")
+                .expression_attribute_values(":pk", s(keys::outbox_hour_pk(hour)))
+                .expression_attribute_values(":before", s(before.clone()));
+            query_all(query)
+        });
+        let found = futures::future::try_join_all(queries).await?;
+        found.into_iter().flatten().map(from_item).collect()
     }
 }

@@ -342,13 +342,14 @@ impl Surpluses<'_> {
     /// status moved and its outbox record when it became `delivered`, in
     /// one transaction. Racing writers are applied one after the other, so
     /// racing moves to `delivered` make one transition: the others find the
-    /// load delivered and change nothing.
+    /// load delivered and change nothing. Returns the load and the outbox
+    /// record written, if any (for the caller to queue at once).
     pub async fn update(
         &self,
         org: Uuid,
         id: Uuid,
         changes: &SurplusChanges,
-    ) -> ApiResult<SurplusRecord> {
+    ) -> ApiResult<(SurplusRecord, Option<OutboxRecord>)> {
         retry_races(|| async {
             let table = self.0.table();
             let current = self.require(org, id).await?;
@@ -383,12 +384,14 @@ impl Surpluses<'_> {
             updated.version = current.version + 1;
             let mut actions = vec![self.write(&updated, current.version)?];
             let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+            let mut announced = None;
             if updated.status != current.status {
                 let entry = LogEntry::new(Some(current.status), updated.status, now);
                 actions.push(log_item(table, &updated, &entry)?);
                 if updated.status == SurplusStatus::Delivered {
                     let outbox = OutboxRecord::delivered(org, id, now);
                     actions.push(outbox.write(table)?);
+                    announced = Some(outbox);
                 }
             }
             actions.extend(rollups::changes(table, Some(&current), &updated)?);
@@ -397,7 +400,7 @@ impl Surpluses<'_> {
                 actions.push(action);
             }
             transact(self.0, actions, &conflicts).await?;
-            Ok(updated)
+            Ok((updated, announced))
         })
         .await
     }

@@ -81,8 +81,8 @@ impl Webhooks<'_> {
         Ok(hooks)
     }
 
-    /// Webhook `id` of `org`, or 404 `webhook_not_found`.
-    pub async fn require(&self, org: Uuid, id: Uuid) -> ApiResult<WebhookRecord> {
+    /// Webhook `id` of `org`, if it exists.
+    pub async fn get(&self, org: Uuid, id: Uuid) -> ApiResult<Option<WebhookRecord>> {
         let store = self.0;
         let out = store
             .db
@@ -93,10 +93,12 @@ impl Webhooks<'_> {
             .send()
             .await
             .map_err(super::sdk_error)?;
-        out.item
-            .map(from_item)
-            .transpose()?
-            .ok_or_else(webhook_not_found)
+        out.item.map(from_item).transpose()
+    }
+
+    /// Webhook `id` of `org`, or 404 `webhook_not_found`.
+    pub async fn require(&self, org: Uuid, id: Uuid) -> ApiResult<WebhookRecord> {
+        self.get(org, id).await?.ok_or_else(webhook_not_found)
     }
 
     /// Deletes webhook `id` of `org` with its uniqueness item (404

@@ -5,6 +5,7 @@ mod auth;
 mod billing;
 mod conformance;
 mod contract;
+mod deliveries;
 mod factories;
 mod grants;
 mod health;

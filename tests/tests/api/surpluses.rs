@@ -100,7 +100,7 @@ async fn outbox_records(id: &str) -> usize {
     found
 }
 
-async fn public_point(owner: &TestOrg, public: bool) -> String {
+pub async fn public_point(owner: &TestOrg, public: bool) -> String {
     let site = new_site(owner, json!({"name": "Receiving yard"})).await;
     let reply = send(
         owner,

@@ -29,7 +29,7 @@ fn registration_shows_the_secret_once_and_stores_it_sealed() {
         let id = data["id"].as_str().unwrap();
         let secret = data["secret"].as_str().unwrap();
         assert!(
-            secret.starts_with("whsec_") && secret.len() == 49,
+            secret.starts_with("whsec_") && secret.len() == 50,
             "{secret}"
         );
         assert_eq!(reply.header("location"), format!("/api/v1/webhooks/{id}"));

@@ -1,0 +1,347 @@
+//! The webhook dispatcher. From the webhook queue (an SQS event source
+//! reporting per-message failures) it fans each announced outbox record
+//! out to the organization's webhooks and makes each delivery: payload,
+//! signatures, one POST, the attempt recorded; a failure waits for the
+//! next attempt by hiding its message (no sleeping), and a delivery whose
+//! attempts ran out goes to the dead-letter queue. On a schedule it sweeps
+//! outbox records the fast path did not queue. Contract: api-v1.md,
+//! "Events"; design: docs/decisions.md, "Webhooks (delivery)".
+
+pub mod client;
+pub mod payload;
+pub mod policy;
+pub mod signature;
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, DeliveryStatus};
+use shared::model::webhook::{VerificationMode, WebhookRecord};
+use shared::queue::QueueMessage;
+use shared::{ApiResult, AppState};
+use uuid::Uuid;
+
+use crate::client::{Outcome, Reach, Sender};
+use crate::policy::Policy;
+
+/// Messages of one batch handled at once.
+const CONCURRENCY: usize = 10;
+
+pub struct Dispatcher {
+    state: AppState,
+    policy: Policy,
+    sender: Sender,
+}
+
+/// The message goes back to the queue (its visibility already set).
+#[derive(Debug)]
+struct Again;
+
+impl Dispatcher {
+    pub fn new(state: AppState, policy: Policy) -> Self {
+        let reach = Reach {
+            allow_loopback: state.config.webhook_allow_loopback,
+        };
+        let sender = Sender::new(&policy, reach);
+        Dispatcher {
+            state,
+            policy,
+            sender,
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// A Lambda invocation: an SQS batch, or (anything else) the schedule's
+    /// sweep.
+    pub async fn invoke(
+        &self,
+        event: serde_json::Value,
+    ) -> Result<serde_json::Value, shared::state::BoxError> {
+        if event.get("Records").is_some() {
+            let batch: SqsEvent = serde_json::from_value(event)?;
+            Ok(serde_json::to_value(self.handle(batch).await)?)
+        } else {
+            let announced = self.sweep().await?;
+            Ok(serde_json::json!({ "announced": announced }))
+        }
+    }
+
+    /// One SQS batch: the ids of the messages to return to the queue.
+    pub async fn handle(&self, batch: SqsEvent) -> SqsBatchResponse {
+        let failed: Vec<String> = futures::stream::iter(batch.records)
+            .map(|message| async move {
+                let id = message.message_id.clone().unwrap_or_default();
+                self.message(&message).await.err().map(|Again| id)
+            })
+            .buffer_unordered(CONCURRENCY)
+            .filter_map(|failed| async move { failed })
+            .collect()
+            .await;
+        let mut response = SqsBatchResponse::default();
+        response.batch_item_failures = failed
+            .into_iter()
+            .map(|id| {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                failure
+            })
+            .collect();
+        response
+    }
+
+    async fn message(&self, message: &SqsMessage) -> Result<(), Again> {
+        let body = message.body.as_deref().unwrap_or_default();
+        let Ok(parsed) = serde_json::from_str::<QueueMessage>(body) else {
+            tracing::error!(message_id = ?message.message_id, "not a webhook queue message: moved to the dead-letter queue");
+            return self.state.queue.dead_letter(body).await.map_err(|e| {
+                tracing::error!(error = %e, "dead-letter queue unavailable");
+                Again
+            });
+        };
+        match parsed {
+            QueueMessage::Announce { outbox_id } => match self.announce(outbox_id).await {
+                Ok(queued) => {
+                    tracing::info!(%outbox_id, queued, "announced");
+                    Ok(())
+                }
+                Err(error) => {
+                    tracing::error!(%outbox_id, %error, "announcement failed; SQS will return it");
+                    Err(Again)
+                }
+            },
+            QueueMessage::Deliver {
+                delivery_id,
+                manual,
+            } => {
+                let owner = (!manual).then(|| message.message_id.clone().unwrap_or_default());
+                let receipt = message.receipt_handle.as_deref().unwrap_or_default();
+                self.deliver(delivery_id, owner.as_deref(), receipt, body)
+                    .await
+                    .unwrap_or_else(|error| {
+                        tracing::error!(%delivery_id, %error, "delivery not attempted; SQS will return it");
+                        Err(Again)
+                    })
+            }
+        }
+    }
+
+    /// Fans outbox record `outbox_id` out: a delivery per webhook of its
+    /// organization and event, each queued unless already attempted, then
+    /// the record leaves the sweeper's index. Returns the deliveries queued.
+    pub async fn announce(&self, outbox_id: Uuid) -> ApiResult<usize> {
+        let store = &self.state.store;
+        let Some(outbox) = store.outbox().get(outbox_id).await? else {
+            return Ok(0);
+        };
+        let hooks = store.webhooks().list(outbox.org_id).await?;
+        let mut queued = Vec::new();
+        for hook in hooks.iter().filter(|hook| hook.event == outbox.event) {
+            let delivery = DeliveryRecord::new(
+                outbox.id,
+                hook.id,
+                outbox.org_id,
+                outbox.surplus_id,
+                &outbox.event,
+            );
+            let fresh = store.deliveries().create(&delivery).await?
+                || store
+                    .deliveries()
+                    .get(delivery.id)
+                    .await?
+                    .is_some_and(|d| d.attempts == 0 && d.status == DeliveryStatus::Pending);
+            if fresh {
+                queued.push(QueueMessage::Deliver {
+                    delivery_id: delivery.id,
+                    manual: false,
+                });
+            }
+        }
+        self.state.queue.send_all(&queued).await?;
+        store.outbox().mark_dispatched(outbox.id).await?;
+        Ok(queued.len())
+    }
+
+    /// Makes one attempt of delivery `id` (a scheduled one when `owner`,
+    /// the queue message's id, is given; else an integrator's retry).
+    async fn deliver(
+        &self,
+        id: Uuid,
+        owner: Option<&str>,
+        receipt: &str,
+        body: &str,
+    ) -> ApiResult<Result<(), Again>> {
+        let store = &self.state.store;
+        let Some(delivery) = store
+            .deliveries()
+            .claim(id, owner, self.policy.lease)
+            .await?
+        else {
+            tracing::info!(delivery_id = %id, "delivery already made or in flight: message dropped");
+            return Ok(Ok(()));
+        };
+        let Some(hook) = store
+            .webhooks()
+            .get(delivery.org_id, delivery.webhook_id)
+            .await?
+        else {
+            tracing::info!(delivery_id = %id, "webhook deleted: nothing to deliver");
+            return Ok(Ok(()));
+        };
+        let config = &self.state.config;
+        let Some(envelope) = payload::build(
+            store,
+            &self.state.links,
+            config.admin_url_template.as_deref(),
+            &delivery,
+        )
+        .await?
+        else {
+            tracing::info!(delivery_id = %id, "load archived: nothing to deliver");
+            return Ok(Ok(()));
+        };
+        let secret = self
+            .state
+            .sealer
+            .open(hook.id.as_bytes(), &hook.sealed_secret)
+            .await?;
+        let payload = serde_json::to_vec(&envelope).map_err(shared::ApiError::internal)?;
+        let attempted_at = shared::model::now();
+        let headers = self.headers(&hook, &secret, id, attempted_at.unix(), &payload);
+        let outcome = self.sender.post(&hook.url, headers, payload).await;
+
+        let attempt = DeliveryAttempt {
+            delivery_id: id,
+            surplus_id: delivery.surplus_id,
+            event: delivery.event.clone(),
+            attempt: delivery.attempts + 1,
+            manual: owner.is_none(),
+            attempted_at,
+            succeeded: outcome.succeeded(),
+            status_code: outcome.status,
+            error: outcome.error,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+        };
+        let wait = self.policy.wait_after(attempt.attempt);
+        let mut after = delivery.clone();
+        after.attempts = attempt.attempt;
+        after.last_attempt_at = Some(attempted_at);
+        after.status = match (&outcome, owner, wait) {
+            (o, _, _) if o.succeeded() => DeliveryStatus::Succeeded,
+            (_, Some(_), None) => DeliveryStatus::Failed,
+            _ => delivery.status,
+        };
+        store.deliveries().record(&after, &attempt).await?;
+        log_attempt(&attempt, &outcome);
+
+        if attempt.succeeded || owner.is_none() {
+            return Ok(Ok(()));
+        }
+        match wait {
+            Some(wait) => {
+                self.state.queue.hide(receipt, wait).await?;
+                Ok(Err(Again))
+            }
+            None => {
+                self.state.queue.dead_letter(body).await?;
+                tracing::warn!(delivery_id = %id, attempts = attempt.attempt, "attempts ran out: delivery failed, moved to the dead-letter queue");
+                Ok(Ok(()))
+            }
+        }
+    }
+
+    /// The headers of one attempt (the secret only ever in a signature,
+    /// or as the bearer token the receiver registered).
+    fn headers(
+        &self,
+        hook: &WebhookRecord,
+        secret: &str,
+        id: Uuid,
+        timestamp: i64,
+        payload: &[u8],
+    ) -> HeaderMap {
+        let short = &self.state.config.short_name;
+        let id_text = id.to_string();
+        let mut headers = HeaderMap::new();
+        let mut set = |name: String, value: String| {
+            if let (Ok(name), Ok(value)) =
+                (HeaderName::try_from(name), HeaderValue::try_from(value))
+            {
+                headers.insert(name, value);
+            }
+        };
+        set("content-type".into(), "application/json".into());
+        set(short.header("event"), hook.event.clone());
+        set(short.header("delivery-id"), id_text.clone());
+        match hook.verification_mode {
+            VerificationMode::HmacSha256 => {
+                set(
+                    short.header("signature"),
+                    signature::body_signature(secret, payload),
+                );
+            }
+            VerificationMode::BearerToken => {
+                set(short.header("delivery-token"), secret.to_owned());
+            }
+        }
+        set("webhook-id".into(), id_text.clone());
+        set("webhook-timestamp".into(), timestamp.to_string());
+        set(
+            "webhook-signature".into(),
+            signature::standard_signature(secret, &id_text, timestamp, payload),
+        );
+        // Kept out of any debug output of the HTTP client.
+        for value in headers.values_mut() {
+            value.set_sensitive(true);
+        }
+        headers
+    }
+
+    /// Re-announces outbox records the fast path did not queue (older than
+    /// the policy's settle time, within its look-back). Returns how many.
+    pub async fn sweep(&self) -> ApiResult<usize> {
+        let settle = chrono::TimeDelta::from_std(self.policy.sweep_settle)
+            .unwrap_or(chrono::TimeDelta::minutes(2));
+        let unsent = self
+            .state
+            .store
+            .outbox()
+            .undispatched(self.policy.sweep_hours, settle)
+            .await?;
+        let messages: Vec<QueueMessage> = unsent
+            .iter()
+            .map(|record| QueueMessage::Announce {
+                outbox_id: record.id,
+            })
+            .collect();
+        self.state.queue.send_all(&messages).await?;
+        if !messages.is_empty() {
+            tracing::warn!(
+                count = messages.len(),
+                "swept outbox records the fast path missed"
+            );
+        }
+        Ok(messages.len())
+    }
+}
+
+fn log_attempt(attempt: &DeliveryAttempt, outcome: &Outcome) {
+    let error = outcome.error.map(|e| match e {
+        AttemptError::Timeout => "timeout",
+        AttemptError::ConnectionFailed => "connection_failed",
+        AttemptError::AddressRefused => "address_refused",
+        AttemptError::Internal => "internal",
+    });
+    tracing::info!(
+        delivery_id = %attempt.delivery_id,
+        attempt = attempt.attempt,
+        manual = attempt.manual,
+        succeeded = attempt.succeeded,
+        status = ?outcome.status,
+        error,
+        duration_ms = attempt.duration_ms,
+        "webhook attempt"
+    );
+}

@@ -1,0 +1,95 @@
+//! The delivery policy, in one place: what counts as success, how long an
+//! attempt may take, and when failed deliveries are tried again.
+
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// Whole attempt (connect, send, answer headers and body).
+    pub timeout: Duration,
+    /// Waits before attempts 2, 3, ... (one attempt more than waits). SQS
+    /// hides a message at most 12 hours, so no wait is longer.
+    pub schedule: Vec<Duration>,
+    /// How long an attempt holds its delivery against a second worker.
+    pub lease: Duration,
+    /// Hours of outbox records the sweeper looks back over.
+    pub sweep_hours: u32,
+    /// Age before the sweeper re-announces a record (the fast path's time).
+    pub sweep_settle: Duration,
+}
+
+const MINUTE: u64 = 60;
+const HOUR: u64 = 60 * MINUTE;
+
+impl Default for Policy {
+    fn default() -> Self {
+        let secs = Duration::from_secs;
+        Policy {
+            timeout: secs(10),
+            schedule: vec![
+                secs(5),
+                secs(5 * MINUTE),
+                secs(30 * MINUTE),
+                secs(2 * HOUR),
+                secs(5 * HOUR),
+                secs(10 * HOUR),
+                secs(10 * HOUR),
+            ],
+            lease: secs(30),
+            sweep_hours: 48,
+            sweep_settle: secs(2 * MINUTE),
+        }
+    }
+}
+
+impl Policy {
+    /// Any 2xx acknowledges a delivery; a 3xx is not followed and fails.
+    pub fn succeeded(status: u16) -> bool {
+        (200..300).contains(&status)
+    }
+
+    /// Attempts a delivery gets from the schedule.
+    pub fn attempts(&self) -> u32 {
+        u32::try_from(self.schedule.len()).unwrap_or(u32::MAX - 1) + 1
+    }
+
+    /// The wait after failed attempt `attempt` (1-based); None when it was
+    /// the last.
+    pub fn wait_after(&self, attempt: u32) -> Option<Duration> {
+        let index = usize::try_from(attempt).ok()?.checked_sub(1)?;
+        self.schedule.get(index).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_grows_and_fits_sqs() {
+        let policy = Policy::default();
+        assert_eq!(policy.attempts(), 8);
+        assert_eq!(policy.wait_after(1), Some(Duration::from_secs(5)));
+        assert_eq!(policy.wait_after(7), Some(Duration::from_secs(10 * HOUR)));
+        assert_eq!(policy.wait_after(8), None);
+        assert_eq!(policy.wait_after(0), None);
+        assert!(policy.schedule.windows(2).all(|w| w[0] <= w[1]));
+        assert!(
+            policy
+                .schedule
+                .iter()
+                .all(|d| *d <= Duration::from_secs(12 * HOUR))
+        );
+        assert!(policy.lease > policy.timeout);
+    }
+
+    #[test]
+    fn only_2xx_succeeds() {
+        for status in [200, 201, 204, 299] {
+            assert!(Policy::succeeded(status));
+        }
+        for status in [100, 301, 302, 304, 400, 404, 500, 503] {
+            assert!(!Policy::succeeded(status));
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The webhook queue: what is sent on it (an announcement of an outbox
+//! record, or one delivery to make) and the few SQS calls the API, the
+//! dispatcher and the local poller make on it.
+
+use std::time::Duration;
+
+use aws_sdk_sqs::error::DisplayErrorContext;
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::{ApiError, ApiResult};
+
+/// A message body on the webhook queue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum QueueMessage {
+    /// Outbox record `outbox_id` is committed: fan it out to the webhooks.
+    Announce { outbox_id: Uuid },
+    /// Make delivery `delivery_id` (an integrator's retry when `manual`:
+    /// one attempt, whatever the delivery's state).
+    Deliver {
+        delivery_id: Uuid,
+        #[serde(default)]
+        manual: bool,
+    },
+}
+
+impl QueueMessage {
+    pub fn body(&self) -> String {
+        serde_json::to_string(self).expect("a queue message serializes")
+    }
+}
+
+/// Messages per SendMessageBatch call (the SQS limit).
+const SEND_BATCH: usize = 10;
+
+#[derive(Clone, Debug)]
+pub struct WebhookQueue {
+    sqs: aws_sdk_sqs::Client,
+    url: Option<String>,
+    dead_letters: Option<String>,
+}
+
+fn sqs_error<E: std::error::Error + Send + Sync + 'static>(error: E) -> ApiError {
+    ApiError::internal(DisplayErrorContext(error).to_string())
+}
+
+impl WebhookQueue {
+    pub fn new(
+        sdk: &aws_config::SdkConfig,
+        url: Option<String>,
+        dead_letters: Option<String>,
+    ) -> Self {
+        Self {
+            sqs: aws_sdk_sqs::Client::new(sdk),
+            url,
+            dead_letters,
+        }
+    }
+
+    fn url(&self) -> ApiResult<&str> {
+        self.url
+            .as_deref()
+            .ok_or_else(|| ApiError::internal("WEBHOOK_QUEUE_URL is not set"))
+    }
+
+    pub async fn send(&self, message: &QueueMessage) -> ApiResult<()> {
+        self.sqs
+            .send_message()
+            .queue_url(self.url()?)
+            .message_body(message.body())
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        Ok(())
+    }
+
+    /// Sends `messages` ten to a call; an entry SQS refused is an error.
+    pub async fn send_all(&self, messages: &[QueueMessage]) -> ApiResult<()> {
+        let url = self.url()?;
+        for chunk in messages.chunks(SEND_BATCH) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, message)| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(message.body())
+                        .build()
+                        .map_err(ApiError::internal)
+                })
+                .collect::<ApiResult<Vec<_>>>()?;
+            let out = self
+                .sqs
+                .send_message_batch()
+                .queue_url(url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(sqs_error)?;
+            if let Some(failed) = out.failed.first() {
+                return Err(ApiError::internal(format!(
+                    "SQS refused a message: {}",
+                    failed.message().unwrap_or(failed.code())
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves a message body to the dead-letter queue.
+    pub async fn dead_letter(&self, body: &str) -> ApiResult<()> {
+        let url = self
+            .dead_letters
+            .as_deref()
+            .ok_or_else(|| ApiError::internal("WEBHOOK_DLQ_URL is not set"))?;
+        self.sqs
+            .send_message()
+            .queue_url(url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        Ok(())
+    }
+
+    /// Hides a received message for `delay` (at most the SQS limit, 12 h):
+    /// how a retry waits without sleeping.
+    pub async fn hide(&self, receipt: &str, delay: Duration) -> ApiResult<()> {
+        let seconds = delay.as_secs().min(12 * 3600) as i32;
+        self.sqs
+            .change_message_visibility()
+            .queue_url(self.url()?)
+            .receipt_handle(receipt)
+            .visibility_timeout(seconds)
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        Ok(())
+    }
+
+    /// Up to `max` messages visible now (no long poll: the local emulator
+    /// serves one request at a time). For the local poller and tests.
+    pub async fn receive(&self, max: i32) -> ApiResult<Vec<aws_sdk_sqs::types::Message>> {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(self.url()?)
+            .max_number_of_messages(max.clamp(1, 10))
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        Ok(out.messages.unwrap_or_default())
+    }
+
+    pub async fn delete(&self, receipt: &str) -> ApiResult<()> {
+        self.sqs
+            .delete_message()
+            .queue_url(self.url()?)
+            .receipt_handle(receipt)
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_say_their_kind() {
+        let id = Uuid::nil();
+        let announce = QueueMessage::Announce { outbox_id: id };
+        assert_eq!(
+            announce.body(),
+            format!(r#"{{"kind":"announce","outbox_id":"{id}"}}"#)
+        );
+        let deliver: QueueMessage =
+            serde_json::from_str(&format!(r#"{{"kind":"deliver","delivery_id":"{id}"}}"#)).unwrap();
+        assert_eq!(
+            deliver,
+            QueueMessage::Deliver {
+                delivery_id: id,
+                manual: false
+            }
+        );
+    }
+}

@@ -1,0 +1,245 @@
+//! Webhook deliveries (`DELIVERY#<id>` / `DELIVERY`) and their attempts
+//! (`ATTEMPTS#<webhook>` / `<attempted_at>#<delivery>#<nn>`, newest first
+//! in the list). A delivery is created once (its id derives from the
+//! outbox record and the webhook), claimed for each attempt with a short
+//! lease, and stored with the attempt's record in one transaction. Both
+//! expire 30 days after their last attempt.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::ReturnValue;
+use uuid::Uuid;
+
+use super::item::{Item, from_item, key, n, s, to_item};
+use super::keys::{self, DELIVERY_SK};
+use super::tx::{put, transact};
+use super::{Store, sdk_error};
+use crate::error::{ApiError, ApiResult};
+use crate::model::Timestamp;
+use crate::model::delivery::{DeliveryAttempt, DeliveryRecord, DeliveryStatus};
+
+/// Days deliveries and attempts are kept after the last attempt.
+const KEEP_DAYS: i64 = 30;
+
+/// Where the next page of attempts starts (the last row's key).
+pub type Position = BTreeMap<String, String>;
+
+pub struct Deliveries<'a>(pub(super) &'a Store);
+
+pub fn delivery_not_found() -> ApiError {
+    ApiError::NotFound {
+        code: "delivery_not_found",
+        message: "no delivery of this webhook has this id",
+    }
+}
+
+#[derive(serde::Serialize)]
+struct DeliveryItem<'a> {
+    pk: String,
+    sk: &'static str,
+    ttl: i64,
+    #[serde(flatten)]
+    record: &'a DeliveryRecord,
+}
+
+#[derive(serde::Serialize)]
+struct AttemptItem<'a> {
+    pk: String,
+    sk: String,
+    ttl: i64,
+    webhook_id: Uuid,
+    #[serde(flatten)]
+    attempt: &'a DeliveryAttempt,
+}
+
+fn expires(from: Timestamp) -> i64 {
+    (from + chrono::TimeDelta::days(KEEP_DAYS)).unix()
+}
+
+fn delivery_item(record: &DeliveryRecord) -> ApiResult<Item> {
+    to_item(&DeliveryItem {
+        pk: keys::delivery_pk(record.id),
+        sk: DELIVERY_SK,
+        ttl: expires(record.last_attempt_at.unwrap_or(record.created_at)),
+        record,
+    })
+}
+
+impl Deliveries<'_> {
+    /// Stores `record` unless its delivery exists; true when it was new.
+    pub async fn create(&self, record: &DeliveryRecord) -> ApiResult<bool> {
+        let store = self.0;
+        let result = store
+            .db
+            .put_item()
+            .table_name(store.table())
+            .set_item(Some(delivery_item(record)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => match error.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(ApiError::internal(other)),
+            },
+        }
+    }
+
+    /// Delivery `id` (strongly consistent), if it exists.
+    pub async fn get(&self, id: Uuid) -> ApiResult<Option<DeliveryRecord>> {
+        let store = self.0;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::delivery_pk(id), DELIVERY_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        out.item.map(from_item).transpose()
+    }
+
+    /// Delivery `id` of `webhook`, or 404 `delivery_not_found`.
+    pub async fn require(&self, webhook: Uuid, id: Uuid) -> ApiResult<DeliveryRecord> {
+        self.get(id)
+            .await?
+            .filter(|d| d.webhook_id == webhook)
+            .ok_or_else(delivery_not_found)
+    }
+
+    /// Claims delivery `id` for one attempt for `lease`: None when another
+    /// attempt holds it. A scheduled attempt (`owner`: its queue message)
+    /// also needs the delivery pending and not owned by another message,
+    /// so a delivery announced twice is still made once; a manual one
+    /// (`owner` None) only needs the lease.
+    pub async fn claim(
+        &self,
+        id: Uuid,
+        owner: Option<&str>,
+        lease: Duration,
+    ) -> ApiResult<Option<DeliveryRecord>> {
+        let store = self.0;
+        let now = chrono::Utc::now().timestamp_millis();
+        let until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+        let free =
+            "attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)";
+        let update = store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::delivery_pk(id), DELIVERY_SK)))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":until", n(until))
+            .return_values(ReturnValue::AllNew);
+        let update = match owner {
+            None => update
+                .update_expression("SET lease_until = :until")
+                .condition_expression(free),
+            Some(owner) => update
+                .update_expression("SET lease_until = :until, #owner = :owner")
+                .condition_expression(format!(
+                    "{free} AND #status = :pending AND (attribute_not_exists(#owner) OR #owner = :owner)"
+                ))
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":pending", s("pending"))
+                .expression_attribute_values(":owner", s(owner)),
+        };
+        match update.send().await {
+            Ok(out) => Ok(Some(from_item(out.attributes.unwrap_or_default())?)),
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(None),
+                other => Err(ApiError::internal(other)),
+            },
+        }
+    }
+
+    /// Stores `attempt` and the delivery's state after it (`delivery`,
+    /// whose lease ends) in one transaction.
+    pub async fn record(
+        &self,
+        delivery: &DeliveryRecord,
+        attempt: &DeliveryAttempt,
+    ) -> ApiResult<()> {
+        let table = self.0.table();
+        let attempt_item = AttemptItem {
+            pk: keys::attempts_pk(delivery.webhook_id),
+            sk: keys::attempt_sk(attempt.attempted_at, delivery.id, attempt.attempt),
+            ttl: expires(attempt.attempted_at),
+            webhook_id: delivery.webhook_id,
+            attempt,
+        };
+        let actions = vec![
+            put(
+                table,
+                delivery_item(delivery)?,
+                Some("attribute_exists(pk)"),
+            )?,
+            put(table, to_item(&attempt_item)?, None)?,
+        ];
+        transact(self.0, actions, &[]).await
+    }
+
+    /// Marks delivery `id` failed (its attempts ran out).
+    pub async fn fail(&self, delivery: &DeliveryRecord) -> ApiResult<()> {
+        let mut failed = delivery.clone();
+        failed.status = DeliveryStatus::Failed;
+        let store = self.0;
+        store
+            .db
+            .put_item()
+            .table_name(store.table())
+            .set_item(Some(delivery_item(&failed)?))
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        Ok(())
+    }
+
+    /// A page of `webhook`'s attempts, newest first, from `start`.
+    pub async fn attempts(
+        &self,
+        webhook: Uuid,
+        start: Option<Position>,
+        limit: usize,
+    ) -> ApiResult<(Vec<DeliveryAttempt>, Option<Position>)> {
+        let store = self.0;
+        let pk = keys::attempts_pk(webhook);
+        let out = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(pk.clone()))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect()))
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        let mut rows: Vec<DeliveryAttempt> = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item)
+            .collect::<ApiResult<_>>()?;
+        let next = (rows.len() > limit).then(|| {
+            rows.truncate(limit);
+            let last = rows.last().expect("a full page has a last row");
+            Position::from([
+                (keys::PK.to_owned(), pk.clone()),
+                (
+                    keys::SK.to_owned(),
+                    keys::attempt_sk(last.attempted_at, last.delivery_id, last.attempt),
+                ),
+            ])
+        });
+        Ok((rows, next))
+    }
+}

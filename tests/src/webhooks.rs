@@ -1,0 +1,225 @@
+//! Webhook delivery for tests: a stack of one test's own (queue, dead-letter
+//! queue, optionally a table; the router and the dispatcher using them,
+//! loopback receivers allowed), a plain-HTTP receiver on loopback with a
+//! script of answers, and the log lines of the whole test run.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use http::{HeaderMap, StatusCode, Uri};
+use shared::AppState;
+use shared::queue::WebhookQueue;
+use webhook_dispatcher::Dispatcher;
+use webhook_dispatcher::policy::Policy;
+
+use crate::harness;
+
+/// A policy for tests: the real one with one-second waits.
+pub fn quick_policy(attempts: usize) -> Policy {
+    Policy {
+        schedule: vec![Duration::from_secs(1); attempts.saturating_sub(1)],
+        sweep_settle: Duration::ZERO,
+        ..Policy::default()
+    }
+}
+
+/// `ADMIN_URL_TEMPLATE` of every stack.
+pub const ADMIN_URL: &str = "https://admin.example.com/surpluses/{surplusId}";
+
+pub struct Stack {
+    pub state: AppState,
+    pub router: Router,
+    pub dispatcher: Dispatcher,
+    dead_letters: WebhookQueue,
+}
+
+impl Stack {
+    /// Queues of this test's own; a table of its own when `own_table`
+    /// (the sweeper reads a whole table's outbox). `change` adjusts the
+    /// settings (e.g. an unreachable queue for the API).
+    pub async fn new(
+        policy: Policy,
+        own_table: bool,
+        change: impl FnOnce(&mut shared::config::Config),
+    ) -> Stack {
+        let h = harness().await;
+        let sqs = aws_sdk_sqs::Client::new(&h.sdk);
+        let name = format!("test-{}", uuid::Uuid::new_v4());
+        let queue = shared::store::schema::ensure_queue(&sqs, &name)
+            .await
+            .expect("queue");
+        let dlq = shared::store::schema::ensure_queue(&sqs, &format!("{name}-dlq"))
+            .await
+            .expect("dead-letter queue");
+        let mut config = (*h.state.config).clone();
+        if own_table {
+            config.table_name = name.clone();
+            let db = shared::store::Store::client(&h.sdk);
+            shared::store::schema::ensure_table(&db, &name)
+                .await
+                .expect("table");
+        }
+        config.webhook_queue_url = Some(queue);
+        config.webhook_dlq_url = Some(dlq.clone());
+        config.webhook_allow_loopback = true;
+        config.admin_url_template = Some(ADMIN_URL.into());
+        let dispatcher_state = AppState::new(config.clone(), &h.sdk);
+        change(&mut config);
+        let state = AppState::new(config, &h.sdk);
+        Stack {
+            router: shared::http::app(local::routes(), state.clone()),
+            dispatcher: Dispatcher::new(dispatcher_state.clone(), policy),
+            dead_letters: WebhookQueue::new(&h.sdk, Some(dlq), None),
+            state: dispatcher_state,
+        }
+    }
+
+    /// Runs the dispatcher over the queue as the event source mapping
+    /// would, until `done` holds or `within` passes.
+    pub async fn drain_until(&self, within: Duration, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + within;
+        while !done() && Instant::now() < deadline {
+            let taken = local::poller::poll_once(&self.dispatcher, &self.state.queue)
+                .await
+                .expect("poll");
+            if taken == 0 {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+
+    /// Runs the dispatcher until the queue stays empty for a moment.
+    pub async fn drain(&self) {
+        let mut idle = 0;
+        while idle < 3 {
+            let taken = local::poller::poll_once(&self.dispatcher, &self.state.queue)
+                .await
+                .expect("poll");
+            if taken == 0 {
+                idle += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            } else {
+                idle = 0;
+            }
+        }
+    }
+
+    /// Message bodies in the dead-letter queue.
+    pub async fn dead_letters(&self) -> Vec<String> {
+        let mut bodies = Vec::new();
+        loop {
+            let got = self.dead_letters.receive(10).await.expect("receive");
+            if got.is_empty() {
+                return bodies;
+            }
+            bodies.extend(got.into_iter().filter_map(|m| m.body));
+        }
+    }
+}
+
+/// One request the receiver got.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+}
+
+/// A plain-HTTP receiver on loopback: answers from `script` in order, then
+/// 204; remembers every request.
+#[derive(Clone)]
+pub struct Receiver {
+    pub base: String,
+    pub port: u16,
+    got: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    pub async fn start(script: Vec<u16>) -> Receiver {
+        let got: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let answers = Arc::new(Mutex::new(VecDeque::from(script)));
+        let app = {
+            let got = Arc::clone(&got);
+            Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+                let got = Arc::clone(&got);
+                let answers = Arc::clone(&answers);
+                async move {
+                    got.lock().unwrap().push(Received {
+                        path: uri.path().to_owned(),
+                        headers,
+                        body,
+                    });
+                    let status = answers.lock().unwrap().pop_front().unwrap_or(204);
+                    StatusCode::from_u16(status).unwrap()
+                }
+            })
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Receiver {
+            base: format!("http://127.0.0.1:{port}"),
+            port,
+            got,
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.got.lock().unwrap().len()
+    }
+}
+
+static LOGS: LazyLock<Mutex<Vec<u8>>> = LazyLock::new(Mutex::default);
+
+struct Capture;
+
+impl Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends every log line of the test run (the service's crates at trace
+/// level, the HTTP clients at debug) to memory, for `logs`.
+pub fn capture_logs() {
+    let filter = tracing_subscriber::EnvFilter::new(
+        "info,shared=trace,webhook_dispatcher=trace,webhooks=trace,surpluses=trace,local=trace,reqwest=debug,hyper_util=debug",
+    );
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(|| Capture)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// The log lines written so far in this test run.
+pub fn logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
