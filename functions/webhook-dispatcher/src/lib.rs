@@ -18,6 +18,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, DeliveryStatus};
 use shared::model::webhook::{VerificationMode, WebhookRecord};
 use shared::queue::QueueMessage;
+use shared::store::deliveries::Claim;
 use shared::{ApiResult, AppState};
 use uuid::Uuid;
 
@@ -174,13 +175,21 @@ impl Dispatcher {
         body: &str,
     ) -> ApiResult<Result<(), Again>> {
         let store = &self.state.store;
-        let Some(delivery) = store
+        let delivery = match store
             .deliveries()
             .claim(id, owner, self.policy.lease)
             .await?
-        else {
-            tracing::info!(delivery_id = %id, "delivery already made or in flight: message dropped");
-            return Ok(Ok(()));
+        {
+            Claim::Claimed(delivery) => delivery,
+            Claim::Busy => {
+                // Another attempt is in flight: come back after its lease.
+                self.state.queue.hide(receipt, self.policy.lease).await?;
+                return Ok(Err(Again));
+            }
+            Claim::Done => {
+                tracing::info!(delivery_id = %id, "delivery made, failed or owned by another message: message dropped");
+                return Ok(Ok(()));
+            }
         };
         let Some(hook) = store
             .webhooks()

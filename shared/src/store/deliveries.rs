@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::ReturnValue;
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use uuid::Uuid;
 
-use super::item::{Item, from_item, key, n, s, to_item};
+use super::item::{Item, from_item, get_i64, key, n, s, to_item};
 use super::keys::{self, DELIVERY_SK};
 use super::tx::{put, transact};
 use super::{Store, sdk_error};
@@ -28,6 +28,28 @@ const KEEP_DAYS: i64 = 30;
 pub type Position = BTreeMap<String, String>;
 
 pub struct Deliveries<'a>(pub(super) &'a Store);
+
+/// What a claim of a delivery came to.
+#[derive(Debug)]
+pub enum Claim {
+    /// This attempt may go ahead.
+    Claimed(DeliveryRecord),
+    /// Another attempt holds the delivery now: try again after the lease.
+    Busy,
+    /// Nothing to do: gone, no longer pending, or another message's.
+    Done,
+}
+
+/// Unix seconds now.
+fn now_unix() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// False once the item's `ttl` has passed (DynamoDB deletes expired items
+/// only eventually; reads must not show them).
+fn live(item: &Item) -> bool {
+    get_i64(item, keys::TTL).is_none_or(|ttl| ttl > now_unix())
+}
 
 pub fn delivery_not_found() -> ApiError {
     ApiError::NotFound {
@@ -101,7 +123,7 @@ impl Deliveries<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        out.item.map(from_item).transpose()
+        out.item.filter(live).map(from_item).transpose()
     }
 
     /// Delivery `id` of `webhook`, or 404 `delivery_not_found`.
@@ -112,17 +134,11 @@ impl Deliveries<'_> {
             .ok_or_else(delivery_not_found)
     }
 
-    /// Claims delivery `id` for one attempt for `lease`: None when another
-    /// attempt holds it. A scheduled attempt (`owner`: its queue message)
-    /// also needs the delivery pending and not owned by another message,
-    /// so a delivery announced twice is still made once; a manual one
-    /// (`owner` None) only needs the lease.
-    pub async fn claim(
-        &self,
-        id: Uuid,
-        owner: Option<&str>,
-        lease: Duration,
-    ) -> ApiResult<Option<DeliveryRecord>> {
+    /// Claims delivery `id` for one attempt for `lease`. A scheduled
+    /// attempt (`owner`: its queue message) needs the delivery pending and
+    /// not owned by another message, so a delivery announced twice is
+    /// still made once; a manual one (`owner` None) only needs the lease.
+    pub async fn claim(&self, id: Uuid, owner: Option<&str>, lease: Duration) -> ApiResult<Claim> {
         let store = self.0;
         let now = chrono::Utc::now().timestamp_millis();
         let until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
@@ -135,7 +151,8 @@ impl Deliveries<'_> {
             .set_key(Some(key(keys::delivery_pk(id), DELIVERY_SK)))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":until", n(until))
-            .return_values(ReturnValue::AllNew);
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let update = match owner {
             None => update
                 .update_expression("SET lease_until = :until")
@@ -151,9 +168,25 @@ impl Deliveries<'_> {
                 .expression_attribute_values(":owner", s(owner)),
         };
         match update.send().await {
-            Ok(out) => Ok(Some(from_item(out.attributes.unwrap_or_default())?)),
+            Ok(out) => Ok(Claim::Claimed(from_item(
+                out.attributes.unwrap_or_default(),
+            )?)),
             Err(error) => match error.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(_) => Ok(None),
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    let Some(item) = failed.item.filter(live) else {
+                        return Ok(Claim::Done);
+                    };
+                    let record: DeliveryRecord = from_item(item.clone())?;
+                    let theirs = owner.is_some()
+                        && (record.status != DeliveryStatus::Pending
+                            || record.owner.as_deref().is_some_and(|o| Some(o) != owner));
+                    let leased = get_i64(&item, "lease_until").is_some_and(|until| until >= now);
+                    Ok(if !theirs && leased {
+                        Claim::Busy
+                    } else {
+                        Claim::Done
+                    })
+                }
                 other => Err(ApiError::internal(other)),
             },
         }
@@ -223,10 +256,12 @@ impl Deliveries<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
+        // Expired attempts are the oldest: they end the list.
         let mut rows: Vec<DeliveryAttempt> = out
             .items
             .unwrap_or_default()
             .into_iter()
+            .take_while(live)
             .map(from_item)
             .collect::<ApiResult<_>>()?;
         let next = (rows.len() > limit).then(|| {

@@ -884,3 +884,36 @@ fn a_name_resolving_to_loopback_is_refused_by_the_dispatcher() {
         assert_eq!(listed.body["data"][0]["status_code"], Value::Null);
     });
 }
+
+#[test]
+fn a_claim_tells_an_attempt_in_flight_from_a_delivery_owned_elsewhere() {
+    use shared::store::deliveries::Claim;
+    run(async {
+        let deliveries = harness().await.store().deliveries();
+        let ids = || uuid::Uuid::now_v7();
+        let record = shared::model::delivery::DeliveryRecord::new(
+            ids(),
+            ids(),
+            ids(),
+            ids(),
+            "surplus.delivered",
+        );
+        assert!(deliveries.create(&record).await.unwrap());
+        assert!(!deliveries.create(&record).await.unwrap(), "created once");
+        let lease = Duration::from_secs(30);
+        let claim = |owner: Option<&'static str>| deliveries.claim(record.id, owner, lease);
+
+        assert!(matches!(
+            claim(Some("m1")).await.unwrap(),
+            Claim::Claimed(_)
+        ));
+        // While m1's attempt holds the lease: a manual retry and m1 itself wait.
+        assert!(matches!(claim(None).await.unwrap(), Claim::Busy));
+        assert!(matches!(claim(Some("m1")).await.unwrap(), Claim::Busy));
+        // A second announcement's message is dropped: m1 owns the schedule.
+        assert!(matches!(claim(Some("m2")).await.unwrap(), Claim::Done));
+        // An unknown delivery is nothing to do.
+        let unknown = deliveries.claim(ids(), None, lease).await.unwrap();
+        assert!(matches!(unknown, Claim::Done));
+    });
+}

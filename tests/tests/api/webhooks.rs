@@ -133,6 +133,11 @@ fn refusals_name_the_field_and_store_nothing() {
                 json!({"event": "surplus.delivered", "url": "https://localhost/hook"}),
                 "url",
             ),
+            // A local receiver needs the development setting (off here).
+            (
+                json!({"event": "surplus.delivered", "url": "http://127.0.0.1:8000/hook"}),
+                "url",
+            ),
             (
                 json!({"event": "surplus.delivered", "url": format!("https://example.com/{}", "x".repeat(2048))}),
                 "url",
