@@ -308,6 +308,25 @@ pub fn render(spec: &Value) -> String {
             }
         }
     }
+    // Events the service sends (the description's `webhooks`).
+    let mut events = String::new();
+    for (name, item) in spec["webhooks"].as_object().into_iter().flatten() {
+        for method in METHODS {
+            if let Some(op) = item.get(method) {
+                let _ = write!(
+                    nav,
+                    "<li><a href=\"#{}\"><code>event {}</code></a></li>",
+                    anchor(method, name),
+                    escape(name)
+                );
+                events.push_str(&operation(spec, method, name, op, &[]));
+            }
+        }
+    }
+    if !events.is_empty() {
+        body.push_str("<h2 id=\"events\">Events (outbound webhooks)</h2>");
+        body.push_str(&events);
+    }
     let mut schemas = String::new();
     for (name, schema) in spec
         .pointer("/components/schemas")

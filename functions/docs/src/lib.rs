@@ -87,5 +87,15 @@ mod tests {
             page.contains("<code>rate_limited</code>"),
             "error codes are listed"
         );
+        // The events the service sends are on the page too.
+        let events = OPENAPI["webhooks"].as_object().unwrap();
+        assert!(!events.is_empty());
+        for name in events.keys() {
+            let id = html::anchor("post", name);
+            assert!(
+                page.contains(&format!("id=\"{id}\"")),
+                "event {name} missing"
+            );
+        }
     }
 }

@@ -76,7 +76,7 @@ Try:
 
 Webhooks are delivered from the local queue; a plain-HTTP receiver on
 loopback is allowed here (see docs/webhooks.md, "Trying it locally"):
-  curl -s -H "Authorization: Bearer $key" -H 'content-type: application/json' \
+  curl -s -H "Authorization: Bearer $key" -H 'content-type: application/json' \\
     -d '{"event":"surplus.delivered","url":"http://127.0.0.1:8000/hook"}' http://$ADDR/api/v1/webhooks
 
 The admin CLI reaches this stack with no flags, e.g.:
