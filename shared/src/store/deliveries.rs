@@ -113,17 +113,11 @@ impl Deliveries<'_> {
 
     /// Delivery `id` (strongly consistent), if it exists.
     pub async fn get(&self, id: Uuid) -> ApiResult<Option<DeliveryRecord>> {
-        let store = self.0;
-        let out = store
-            .db
-            .get_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::delivery_pk(id), DELIVERY_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk_error)?;
-        out.item.filter(live).map(from_item).transpose()
+        let found = self
+            .0
+            .get_item(key(keys::delivery_pk(id), DELIVERY_SK))
+            .await?;
+        found.filter(live).map(from_item).transpose()
     }
 
     /// Delivery `id` of `webhook`, or 404 `delivery_not_found`.

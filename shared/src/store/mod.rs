@@ -54,6 +54,20 @@ impl Store {
         Client::from_conf(config)
     }
 
+    /// The item at `key`, read strongly consistent, if it exists.
+    pub(crate) async fn get_item(&self, key: item::Item) -> ApiResult<Option<item::Item>> {
+        let out = self
+            .db
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        Ok(out.item)
+    }
+
     /// A strongly consistent Query of partition `pk`'s items whose sort
     /// key starts with `prefix`, in sort-key order (callers add a filter
     /// or the order they need).

@@ -71,17 +71,11 @@ pub struct Outbox<'a>(pub(super) &'a Store);
 impl Outbox<'_> {
     /// Outbox record `id` (strongly consistent), if it exists.
     pub async fn get(&self, id: Uuid) -> ApiResult<Option<OutboxRecord>> {
-        let store = self.0;
-        let out = store
-            .db
-            .get_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::outbox_pk(id), keys::OUTBOX_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk_error)?;
-        out.item.map(from_item).transpose()
+        let found = self
+            .0
+            .get_item(key(keys::outbox_pk(id), keys::OUTBOX_SK))
+            .await?;
+        found.map(from_item).transpose()
     }
 
     /// Takes record `id` out of the sweeper's index (its deliveries are

@@ -83,17 +83,11 @@ impl Webhooks<'_> {
 
     /// Webhook `id` of `org`, if it exists.
     pub async fn get(&self, org: Uuid, id: Uuid) -> ApiResult<Option<WebhookRecord>> {
-        let store = self.0;
-        let out = store
-            .db
-            .get_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::org_pk(org), keys::webhook_sk(id))))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(super::sdk_error)?;
-        out.item.map(from_item).transpose()
+        let found = self
+            .0
+            .get_item(key(keys::org_pk(org), keys::webhook_sk(id)))
+            .await?;
+        found.map(from_item).transpose()
     }
 
     /// Webhook `id` of `org`, or 404 `webhook_not_found`.

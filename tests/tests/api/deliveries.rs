@@ -69,6 +69,21 @@ async fn deliver_load(stack: &Stack, t: &TestOrg, load: &str) {
     .expect(200, None);
 }
 
+/// Given a webhook of `t` at `receiver` and a load of `t` delivered through
+/// `stack`: the webhook id and the load id.
+async fn webhook_and_delivered_load(
+    stack: &Stack,
+    t: &TestOrg,
+    receiver: &Receiver,
+) -> (String, String) {
+    let url = format!("{}/hook", receiver.base);
+    let (hook, _) = register(stack, t, &url, "hmac_sha256").await;
+    let site = new_site(t, json!({"name": "Origin"})).await;
+    let load = new_load(t, &site).await;
+    deliver_load(stack, t, &load).await;
+    (hook, load)
+}
+
 async fn attempts(stack: &Stack, t: &TestOrg, hook: &str) -> Reply {
     send(
         stack,
@@ -412,16 +427,7 @@ fn an_integrator_retries_a_delivery_with_the_same_id() {
         let stack = Stack::new(quick_policy(8), false, |_| {}).await;
         let t = org().await;
         let receiver = Receiver::start(vec![]).await;
-        let (hook, _) = register(
-            &stack,
-            &t,
-            &format!("{}/hook", receiver.base),
-            "hmac_sha256",
-        )
-        .await;
-        let site = new_site(&t, json!({"name": "Origin"})).await;
-        let load = new_load(&t, &site).await;
-        deliver_load(&stack, &t, &load).await;
+        let (hook, load) = webhook_and_delivered_load(&stack, &t, &receiver).await;
         stack
             .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
             .await;
@@ -553,16 +559,7 @@ fn another_organizations_deliveries_are_404() {
         let stack = Stack::new(quick_policy(8), false, |_| {}).await;
         let (owner, other) = (org().await, org().await);
         let receiver = Receiver::start(vec![]).await;
-        let (hook, _) = register(
-            &stack,
-            &owner,
-            &format!("{}/hook", receiver.base),
-            "hmac_sha256",
-        )
-        .await;
-        let site = new_site(&owner, json!({"name": "Origin"})).await;
-        let load = new_load(&owner, &site).await;
-        deliver_load(&stack, &owner, &load).await;
+        let (hook, _) = webhook_and_delivered_load(&stack, &owner, &receiver).await;
         stack
             .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
             .await;
@@ -599,16 +596,7 @@ fn attempts_running_out_fail_the_delivery_into_the_dead_letter_queue() {
         let stack = Stack::new(quick_policy(2), false, |_| {}).await;
         let t = org().await;
         let receiver = Receiver::start(vec![500, 302, 500]).await;
-        let (hook, _) = register(
-            &stack,
-            &t,
-            &format!("{}/hook", receiver.base),
-            "hmac_sha256",
-        )
-        .await;
-        let site = new_site(&t, json!({"name": "Origin"})).await;
-        let load = new_load(&t, &site).await;
-        deliver_load(&stack, &t, &load).await;
+        let (hook, _) = webhook_and_delivered_load(&stack, &t, &receiver).await;
 
         stack
             .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
