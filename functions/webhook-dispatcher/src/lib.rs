@@ -18,6 +18,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, DeliveryStatus};
 use shared::model::webhook::{VerificationMode, WebhookRecord};
 use shared::queue::QueueMessage;
+use shared::store::calls::CallCounter;
 use shared::store::deliveries::Claim;
 use shared::{ApiResult, AppState};
 use uuid::Uuid;
@@ -75,7 +76,17 @@ impl Dispatcher {
         let failed: Vec<String> = futures::stream::iter(batch.records)
             .map(|message| async move {
                 let id = message.message_id.clone().unwrap_or_default();
-                self.message(&message).await.err().map(|Again| id)
+                let calls = CallCounter::default();
+                // Boxed: a delivery's future is large (the payload's reads).
+                let outcome = Box::pin(calls.scope(self.message(&message))).await;
+                tracing::info!(
+                    message_id = %id,
+                    body = message.body.as_deref().unwrap_or_default(),
+                    ddb_calls = calls.get(),
+                    returned = outcome.is_err(),
+                    "queue message handled"
+                );
+                outcome.err().map(|Again| id)
             })
             .buffer_unordered(CONCURRENCY)
             .filter_map(|failed| async move { failed })
@@ -191,23 +202,23 @@ impl Dispatcher {
                 return Ok(Ok(()));
             }
         };
-        let Some(hook) = store
-            .webhooks()
-            .get(delivery.org_id, delivery.webhook_id)
-            .await?
-        else {
+        // The webhook and the payload's records, read at once.
+        let config = &self.state.config;
+        let webhooks = store.webhooks();
+        let (hook, envelope) = futures::try_join!(
+            webhooks.get(delivery.org_id, delivery.webhook_id),
+            payload::build(
+                store,
+                &self.state.links,
+                config.admin_url_template.as_deref(),
+                &delivery,
+            ),
+        )?;
+        let Some(hook) = hook else {
             tracing::info!(delivery_id = %id, "webhook deleted: nothing to deliver");
             return Ok(Ok(()));
         };
-        let config = &self.state.config;
-        let Some(envelope) = payload::build(
-            store,
-            &self.state.links,
-            config.admin_url_template.as_deref(),
-            &delivery,
-        )
-        .await?
-        else {
+        let Some(envelope) = envelope else {
             tracing::info!(delivery_id = %id, "load archived: nothing to deliver");
             return Ok(Ok(()));
         };

@@ -127,6 +127,24 @@ fn verify(request: &api_tests::webhooks::Received, secret: &str) {
     );
 }
 
+/// DynamoDB calls of each queue message whose body names `id`, from the
+/// dispatcher's log lines.
+fn calls_of_messages_naming(id: &str) -> Vec<u32> {
+    logs()
+        .lines()
+        .filter(|line| line.contains("queue message handled") && line.contains(id))
+        .map(|line| {
+            let count = line.split("ddb_calls=").nth(1).expect("ddb_calls logged");
+            count
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
 /// The contract's `data` fields of surplus.delivered, exactly.
 const DATA_FIELDS: [&str; 39] = [
     "surplusId",
@@ -358,6 +376,15 @@ fn a_delivered_load_reaches_the_receiver_signed_complete_and_retried() {
         }
         assert!(!listed.text.contains(&hmac_secret));
 
+        // Each attempt: claim; the webhook and the load at once; the names
+        // in parallel; the attempt and the delivery in one transaction.
+        let calls = calls_of_messages_naming(&delivery_id);
+        assert_eq!(calls.len(), 2, "two messages handled");
+        assert!(
+            calls.iter().all(|&n| n <= 10),
+            "calls per attempt: {calls:?}"
+        );
+
         // No secret in any log line of the run so far (and the log is live).
         let log = logs();
         assert!(log.contains("webhook attempt"), "the log is captured");
@@ -418,6 +445,14 @@ fn racing_deliveries_and_repeated_announcements_make_one_post() {
         stack.drain().await;
 
         assert_eq!(receiver.count(), 1, "exactly one POST per load and webhook");
+        // A fan-out: the record, the webhooks, a delivery per webhook (and a
+        // read of it when it exists), the record out of the sweeper's index.
+        let calls = calls_of_messages_naming(&ours[0].id.to_string());
+        assert_eq!(calls.len(), 3, "announced three times");
+        assert!(
+            calls.iter().all(|&n| n <= 5),
+            "calls per announcement: {calls:?}"
+        );
     });
 }
 
