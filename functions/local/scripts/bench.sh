@@ -25,7 +25,12 @@ cleanup() {
 trap cleanup EXIT
 
 bin=target/bench-server
-$bin/admin setup-local >/dev/null 2>&1
+setup=$($bin/admin setup-local 2>/dev/null)
+# The dev server's dispatcher delivers webhooks from the local queue to a
+# receiver on loopback (development setting).
+export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhook-deliveries)
+export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhook-deliveries-dlq)
+export WEBHOOK_ALLOW_LOOPBACK_HTTP=true
 demo=$($bin/admin demo 2>/dev/null)
 key=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['api_key'])")
 org_id=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['org_id'])")
@@ -82,9 +87,49 @@ for n in "$BIG" "$SMALL"; do
     $bin/bench load "127.0.0.1:$BENCH_PORT" "/api/v1/reports/summary?$year" "$k" "$REQUESTS" "$CONCURRENCY"
 done
 
+DELIVERIES=${DELIVERIES:-20}
+echo "==> webhook deliveries: $DELIVERIES loads delivered, one webhook on a loopback receiver"
+"$VENV/bin/python" - "$BENCH_PORT" "$key" "$site" "$DELIVERIES" <<'PY'
+import http.server, json, sys, threading, time, urllib.request
+port, key, site, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+got = []
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        got.append(time.monotonic())
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+def call(method, path, body=None, content_type="application/json"):
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data, method=method,
+                                     headers={"X-Api-Key": key, "Content-Type": content_type})
+    return json.load(urllib.request.urlopen(request))
+call("POST", "/api/v1/webhooks", {"event": "surplus.delivered",
+     "url": f"http://127.0.0.1:{server.server_address[1]}/hook"})
+png = b"\x89PNG\r\n\x1a\n" + bytes(16)
+form = (b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"w.png\"\r\n"
+        b"Content-Type: image/png\r\n\r\n" + png + b"\r\n--b--\r\n")
+started = time.monotonic()
+for _ in range(n):
+    load = call("POST", "/api/v1/surpluses", {"site_id": site, "volume_m3": 2})["data"]["id"]
+    call("POST", f"/api/v1/surpluses/{load}/waybill", form, "multipart/form-data; boundary=b")
+    call("PATCH", f"/api/v1/surpluses/{load}", {"status": "delivered"})
+deadline = time.monotonic() + 120
+while len(got) < n and time.monotonic() < deadline:
+    time.sleep(0.2)
+print(json.dumps({"deliveries": n, "received": len(got),
+                  "seconds_from_first_patch_to_last_post": round(got[-1] - started, 2) if got else None}))
+PY
+
 "$VENV/bin/python" - "$log" <<'PY'
 import json, sys
 calls = {}
+messages = {}
+durations = []
 items = []
 for line in open(sys.argv[1]):
     try:
@@ -96,12 +141,25 @@ for line in open(sys.argv[1]):
         items.append(row["items_read"])
     if route and route.startswith("/api/v1/") and row.get("status") == 200:
         calls.setdefault(route, []).append(row["ddb_calls"])
+    if row.get("message") == "queue message handled":
+        kind = json.loads(row["body"]).get("kind", "?")
+        messages.setdefault(kind, []).append(row["ddb_calls"])
+    if row.get("message") == "webhook attempt":
+        durations.append(row["duration_ms"])
 for route, counts in sorted(calls.items()):
     print(json.dumps({"route": route, "requests_logged": len(counts),
                       "ddb_calls_per_request": round(sum(counts) / len(counts), 2),
                       "ddb_calls_max": max(counts)}))
 if items:
     print(json.dumps({"summary_items_read": sorted(set(items))}))
+for kind, counts in sorted(messages.items()):
+    print(json.dumps({"queue_message": kind, "handled": len(counts),
+                      "ddb_calls_per_message": round(sum(counts) / len(counts), 2),
+                      "ddb_calls_max": max(counts)}))
+if durations:
+    durations.sort()
+    print(json.dumps({"webhook_attempts": len(durations),
+                      "attempt_ms_p50": durations[len(durations) // 2], "attempt_ms_max": durations[-1]}))
 PY
 kill "$server"; wait "$server" 2>/dev/null || true; server=""
 
