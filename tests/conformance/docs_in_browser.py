@@ -97,9 +97,11 @@ def browse(binary, url, *extra):
 def main():
     base, out = sys.argv[1], Path(sys.argv[2])
     spec = yaml.safe_load(urllib.request.urlopen(f"{base}/openapi.yaml", timeout=10).read())
+    # The operations, and the events the service sends (`webhooks`).
     wanted = {
         (method.upper(), path): op.get("summary", "")
-        for path, item in spec["paths"].items()
+        for entries in (spec["paths"], spec.get("webhooks", {}))
+        for path, item in entries.items()
         for method, op in item.items()
         if method in METHODS
     }

@@ -41,8 +41,8 @@ trap cleanup EXIT
 echo "==> emulator ($emulator); table $TABLE_NAME"
 setup=$(target/debug/admin setup-local 2>/dev/null)
 # The retry route queues deliveries; the dev server's dispatcher takes them.
-export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhook-deliveries)
-export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhook-deliveries-dlq)
+export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhooks)
+export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
 
 RATE_LIMIT_PER_WINDOW=1000000000 LOCAL_ADDR=127.0.0.1:$port RUST_LOG=warn LOG_FORMAT=json \
     target/debug/local >"$out/server.log" 2>&1 &

@@ -400,11 +400,14 @@ async fn run(cli: Cli) -> Result<()> {
                 .map_err(anyhow::Error::msg)?;
             print(json!({"bucket": config.bucket_name, "created": created}));
             let sqs = aws_sdk_sqs::Client::new(&sdk);
-            for name in ["webhook-deliveries-dlq", "webhook-deliveries"] {
-                let url = shared::store::schema::ensure_queue(&sqs, name)
+            // Queues of this table's own: stacks sharing one emulator (a
+            // `make run`, the contract gate) never take each other's messages.
+            for role in ["webhooks-dlq", "webhooks"] {
+                let name = format!("{}-{role}", config.table_name);
+                let url = shared::store::schema::ensure_queue(&sqs, &name)
                     .await
                     .map_err(anyhow::Error::msg)?;
-                print(json!({"queue": name, "url": url}));
+                print(json!({"queue": name, "role": role, "url": url}));
             }
         }
         Command::Demo => {

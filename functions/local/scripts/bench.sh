@@ -28,8 +28,8 @@ bin=target/bench-server
 setup=$($bin/admin setup-local 2>/dev/null)
 # The dev server's dispatcher delivers webhooks from the local queue to a
 # receiver on loopback (development setting).
-export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhook-deliveries)
-export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhook-deliveries-dlq)
+export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhooks)
+export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
 export WEBHOOK_ALLOW_LOOPBACK_HTTP=true
 demo=$($bin/admin demo 2>/dev/null)
 key=$(echo "$demo" | "$VENV/bin/python" -c "import json,sys; print(json.load(sys.stdin)['api_key'])")

@@ -10,12 +10,13 @@ export MOTO_HOST MOTO_PORT AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SEC
 VENV=${VENV:-.venv}
 STATE_DIR=.local
 
-# The URL of queue $2 in `admin setup-local`'s JSON lines $1.
+# The URL of the queue of role $2 (webhooks, webhooks-dlq) in
+# `admin setup-local`'s JSON lines $1.
 queue_url() {
     "$VENV/bin/python" -c "
 import json, sys
 for line in sys.argv[1].splitlines():
     row = json.loads(line)
-    if row.get('queue') == sys.argv[2]:
+    if row.get('role') == sys.argv[2]:
         print(row['url'])" "$1" "$2"
 }

@@ -51,8 +51,8 @@ echo "==> creating the table, bucket and queues (if missing)"
 setup=$(target/debug/admin setup-local 2>/dev/null)
 # The dev server runs the webhook dispatcher from the local queue, and lets
 # webhooks point at a plain-HTTP receiver on loopback (development only).
-export WEBHOOK_QUEUE_URL=${WEBHOOK_QUEUE_URL:-$(queue_url "$setup" webhook-deliveries)}
-export WEBHOOK_DLQ_URL=${WEBHOOK_DLQ_URL:-$(queue_url "$setup" webhook-deliveries-dlq)}
+export WEBHOOK_QUEUE_URL=${WEBHOOK_QUEUE_URL:-$(queue_url "$setup" webhooks)}
+export WEBHOOK_DLQ_URL=${WEBHOOK_DLQ_URL:-$(queue_url "$setup" webhooks-dlq)}
 export WEBHOOK_ALLOW_LOOPBACK_HTTP=${WEBHOOK_ALLOW_LOOPBACK_HTTP:-true}
 demo=$(target/debug/admin demo 2>/dev/null)
 field() { "$VENV/bin/python" -c "import json,sys; print(json.loads(sys.argv[1])['$1'])" "$demo"; }
