@@ -19,4 +19,5 @@ pub fn routes() -> Router<AppState> {
         .merge(surpluses::routes())
         .merge(reports::routes())
         .merge(webhooks::routes())
+        .merge(places::routes())
 }

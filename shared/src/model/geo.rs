@@ -51,41 +51,159 @@ impl Coordinates {
         })
     }
 
-    /// Geohash of `precision` characters.
+    /// Geohash of `precision` characters (1 to 12).
     pub fn geohash(&self, precision: usize) -> String {
-        const ALPHABET: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
-        let (mut lat, mut lng) = ((-90.0f64, 90.0f64), (-180.0f64, 180.0f64));
-        let mut out = String::with_capacity(precision);
-        let (mut bits, mut value, mut even) = (0, 0usize, true);
-        while out.len() < precision {
-            let (range, x) = if even {
-                (&mut lng, self.lng)
-            } else {
-                (&mut lat, self.lat)
-            };
-            let mid = (range.0 + range.1) / 2.0;
-            value <<= 1;
-            if x >= mid {
-                value |= 1;
-                range.0 = mid;
-            } else {
-                range.1 = mid;
-            }
-            even = !even;
-            bits += 1;
-            if bits == 5 {
-                out.push(ALPHABET[value] as char);
-                bits = 0;
-                value = 0;
-            }
+        // Validated coordinates are always inside the geohash ranges.
+        geohash::encode(
+            geohash::Coord {
+                x: self.lng,
+                y: self.lat,
+            },
+            precision,
+        )
+        .unwrap_or_default()
+    }
+
+    /// Great-circle distance in kilometres (haversine, on the sphere of
+    /// `EARTH_RADIUS_KM`).
+    pub fn distance_km(&self, other: &Coordinates) -> f64 {
+        let (lat1, lat2) = (self.lat.to_radians(), other.lat.to_radians());
+        let dlat = lat2 - lat1;
+        let dlng = (other.lng - self.lng).to_radians();
+        let h = (dlat / 2.0).sin().powi(2) + lat1.cos() * lat2.cos() * (dlng / 2.0).sin().powi(2);
+        2.0 * EARTH_RADIUS_KM * h.sqrt().min(1.0).asin()
+    }
+
+    /// The point `distance_km` away on initial bearing `bearing` (degrees
+    /// clockwise from north), along a great circle; longitude brought back
+    /// into -180..180. Not rounded.
+    pub fn moved(&self, bearing: f64, distance_km: f64) -> Coordinates {
+        let (lat1, lng1) = (self.lat.to_radians(), self.lng.to_radians());
+        let (theta, delta) = (bearing.to_radians(), distance_km / EARTH_RADIUS_KM);
+        let lat2 = (lat1.sin() * delta.cos() + lat1.cos() * delta.sin() * theta.cos()).asin();
+        let lng2 = lng1
+            + (theta.sin() * delta.sin() * lat1.cos()).atan2(delta.cos() - lat1.sin() * lat2.sin());
+        Coordinates {
+            lat: lat2.to_degrees(),
+            lng: (lng2.to_degrees() + 540.0).rem_euclid(360.0) - 180.0,
         }
-        out
     }
 }
 
-/// Precisions at which every record with coordinates is indexed: 3 (about
-/// 156 km cells) for wide searches, 4 (about 39 x 20 km) for narrow ones.
-pub const INDEX_PRECISIONS: [usize; 2] = [3, 4];
+/// Mean Earth radius (IUGG), km: distances and search bounds use the same
+/// sphere, so a point the bounds leave out is never within the radius.
+pub const EARTH_RADIUS_KM: f64 = 6371.0088;
+
+/// Precisions at which every record with coordinates is indexed: 4 (cells
+/// of about 39 x 20 km at the equator) for narrow searches, 3 (about 156
+/// km) for wide ones, 2 (about 1250 x 625 km) where the finer ones would
+/// need too many cells (near the poles, where cells are narrow).
+pub const INDEX_PRECISIONS: [usize; 3] = [2, 3, 4];
+
+/// Most cells a search reads at one precision before it takes a coarser one.
+pub const MAX_CELLS: usize = 32;
+
+/// The index cells a search reads: every cell of one precision that may
+/// hold a point within the radius.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cover {
+    pub precision: usize,
+    pub cells: Vec<String>,
+}
+
+/// A latitude band and the longitude ranges (one, or two across the
+/// antimeridian) that hold every point within the radius.
+#[derive(Debug)]
+struct Bounds {
+    lat: (f64, f64),
+    lng: Vec<(f64, f64)>,
+}
+
+/// Margin (degrees) added to the bounds against rounding at cell edges: a
+/// cell more may be read, never one less.
+const MARGIN: f64 = 1e-9;
+
+fn bounds(center: Coordinates, radius_km: f64) -> Bounds {
+    let angle = radius_km / EARTH_RADIUS_KM;
+    let dlat = angle.to_degrees() + MARGIN;
+    let (south, north) = (center.lat - dlat, center.lat + dlat);
+    let lat = (south.max(-90.0), north.min(90.0));
+    let whole = vec![(-180.0, 180.0)];
+    // A circle around a pole covers every longitude.
+    if south <= -90.0 || north >= 90.0 {
+        return Bounds { lat, lng: whole };
+    }
+    // The widest longitude difference of the circle's points (where the
+    // tangent meridians touch it): asin(sin(angle) / cos(lat)).
+    let ratio = angle.sin() / center.lat.to_radians().cos();
+    if ratio >= 1.0 {
+        return Bounds { lat, lng: whole };
+    }
+    let dlng = ratio.asin().to_degrees() + MARGIN;
+    let (west, east) = (center.lng - dlng, center.lng + dlng);
+    let lng = if west < -180.0 {
+        vec![(west + 360.0, 180.0), (-180.0, east)]
+    } else if east > 180.0 {
+        vec![(west, 180.0), (-180.0, east - 360.0)]
+    } else {
+        vec![(west, east)]
+    };
+    Bounds { lat, lng }
+}
+
+/// Rows and columns of geohash cells at `precision` (longitude takes the
+/// first of each character's 5 bits, so it gets the odd bit).
+fn grid(precision: usize) -> (u32, u32) {
+    let bits = 5 * precision as u32;
+    (1 << (bits / 2), 1 << bits.div_ceil(2))
+}
+
+/// The cells at `precision` that intersect `bounds`.
+fn cells(bounds: &Bounds, precision: usize) -> Vec<String> {
+    let (rows, cols) = grid(precision);
+    let (height, width) = (180.0 / f64::from(rows), 360.0 / f64::from(cols));
+    let index = |value: f64, origin: f64, size: f64, count: u32| -> u32 {
+        (((value - origin) / size).floor().max(0.0) as u32).min(count - 1)
+    };
+    let (south, north) = bounds.lat;
+    let mut found = std::collections::BTreeSet::new();
+    for row in index(south, -90.0, height, rows)..=index(north, -90.0, height, rows) {
+        for &(west, east) in &bounds.lng {
+            for col in index(west, -180.0, width, cols)..=index(east, -180.0, width, cols) {
+                let middle = Coordinates {
+                    lat: -90.0 + (f64::from(row) + 0.5) * height,
+                    lng: -180.0 + (f64::from(col) + 0.5) * width,
+                };
+                found.insert(middle.geohash(precision));
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// The cells to read for a search of `radius_km` around `center`: at the
+/// finest index precision whose cover has at most `MAX_CELLS` cells (else
+/// the coarsest), so the work grows with the area searched, never with the
+/// number of records.
+pub fn cover(center: Coordinates, radius_km: f64) -> Cover {
+    let bounds = bounds(center, radius_km);
+    let mut precisions = INDEX_PRECISIONS;
+    precisions.sort_unstable_by(|a, b| b.cmp(a));
+    let mut chosen = Cover {
+        precision: 0,
+        cells: Vec::new(),
+    };
+    for precision in precisions {
+        chosen = Cover {
+            precision,
+            cells: cells(&bounds, precision),
+        };
+        if chosen.cells.len() <= MAX_CELLS {
+            break;
+        }
+    }
+    chosen
+}
 
 #[cfg(test)]
 mod tests {
@@ -118,5 +236,79 @@ mod tests {
                 .to_string()
                 .starts_with("lng")
         );
+    }
+
+    #[test]
+    fn a_degree_of_latitude_is_111_km() {
+        let a = Coordinates::new(60.0, 25.0).unwrap();
+        let b = Coordinates::new(61.0, 25.0).unwrap();
+        assert!((a.distance_km(&b) - 111.195).abs() < 0.001);
+        // Across the antimeridian and across a pole, the short way.
+        let east = Coordinates::new(0.0, 179.95).unwrap();
+        let west = Coordinates::new(0.0, -179.95).unwrap();
+        assert!((east.distance_km(&west) - 11.1195).abs() < 0.001);
+        let here = Coordinates::new(89.95, 0.0).unwrap();
+        let there = Coordinates::new(89.95, 180.0).unwrap();
+        assert!((here.distance_km(&there) - 11.1195).abs() < 0.001);
+    }
+
+    #[test]
+    fn every_point_within_the_radius_lies_in_a_covered_cell() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut centers = vec![
+            (60.17, 24.94),
+            (0.0, 179.99),
+            (0.0, -179.99),
+            (-33.9, 180.0),
+            (89.99, 10.0),
+            (-89.5, -170.0),
+            (88.0, 179.9),
+            (0.0, 0.0),
+        ];
+        for _ in 0..200 {
+            centers.push((
+                rng.random_range(-90.0..=90.0),
+                rng.random_range(-180.0..=180.0),
+            ));
+        }
+        for (lat, lng) in centers {
+            let center = Coordinates { lat, lng };
+            for radius in [1.0, 7.5, 20.0, 40.0, 100.0] {
+                let cover = cover(center, radius);
+                assert!(
+                    cover.cells.len() <= MAX_CELLS,
+                    "{} cells at {center:?}, {radius} km",
+                    cover.cells.len()
+                );
+                for _ in 0..60 {
+                    let bearing = rng.random_range(0.0..360.0);
+                    // Mostly at the edge, where a missing cell would show.
+                    let distance = radius * rng.random_range(0.9..=1.0f64).min(1.0);
+                    let point = center.moved(bearing, distance);
+                    assert!(
+                        cover.cells.contains(&point.geohash(cover.precision)),
+                        "{point:?} ({distance} km from {center:?}) outside the cover {cover:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_searches_read_fine_cells_and_wide_ones_coarse_cells() {
+        let helsinki = Coordinates::new(60.17, 24.94).unwrap();
+        let default = cover(helsinki, 40.0);
+        assert_eq!(default.precision, 4);
+        assert!(default.cells.len() <= MAX_CELLS);
+        assert_eq!(cover(helsinki, 100.0).precision, 3);
+        assert!(cover(helsinki, 100.0).cells.len() <= 12);
+        // Around a pole every longitude is near: one row of the coarse cells.
+        let pole = cover(Coordinates::new(90.0, 0.0).unwrap(), 100.0);
+        assert_eq!((pole.precision, pole.cells.len()), (2, 32));
+        // Across the antimeridian: cells on both sides.
+        let fiji = cover(Coordinates::new(-17.0, 179.99).unwrap(), 10.0);
+        assert!(fiji.cells.iter().any(|c| c.starts_with('r')));
+        assert!(fiji.cells.iter().any(|c| c.starts_with('2')));
     }
 }

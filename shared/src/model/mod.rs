@@ -12,6 +12,7 @@ pub mod member;
 pub mod open_hours;
 pub mod org;
 pub mod patch;
+pub mod place;
 pub mod receiving_point;
 pub mod report;
 pub mod site;

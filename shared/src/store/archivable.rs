@@ -8,11 +8,12 @@ use super::geo::GeoEntry;
 use super::records::Record;
 use crate::error::ApiError;
 use crate::model::factory::FactoryRecord;
+use crate::model::place::PlaceKind;
 use crate::model::receiving_point::ReceivingPointRecord;
 use crate::model::site::SiteRecord;
 
 macro_rules! archivable {
-    ($record:ty, prefix: $prefix:literal, geo: $kind:literal, not_found: $code:literal, $message:literal, public: |$r:ident| $public:expr, index: |$i:ident| $index:expr) => {
+    ($record:ty, prefix: $prefix:literal, geo: $kind:expr, not_found: $code:literal, $message:literal, public: |$r:ident| $public:expr, index: |$i:ident| $index:expr) => {
         impl Record for $record {
             const PREFIX: &'static str = $prefix;
 
@@ -63,13 +64,13 @@ macro_rules! archivable {
     };
 }
 
-archivable!(SiteRecord, prefix: "SITE#", geo: "SITE", not_found: "site_not_found", "site not found", public: |_s| false, index: |_s| Vec::new());
-archivable!(FactoryRecord, prefix: "FACTORY#", geo: "FACTORY", not_found: "factory_not_found", "factory not found", public: |_f| false, index: |_f| Vec::new());
+archivable!(SiteRecord, prefix: "SITE#", geo: PlaceKind::Site, not_found: "site_not_found", "site not found", public: |_s| false, index: |_s| Vec::new());
+archivable!(FactoryRecord, prefix: "FACTORY#", geo: PlaceKind::Factory, not_found: "factory_not_found", "factory not found", public: |_f| false, index: |_f| Vec::new());
 // Public receiving points are also indexed in the `PUBLIC` cells.
 archivable!(
     ReceivingPointRecord,
     prefix: "RP#",
-    geo: "RP",
+    geo: PlaceKind::ReceivingPoint,
     not_found: "receiving_point_not_found",
     "receiving point not found",
     public: |point| point.is_public,

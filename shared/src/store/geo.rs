@@ -3,13 +3,14 @@
 //! in the `PUBLIC` cells), written in the same transaction as the record.
 
 use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::item::{key, to_item};
 use super::tx::put;
 use crate::error::{ApiError, ApiResult};
 use crate::model::geo::{Coordinates, INDEX_PRECISIONS};
+use crate::model::place::PlaceKind;
 
 /// Scope of the cells holding public receiving points of every organization.
 pub const PUBLIC: &str = "PUBLIC";
@@ -17,8 +18,7 @@ pub const PUBLIC: &str = "PUBLIC";
 /// What a record puts in the index.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GeoEntry {
-    /// `RP`, `SITE` or `FACTORY`.
-    pub kind: &'static str,
+    pub kind: PlaceKind,
     pub id: Uuid,
     pub org_id: Uuid,
     pub name: String,
@@ -27,16 +27,17 @@ pub struct GeoEntry {
     pub public: bool,
 }
 
-#[derive(Serialize)]
-struct GeoItem<'a> {
-    pk: String,
-    sk: String,
-    kind: &'a str,
-    id: Uuid,
-    org_id: Uuid,
-    name: &'a str,
-    lat: f64,
-    lng: f64,
+/// An index entry as stored (`kind` is the tag: `RP`, `SITE`, `FACTORY`).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct GeoItem {
+    pub pk: String,
+    pub sk: String,
+    pub kind: String,
+    pub id: Uuid,
+    pub org_id: Uuid,
+    pub name: String,
+    pub lat: f64,
+    pub lng: f64,
 }
 
 pub fn cell_pk(scope: &str, precision: usize, cell: &str) -> String {
@@ -45,7 +46,7 @@ pub fn cell_pk(scope: &str, precision: usize, cell: &str) -> String {
 
 impl GeoEntry {
     fn keys(&self) -> Vec<(String, String)> {
-        let sk = format!("{}#{}", self.kind, self.id);
+        let sk = format!("{}#{}", self.kind.tag(), self.id);
         let org = self.org_id.to_string();
         let mut scopes = vec![org.as_str()];
         if self.public {
@@ -88,10 +89,10 @@ pub(crate) fn changes(
                 let item = GeoItem {
                     pk,
                     sk,
-                    kind: entry.kind,
+                    kind: entry.kind.tag().to_owned(),
                     id: entry.id,
                     org_id: entry.org_id,
-                    name: &entry.name,
+                    name: entry.name.clone(),
                     lat: entry.coordinates.lat,
                     lng: entry.coordinates.lng,
                 };

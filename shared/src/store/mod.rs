@@ -15,6 +15,7 @@ pub mod keys;
 pub mod members;
 pub mod orgs;
 pub mod outbox;
+pub mod places;
 pub mod rate_limits;
 pub mod records;
 pub mod reports;
@@ -144,6 +145,10 @@ impl Store {
         webhooks::Webhooks(self)
     }
 
+    pub fn places(&self) -> places::Places<'_> {
+        places::Places(self)
+    }
+
     pub fn trucks(&self) -> trucks::Trucks<'_> {
         trucks::Trucks(self)
     }
@@ -161,7 +166,16 @@ impl Store {
 pub(crate) async fn query_all(
     query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
 ) -> ApiResult<Vec<item::Item>> {
+    Ok(query_counted(query).await?.0)
+}
+
+/// Every item a query matches, and how many items DynamoDB read for them
+/// (before any filter).
+pub(crate) async fn query_counted(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+) -> ApiResult<(Vec<item::Item>, usize)> {
     let mut items = Vec::new();
+    let mut read = 0;
     let mut start = None;
     loop {
         let page = query
@@ -170,10 +184,11 @@ pub(crate) async fn query_all(
             .send()
             .await
             .map_err(sdk_error)?;
+        read += usize::try_from(page.scanned_count).unwrap_or(0);
         items.extend(page.items.unwrap_or_default());
         start = page.last_evaluated_key;
         if start.is_none() {
-            return Ok(items);
+            return Ok((items, read));
         }
     }
 }

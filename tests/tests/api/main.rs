@@ -12,6 +12,7 @@ mod health;
 mod members;
 mod org_lifecycle;
 mod orgs;
+mod places;
 mod rate_limit;
 mod receiving_points;
 mod report_rows;

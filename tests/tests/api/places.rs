@@ -1,0 +1,381 @@
+//! Nearby places: what an organization sees (its own places, every public
+//! receiving point, never an archived one), nearest first within the
+//! radius, correct at cell edges, across the antimeridian and near the
+//! poles, and every parameter checked.
+
+use api_tests::{Reply, TestOrg, new_key, org, run, send};
+use http::Method;
+use serde_json::json;
+use shared::auth::Scope;
+use shared::model::geo::Coordinates;
+
+use crate::receiving_points::new_point;
+use crate::sites::new_site;
+
+/// A search area of this test's own: the public cells are shared by every
+/// test of the run, so each test searches where no other test puts places.
+fn somewhere(lat_range: std::ops::Range<f64>) -> Coordinates {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    Coordinates {
+        lat: rng.random_range(lat_range),
+        lng: rng.random_range(-179.0..179.0),
+    }
+}
+
+/// `km` from `from` toward `bearing`, as a request body's `lat`/`lng`.
+fn at(from: Coordinates, bearing: f64, km: f64) -> (f64, f64) {
+    let c = from.moved(bearing, km);
+    let c = Coordinates::new(c.lat, c.lng).unwrap();
+    (c.lat, c.lng)
+}
+
+async fn site_at(t: &TestOrg, name: &str, (lat, lng): (f64, f64)) -> String {
+    new_site(t, json!({"name": name, "lat": lat, "lng": lng})).await
+}
+
+async fn point_at(
+    t: &TestOrg,
+    site: &str,
+    name: &str,
+    (lat, lng): (f64, f64),
+    public: bool,
+) -> String {
+    new_point(
+        t,
+        json!({"site_id": site, "name": name, "lat": lat, "lng": lng, "is_public": public}),
+    )
+    .await
+}
+
+async fn factory_at(t: &TestOrg, name: &str, (lat, lng): (f64, f64)) -> String {
+    let reply = send(
+        t,
+        Method::POST,
+        "/api/v1/factories",
+        Some(json!({"name": name, "lat": lat, "lng": lng})),
+    )
+    .await;
+    reply.expect(201, None);
+    reply.body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn nearby(t: &TestOrg, center: Coordinates, rest: &str) -> Reply {
+    let path = format!(
+        "/api/v1/places/nearby?lat={}&lng={}{rest}",
+        center.lat, center.lng
+    );
+    send(t, Method::GET, &path, None).await
+}
+
+/// The names of a result, in order.
+fn names(reply: &Reply) -> Vec<&str> {
+    reply.expect(200, None);
+    reply.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn an_organization_sees_its_own_places_and_public_receiving_points_nearest_first() {
+    run(async {
+        // Given two organizations with places around one point.
+        let center = somewhere(-50.0..50.0);
+        let (a, b) = (org().await, org().await);
+        let a_site = site_at(&a, "A site", at(center, 0.0, 3.0)).await;
+        point_at(&a, &a_site, "A private point", at(center, 90.0, 1.0), false).await;
+        let a_public = point_at(&a, &a_site, "A public point", at(center, 180.0, 2.0), true).await;
+        factory_at(&a, "A factory", at(center, 270.0, 4.0)).await;
+        let b_site = site_at(&b, "B site", at(center, 45.0, 1.5)).await;
+        point_at(
+            &b,
+            &b_site,
+            "B private point",
+            at(center, 135.0, 0.5),
+            false,
+        )
+        .await;
+        let b_public = point_at(&b, &b_site, "B public point", at(center, 225.0, 5.0), true).await;
+        factory_at(&b, "B factory", at(center, 315.0, 0.7)).await;
+
+        // When A searches every type.
+        let all = nearby(&a, center, "&types=receiving_point,site,factory").await;
+
+        // Then A sees its own four places and B's public point, nearest
+        // first, never B's private point, site or factory.
+        assert_eq!(
+            names(&all),
+            [
+                "A private point",
+                "A public point",
+                "A site",
+                "A factory",
+                "B public point"
+            ]
+        );
+        assert_eq!(all.body["meta"]["count"], 5);
+        let rows = all.body["data"].as_array().unwrap();
+        let expected_km = [1.0, 2.0, 3.0, 4.0, 5.0];
+        for (row, km) in rows.iter().zip(expected_km) {
+            let distance = row["distance_km"].as_f64().unwrap();
+            assert!((distance - km).abs() < 0.002, "{row}");
+            let keys: Vec<&String> = row.as_object().unwrap().keys().collect();
+            assert_eq!(
+                keys.len(),
+                6,
+                "type, id, name, coordinates, distance_km, is_own: {row}"
+            );
+        }
+        let types: Vec<&str> = rows.iter().map(|r| r["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "receiving_point",
+                "receiving_point",
+                "site",
+                "factory",
+                "receiving_point"
+            ]
+        );
+        let own: Vec<bool> = rows
+            .iter()
+            .map(|r| r["is_own"].as_bool().unwrap())
+            .collect();
+        assert_eq!(own, [true, true, true, true, false]);
+        assert_eq!(rows[1]["id"], a_public.as_str());
+        assert_eq!(rows[4]["id"], b_public.as_str());
+        assert_eq!(rows[2]["coordinates"]["lat"], at(center, 0.0, 3.0).0);
+
+        // The default type is receiving points; repeated `types` work too.
+        let points = nearby(&a, center, "").await;
+        assert_eq!(
+            names(&points),
+            ["A private point", "A public point", "B public point"]
+        );
+        let repeated = nearby(&a, center, "&types=factory&types=site").await;
+        assert_eq!(names(&repeated), ["A site", "A factory"]);
+
+        // And B, from the same point, sees its own places and A's public point.
+        let seen_by_b = nearby(&b, center, "&types=receiving_point,site,factory").await;
+        assert_eq!(
+            names(&seen_by_b),
+            [
+                "B private point",
+                "B factory",
+                "B site",
+                "A public point",
+                "B public point"
+            ]
+        );
+    });
+}
+
+#[test]
+fn archived_or_private_places_of_others_never_appear() {
+    run(async {
+        let center = somewhere(-50.0..50.0);
+        let (a, b) = (org().await, org().await);
+        let b_site = site_at(&b, "B site", at(center, 0.0, 10.0)).await;
+        let b_point = point_at(&b, &b_site, "B point", at(center, 90.0, 2.0), true).await;
+        let a_site = site_at(&a, "A site", at(center, 180.0, 3.0)).await;
+        let a_point = point_at(&a, &a_site, "A point", at(center, 270.0, 1.0), false).await;
+        assert_eq!(names(&nearby(&a, center, "").await), ["A point", "B point"]);
+
+        // B archives its point: gone for A; restored, it is back.
+        let path = format!("/api/v1/receiving-points/{b_point}");
+        send(&b, Method::DELETE, &path, None)
+            .await
+            .expect(200, None);
+        assert_eq!(names(&nearby(&a, center, "").await), ["A point"]);
+        send(&b, Method::POST, &format!("{path}/restore"), None)
+            .await
+            .expect(200, None);
+        assert_eq!(names(&nearby(&a, center, "").await), ["A point", "B point"]);
+
+        // B makes it private: gone for A, still B's own.
+        send(&b, Method::PATCH, &path, Some(json!({"is_public": false})))
+            .await
+            .expect(200, None);
+        assert_eq!(names(&nearby(&a, center, "").await), ["A point"]);
+        assert_eq!(names(&nearby(&b, center, "").await), ["B point"]);
+
+        // A archives its own point and site: gone for A too.
+        send(
+            &a,
+            Method::DELETE,
+            &format!("/api/v1/receiving-points/{a_point}"),
+            None,
+        )
+        .await
+        .expect(200, None);
+        send(&a, Method::DELETE, &format!("/api/v1/sites/{a_site}"), None)
+            .await
+            .expect(200, None);
+        let left = nearby(&a, center, "&types=receiving_point,site").await;
+        assert_eq!(names(&left), Vec::<&str>::new());
+        assert_eq!(left.body["meta"]["count"], 0);
+    });
+}
+
+#[test]
+fn radius_and_limit_bound_the_results() {
+    run(async {
+        let center = somewhere(-50.0..50.0);
+        let t = org().await;
+        for km in [1.0, 2.0, 3.0, 4.0, 5.0] {
+            site_at(&t, &format!("{km} km"), at(center, 33.0, km)).await;
+        }
+        let limited = nearby(&t, center, "&types=site&limit=3").await;
+        assert_eq!(names(&limited), ["1 km", "2 km", "3 km"]);
+        let narrow = nearby(&t, center, "&types=site&radius_km=2.5").await;
+        assert_eq!(names(&narrow), ["1 km", "2 km"]);
+        // Default radius 40 km, default limit 20.
+        assert_eq!(
+            nearby(&t, center, "&types=site").await.body["meta"]["count"],
+            5
+        );
+    });
+}
+
+#[test]
+fn at_a_cell_edge_a_point_just_inside_the_radius_is_found_and_one_just_outside_is_not() {
+    run(async {
+        // Given a center 0.2 km west of a cell edge of the precision the
+        // search reads (a 10 km search reads the finest cells).
+        let t = org().await;
+        let rough = somewhere(-50.0..50.0);
+        let cover = shared::model::geo::cover(rough, 10.0);
+        let width = 360.0 / 1024.0; // columns of the precision-4 grid
+        assert_eq!(cover.precision, 4);
+        let edge = ((rough.lng + 180.0) / width).ceil() * width - 180.0;
+        let center = Coordinates::new(rough.lat, edge).unwrap().moved(270.0, 0.2);
+        let center = Coordinates::new(center.lat, center.lng).unwrap();
+        // Points east of the edge, in the next cell, 0.1 km inside and
+        // outside the radius.
+        let inside = at(center, 90.0, 9.9);
+        let outside = at(center, 90.0, 10.1);
+        let cell = |(lat, lng): (f64, f64)| Coordinates { lat, lng }.geohash(4);
+        assert_ne!(cell(inside), center.geohash(4), "the next cell");
+        site_at(&t, "inside", inside).await;
+        site_at(&t, "outside", outside).await;
+
+        let found = nearby(&t, center, "&types=site&radius_km=10").await;
+        assert_eq!(names(&found), ["inside"]);
+        let distance = found.body["data"][0]["distance_km"].as_f64().unwrap();
+        assert!((distance - 9.9).abs() < 0.002, "{distance}");
+        // A little wider, both.
+        let wider = nearby(&t, center, "&types=site&radius_km=10.2").await;
+        assert_eq!(names(&wider), ["inside", "outside"]);
+    });
+}
+
+#[test]
+fn a_search_across_the_antimeridian_finds_both_sides() {
+    run(async {
+        let t = org().await;
+        let lat = somewhere(-50.0..50.0).lat;
+        let center = Coordinates::new(lat, 179.98).unwrap();
+        // 4 km east of the center is longitude -179.9x.
+        let east = at(center, 90.0, 4.0);
+        assert!(east.1 < 0.0, "{east:?}");
+        let west = at(center, 270.0, 6.0);
+        site_at(&t, "east", east).await;
+        site_at(&t, "west", west).await;
+        site_at(&t, "far east", at(center, 90.0, 30.0)).await;
+        let found = nearby(&t, center, "&types=site&radius_km=20").await;
+        assert_eq!(names(&found), ["east", "west"]);
+        // And from the other side of the line.
+        let other = Coordinates::new(lat, -179.99).unwrap();
+        let found = nearby(&t, other, "&types=site&radius_km=40").await;
+        assert_eq!(names(&found), ["east", "west", "far east"]);
+    });
+}
+
+#[test]
+fn near_the_poles_every_longitude_is_searched() {
+    run(async {
+        let t = org().await;
+        for (pole, name) in [(1.0, "north"), (-1.0, "south")] {
+            let lng = somewhere(0.0..1.0).lng;
+            let center = Coordinates::new(89.95 * pole, lng).unwrap();
+            // Across the pole: 0.05 degrees to the pole and as far beyond it,
+            // on the opposite meridian.
+            let across = at(center, if pole > 0.0 { 0.0 } else { 180.0 }, 11.0);
+            assert!((across.1 - center.lng).abs() > 170.0, "{across:?}");
+            site_at(&t, &format!("{name} across"), across).await;
+            site_at(&t, &format!("{name} beside"), at(center, 90.0, 15.0)).await;
+            let found = nearby(&t, center, "&types=site&radius_km=30").await;
+            assert_eq!(
+                names(&found),
+                [format!("{name} across"), format!("{name} beside")]
+            );
+            // A search that reaches past the pole reads coarse cells.
+            let wide = nearby(&t, center, "&types=site&radius_km=100").await;
+            assert_eq!(wide.body["meta"]["count"], 2);
+        }
+    });
+}
+
+#[test]
+fn every_parameter_is_checked_and_named() {
+    run(async {
+        let t = org().await;
+        for (query, parameter) in [
+            ("", "lat"),
+            ("?lat=60", "lng"),
+            ("?lat=91&lng=0", "lat"),
+            ("?lat=0&lng=180.5", "lng"),
+            ("?lat=x&lng=0", "lat"),
+            ("?lat=0&lng=0&radius_km=0.9", "radius_km"),
+            ("?lat=0&lng=0&radius_km=100.1", "radius_km"),
+            ("?lat=0&lng=0&limit=0", "limit"),
+            ("?lat=0&lng=0&limit=51", "limit"),
+            ("?lat=0&lng=0&limit=1.5", "limit"),
+            ("?lat=0&lng=0&types=truck", "types"),
+            ("?lat=0&lng=0&types=site,,factory", "types"),
+            ("?lat=0&lng=0&lng=1", "lng"),
+            ("?lat=0&lng=0&status=all", "status"),
+        ] {
+            let reply = send(
+                &t,
+                Method::GET,
+                &format!("/api/v1/places/nearby{query}"),
+                None,
+            )
+            .await;
+            reply.expect(422, Some("validation_error"));
+            let message = reply.body["message"].as_str().unwrap();
+            assert!(
+                message.starts_with(&format!("{parameter}:")),
+                "{query}: {message}"
+            );
+        }
+        // A key without read:data.
+        let orgs_only = new_key(t.id(), &[Scope::ReadOrgs]).await;
+        let reply = api_tests::call(Method::GET, "/api/v1/places/nearby?lat=0&lng=0")
+            .key(&orgs_only)
+            .send()
+            .await;
+        reply.expect(403, Some("insufficient_scope"));
+    });
+}
+
+#[test]
+fn a_search_reads_its_cells_in_one_round_trip_of_parallel_queries() {
+    run(async {
+        let t = org().await;
+        let center = somewhere(-50.0..50.0);
+        // The default search: receiving points, own and public cells.
+        let reply = nearby(&t, center, "").await;
+        reply.expect(200, None);
+        let cells = shared::model::geo::cover(center, 40.0).cells.len() as u32;
+        assert!(cells <= shared::model::geo::MAX_CELLS as u32);
+        // Key and rate limit, then one query per cell and scope.
+        assert_eq!(reply.ddb_calls, 2 + 2 * cells, "{cells} cells");
+        let sites = nearby(&t, center, "&types=site,factory").await;
+        assert_eq!(sites.ddb_calls, 2 + cells, "no public cells for sites");
+    });
+}
