@@ -46,7 +46,7 @@ bench: $(VENV)/.installed
 
 ## build: release binaries of the Lambda functions
 build:
-	cargo build --release --locked -p docs -p orgs -p sites -p receiving-points -p factories -p grants -p trucks -p members -p surpluses -p reports -p webhooks -p webhook-dispatcher
+	cargo build --release --locked -p docs -p orgs -p sites -p receiving-points -p factories -p grants -p trucks -p members -p surpluses -p reports -p webhooks -p webhook-dispatcher -p places -p geocode -p support
 
 ## deploy: build and deploy with SAM (needs sam and cargo-lambda)
 deploy:

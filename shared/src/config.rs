@@ -56,6 +56,43 @@ pub struct RateLimitConfig {
     pub window: Duration,
 }
 
+/// The geocoding provider (Google's Geocoding API): configured when a key
+/// is given.
+#[derive(Clone, Debug)]
+pub struct GeocodeConfig {
+    /// `GEOCODE_API_KEY`, or the secret `GEOCODE_API_KEY_SECRET_ARN` names.
+    pub api_key: Option<KeySource>,
+    /// The provider's JSON endpoint (`GEOCODE_URL`).
+    pub url: String,
+    /// Region bias, a ccTLD such as `fi` (`GEOCODE_REGION`).
+    pub region: Option<String>,
+    /// Whole call to the provider (`GEOCODE_TIMEOUT_MS`).
+    pub timeout: Duration,
+}
+
+/// The issue tracker of support tickets (GitHub Issues): configured when a
+/// repository and a token are given.
+#[derive(Clone, Debug)]
+pub struct SupportConfig {
+    /// `owner/name` (`SUPPORT_GITHUB_REPOSITORY`).
+    pub repository: Option<String>,
+    /// `SUPPORT_GITHUB_TOKEN`, or the secret
+    /// `SUPPORT_GITHUB_TOKEN_SECRET_ARN` names.
+    pub token: Option<KeySource>,
+    /// The REST API's base URL (`SUPPORT_GITHUB_API_URL`).
+    pub api_url: String,
+    /// Labels of new issues (`SUPPORT_LABELS`, comma-separated).
+    pub labels: Vec<String>,
+    /// Whole call to the tracker (`SUPPORT_TIMEOUT_MS`).
+    pub timeout: Duration,
+}
+
+impl SupportConfig {
+    pub fn is_configured(&self) -> bool {
+        self.repository.is_some() && self.token.is_some()
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub table_name: String,
@@ -85,6 +122,8 @@ pub struct Config {
     pub webhook_seal_key: Option<KeySource>,
     /// Largest accepted JSON request body.
     pub max_body_bytes: usize,
+    pub geocode: GeocodeConfig,
+    pub support: SupportConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +133,8 @@ pub struct ConfigError(pub String);
 /// Local development defaults; `make run` and the tests use them as they are.
 pub const DEFAULT_TABLE: &str = "integration-api";
 pub const DEFAULT_BUCKET: &str = "integration-api-files";
+pub const DEFAULT_GEOCODE_URL: &str = "https://maps.googleapis.com/maps/api/geocode/json";
+pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 const DEV_CURSOR_KEY: &str = "local-development-cursor-key-not-for-production";
 const DEV_WEBHOOK_SEAL_KEY: &str = "local-development-webhook-seal-key-not-for-production";
 
@@ -156,6 +197,23 @@ impl Config {
                 (None, None) => Ok(None),
             }
         };
+        // A provider's credential: the value, or the secret that holds it.
+        let credential =
+            |variable: &str| match (get(variable), get(&format!("{variable}_SECRET_ARN"))) {
+                (Some(value), _) => Some(KeySource::Value(value.trim().as_bytes().to_vec())),
+                (None, Some(arn)) => Some(KeySource::Secret(arn)),
+                (None, None) => None,
+            };
+        let millis = |name: &str, default: u64| number(name, default).map(Duration::from_millis);
+        let repository = get("SUPPORT_GITHUB_REPOSITORY").map(|r| r.trim().to_owned());
+        if let Some(r) = &repository {
+            let parts: Vec<&str> = r.split('/').collect();
+            if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+                return Err(ConfigError(format!(
+                    "SUPPORT_GITHUB_REPOSITORY must be owner/name, got {r:?}"
+                )));
+            }
+        }
         let webhook_allow_loopback = flag("WEBHOOK_ALLOW_LOOPBACK_HTTP", false)?;
         if webhook_allow_loopback && !local {
             return Err(ConfigError(
@@ -187,6 +245,28 @@ impl Config {
             webhook_seal_key,
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
+            geocode: GeocodeConfig {
+                api_key: credential("GEOCODE_API_KEY"),
+                url: get("GEOCODE_URL").unwrap_or_else(|| DEFAULT_GEOCODE_URL.into()),
+                region: get("GEOCODE_REGION").map(|r| r.trim().to_ascii_lowercase()),
+                timeout: millis("GEOCODE_TIMEOUT_MS", 5000)?,
+            },
+            support: SupportConfig {
+                repository,
+                token: credential("SUPPORT_GITHUB_TOKEN"),
+                api_url: get("SUPPORT_GITHUB_API_URL")
+                    .unwrap_or_else(|| DEFAULT_GITHUB_API_URL.into())
+                    .trim_end_matches('/')
+                    .to_owned(),
+                labels: get("SUPPORT_LABELS")
+                    .unwrap_or_else(|| "support".into())
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                timeout: millis("SUPPORT_TIMEOUT_MS", 10_000)?,
+            },
         })
     }
 }
@@ -273,6 +353,31 @@ mod tests {
         assert!(config(&[on]).is_err());
         let aws = ("AWS_ENDPOINT_URL", "https://sqs.eu-north-1.amazonaws.com");
         assert!(config(&[aws, on]).is_err());
+    }
+
+    #[test]
+    fn providers_are_configured_by_their_credentials() {
+        let c = config(&[LOCAL]).unwrap();
+        assert!(c.geocode.api_key.is_none() && !c.support.is_configured());
+        assert_eq!(c.geocode.url, DEFAULT_GEOCODE_URL);
+        assert_eq!(c.geocode.timeout, Duration::from_secs(5));
+        assert_eq!(c.support.labels, vec!["support"]);
+        let c = config(&[
+            ("GEOCODE_API_KEY_SECRET_ARN", "arn:geo"),
+            ("SUPPORT_GITHUB_REPOSITORY", "acme/support"),
+            ("SUPPORT_GITHUB_TOKEN", "ghp_x"),
+            ("SUPPORT_GITHUB_API_URL", "http://127.0.0.1:9/"),
+            ("SUPPORT_LABELS", "api, support ,"),
+            ("SUPPORT_TIMEOUT_MS", "250"),
+        ])
+        .unwrap();
+        assert!(matches!(c.geocode.api_key, Some(KeySource::Secret(a)) if a == "arn:geo"));
+        assert!(c.support.is_configured());
+        assert_eq!(c.support.api_url, "http://127.0.0.1:9");
+        assert_eq!(c.support.labels, vec!["api", "support"]);
+        assert_eq!(c.support.timeout, Duration::from_millis(250));
+        assert!(config(&[("SUPPORT_GITHUB_REPOSITORY", "no-slash")]).is_err());
+        assert!(config(&[("GEOCODE_TIMEOUT_MS", "0")]).is_err());
     }
 
     #[test]

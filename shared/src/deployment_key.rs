@@ -1,5 +1,6 @@
 //! Keys that belong to a deployment (the cursor key, the key that seals
-//! webhook secrets): the same on every instance, never in the repository.
+//! webhook secrets, the credentials of the geocoding provider and the issue
+//! tracker): the same on every instance, never in the repository.
 //! In AWS they come from Secrets Manager, read once per container when
 //! first needed; the local stack uses fixed development keys, and only
 //! against an emulator on this machine (see `config`).
@@ -27,16 +28,32 @@ pub struct DeploymentKey {
     what: &'static str,
     sdk: aws_config::SdkConfig,
     source: Option<KeySource>,
+    /// Shortest accepted secret, in bytes.
+    min_len: usize,
     key: Arc<tokio::sync::OnceCell<Vec<u8>>>,
 }
 
 impl DeploymentKey {
+    /// A signing or sealing key: at least `MIN_KEY` bytes.
     pub fn new(what: &'static str, sdk: &aws_config::SdkConfig, source: Option<KeySource>) -> Self {
         Self {
             what,
             sdk: sdk.clone(),
             source,
+            min_len: MIN_KEY,
             key: Default::default(),
+        }
+    }
+
+    /// A credential a provider issued (an API key, a token): any length.
+    pub fn credential(
+        what: &'static str,
+        sdk: &aws_config::SdkConfig,
+        source: Option<KeySource>,
+    ) -> Self {
+        Self {
+            min_len: 1,
+            ..Self::new(what, sdk, source)
         }
     }
 
@@ -58,7 +75,7 @@ impl DeploymentKey {
                     Some(KeySource::Value(key)) => Ok(key.clone()),
                     Some(KeySource::Secret(arn)) => {
                         let key = crate::secrets::fetch(&self.sdk, arn).await?;
-                        if key.len() < MIN_KEY {
+                        if key.len() < self.min_len {
                             return Err(ApiError::internal(format!(
                                 "the {} secret is too short",
                                 self.what

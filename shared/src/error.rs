@@ -81,12 +81,31 @@ pub enum ApiError {
     // 429
     #[error("rate limit exceeded; retry after {retry_after} seconds")]
     RateLimited { retry_after: u64 },
+    /// Another 429 (a quota of its own): `code` names it.
+    #[error("{message}; retry after {retry_after} seconds")]
+    QuotaExceeded {
+        code: &'static str,
+        message: &'static str,
+        retry_after: u64,
+    },
     // 500: details are logged, never rendered.
     #[error("internal error: {0}")]
     Internal(BoxError),
+    // 502: a provider (geocoding, the issue tracker) failed.
+    #[error("{message}")]
+    BadGateway {
+        code: &'static str,
+        message: &'static str,
+    },
     // 503
     #[error("{message}")]
     Unavailable {
+        code: &'static str,
+        message: &'static str,
+    },
+    // 504: a provider did not answer in time.
+    #[error("{message}")]
+    GatewayTimeout {
         code: &'static str,
         message: &'static str,
     },
@@ -111,9 +130,11 @@ impl ApiError {
             Conflict { .. } => StatusCode::CONFLICT,
             PayloadTooLarge(_) | TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Validation(_) | Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            RateLimited { .. } | QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            BadGateway { .. } => StatusCode::BAD_GATEWAY,
             Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            GatewayTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
         }
     }
 
@@ -143,8 +164,11 @@ impl ApiError {
             Validation(_) => "validation_error",
             Unprocessable { code, .. } => code,
             RateLimited { .. } => "rate_limited",
+            QuotaExceeded { code, .. } => code,
             Internal(_) => "internal_error",
+            BadGateway { code, .. } => code,
             Unavailable { code, .. } => code,
+            GatewayTimeout { code, .. } => code,
         }
     }
 
@@ -246,7 +270,9 @@ impl IntoResponse for ApiError {
             code: self.code(),
         };
         let mut response = (status, Json(body)).into_response();
-        if let ApiError::RateLimited { retry_after } = self {
+        if let ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after, .. } =
+            self
+        {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
@@ -296,6 +322,28 @@ mod tests {
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(json["error"], "Too Many Requests");
         assert_eq!(headers[header::RETRY_AFTER], "17");
+    }
+
+    #[tokio::test]
+    async fn a_quota_of_its_own_sets_retry_after_too() {
+        let (status, json, headers) = body(ApiError::QuotaExceeded {
+            code: "support_rate_limited",
+            message: "at most 5 support tickets an hour per key",
+            retry_after: 1200,
+        })
+        .await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(json["code"], "support_rate_limited");
+        assert_eq!(headers[header::RETRY_AFTER], "1200");
+        let (status, json, _) = body(ApiError::GatewayTimeout {
+            code: "geocode_timeout",
+            message: "late",
+        })
+        .await;
+        assert_eq!(
+            (status, json["error"].as_str()),
+            (StatusCode::GATEWAY_TIMEOUT, Some("Gateway Timeout"))
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod http;
 pub mod links;
 pub mod model;
 pub mod net;
+pub mod outbound;
 pub mod queue;
 pub mod ratelimit;
 pub mod sealed;

@@ -7,6 +7,7 @@ use crate::cursor::Cursors;
 use crate::deployment_key::DeploymentKey;
 use crate::files::Files;
 use crate::links::LinkSigner;
+use crate::outbound::Outbound;
 use crate::queue::WebhookQueue;
 use crate::sealed::Sealer;
 use crate::store::Store;
@@ -27,6 +28,12 @@ pub struct AppState {
     pub sealer: Sealer,
     /// The webhook queue (announcements, deliveries, retries).
     pub queue: WebhookQueue,
+    /// Calls to the geocoding provider and the issue tracker.
+    pub outbound: Outbound,
+    /// The geocoding provider's API key, read when first needed.
+    pub geocode_key: DeploymentKey,
+    /// The issue tracker's token, read when first needed.
+    pub support_token: DeploymentKey,
 }
 
 impl AppState {
@@ -73,8 +80,15 @@ impl AppState {
             config.webhook_queue_url.clone(),
             config.webhook_dlq_url.clone(),
         );
+        let geocode_key =
+            DeploymentKey::credential("geocoding API key", sdk, config.geocode.api_key.clone());
+        let support_token =
+            DeploymentKey::credential("issue tracker token", sdk, config.support.token.clone());
         Self {
             queue,
+            outbound: Outbound::default(),
+            geocode_key,
+            support_token,
             config: Arc::new(config),
             store,
             links,

@@ -4,7 +4,7 @@
 # run's own and the rate limit raised for this server only, creates an
 # organization with an all-scopes key (plus a partner organization, a site,
 # a factory, a driver, a receiving point and a truck for body references),
-# then
+# with stand-ins of the geocoding provider and the issue tracker, then
 #   1. runs schemathesis (tests/conformance/schemathesis.toml) against the
 #      served /openapi.yaml: every check, every phase;
 #   2. opens /docs in headless Chromium with no network and checks that
@@ -31,8 +31,10 @@ cargo build -q --locked -p local -p admin
 emulator=$(functions/local/scripts/emulator.sh start)
 export TABLE_NAME=conformance-$(date +%s)-$$
 server=""
+providers=""
 cleanup() {
     if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
+    if [ -n "$providers" ]; then kill "$providers" 2>/dev/null; wait "$providers" 2>/dev/null || true; fi
     "$VENV/bin/python" -c "import boto3,sys; boto3.client('dynamodb', endpoint_url=sys.argv[1]).delete_table(TableName=sys.argv[2])" \
         "$AWS_ENDPOINT_URL" "$TABLE_NAME" 2>/dev/null || true
     if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
@@ -43,6 +45,15 @@ setup=$(target/debug/admin setup-local 2>/dev/null)
 # The retry route queues deliveries; the dev server's dispatcher takes them.
 export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhooks)
 export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
+
+# Geocoding and support tickets reach stand-ins of their providers
+# (tests/conformance/providers.py), so their success paths are generated too.
+"$VENV/bin/python" tests/conformance/providers.py "$out/providers.port" &
+providers=$!
+for _ in $(seq 1 50); do [ -s "$out/providers.port" ] && break; sleep 0.1; done
+provider_base=http://127.0.0.1:$(cat "$out/providers.port")
+export GEOCODE_API_KEY=conformance-geocode-key GEOCODE_URL=$provider_base/maps/api/geocode/json
+export SUPPORT_GITHUB_REPOSITORY=acme/support SUPPORT_GITHUB_TOKEN=conformance-token SUPPORT_GITHUB_API_URL=$provider_base
 
 RATE_LIMIT_PER_WINDOW=1000000000 LOCAL_ADDR=127.0.0.1:$port RUST_LOG=warn LOG_FORMAT=json \
     target/debug/local >"$out/server.log" 2>&1 &

@@ -22,6 +22,7 @@ use shared::store::calls::DynamoCalls;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
+pub mod providers;
 pub mod webhooks;
 
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {

@@ -210,7 +210,7 @@ impl Write for Capture {
 /// level, the HTTP clients at debug) to memory, for `logs`.
 pub fn capture_logs() {
     let filter = tracing_subscriber::EnvFilter::new(
-        "info,shared=trace,webhook_dispatcher=trace,webhooks=trace,surpluses=trace,local=trace,reqwest=debug,hyper_util=debug",
+        "info,shared=trace,webhook_dispatcher=trace,webhooks=trace,surpluses=trace,geocode=trace,support=trace,places=trace,local=trace,reqwest=debug,hyper_util=debug",
     );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -20,4 +20,6 @@ pub fn routes() -> Router<AppState> {
         .merge(reports::routes())
         .merge(webhooks::routes())
         .merge(places::routes())
+        .merge(geocode::routes())
+        .merge(support::routes())
 }

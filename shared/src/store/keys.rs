@@ -78,6 +78,12 @@ pub fn rate_pk(key_id: Uuid) -> String {
 }
 pub const RATE_SK: &str = "RATE";
 
+/// Support ticket quota of one API key (see `store/quotas.rs`).
+pub fn support_quota_pk(key_id: Uuid) -> String {
+    format!("SUPPORT#{key_id}")
+}
+pub const QUOTA_SK: &str = "QUOTA";
+
 /// `gsi1` partition of a receiving point, to find it by id alone.
 pub fn receiving_point_lookup_pk(point: Uuid) -> String {
     format!("RP#{point}")

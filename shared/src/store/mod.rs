@@ -16,6 +16,7 @@ pub mod members;
 pub mod orgs;
 pub mod outbox;
 pub mod places;
+pub mod quotas;
 pub mod rate_limits;
 pub mod records;
 pub mod reports;
@@ -147,6 +148,10 @@ impl Store {
 
     pub fn places(&self) -> places::Places<'_> {
         places::Places(self)
+    }
+
+    pub fn quotas(&self) -> quotas::Quotas<'_> {
+        quotas::Quotas(self)
     }
 
     pub fn trucks(&self) -> trucks::Trucks<'_> {

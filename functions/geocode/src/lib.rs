@@ -1,0 +1,41 @@
+//! Geocoding: an address to coordinates through the configured provider
+//! (Google's Geocoding API, `google.rs`). Contract: api-v1.md, "Geocode";
+//! the answer: docs/decisions.md, "Geocoding".
+
+pub mod google;
+
+use axum::Json;
+use axum::Router;
+use axum::routing::post;
+use shared::auth::ReadData;
+use shared::http::Ctx;
+use shared::http::body::JsonBody;
+use shared::http::envelope::Data;
+use shared::model::geocode::{GeocodeRequest, GeocodeResult};
+use shared::{ApiError, ApiResult, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/geocode", post(geocode))
+}
+
+pub fn router(state: AppState) -> Router {
+    shared::http::app(routes(), state)
+}
+
+/// POST /api/v1/geocode — read:data — `address`, or `street_address` +
+/// `postal_code` + `city`; 404 `geocode_not_found`, 503
+/// `geocode_not_configured`, 502 `geocode_provider_error`, 504
+/// `geocode_timeout`.
+async fn geocode(
+    ctx: Ctx<ReadData>,
+    JsonBody(body): JsonBody<GeocodeRequest>,
+) -> ApiResult<Json<Data<GeocodeResult>>> {
+    let query = body.validate()?;
+    if !ctx.geocode_key.is_configured() {
+        return Err(ApiError::Unavailable {
+            code: "geocode_not_configured",
+            message: "geocoding is not configured in this deployment",
+        });
+    }
+    Ok(Json(Data(google::geocode(&ctx, &query).await?)))
+}

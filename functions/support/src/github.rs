@@ -1,0 +1,178 @@
+//! GitHub Issues, as documented at
+//! <https://docs.github.com/en/rest/issues/issues#create-an-issue>:
+//! `POST <api>/repos/{owner}/{repo}/issues` with `Authorization: Bearer
+//! <token>`, `Accept: application/vnd.github+json` and
+//! `X-GitHub-Api-Version: 2022-11-28`, body `{title, body, labels}`,
+//! answered `201 Created` with the issue (`number`, `html_url`, ...); an
+//! error is another status with `{message, documentation_url}`.
+
+use http::header::{ACCEPT, AUTHORIZATION};
+use http::{HeaderMap, HeaderValue, Method};
+use serde::Deserialize;
+use serde_json::json;
+use shared::model::support::NewTicket;
+use shared::outbound::{Call, CallError};
+use shared::{ApiError, AppState};
+use uuid::Uuid;
+
+pub const API_VERSION: &str = "2022-11-28";
+
+#[derive(Debug, Deserialize)]
+struct Issue {
+    number: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Refusal {
+    message: Option<String>,
+}
+
+/// Why no ticket was opened, and whether the tracker surely has none
+/// (then the quota slot is given back).
+#[derive(Debug)]
+pub struct Failure {
+    pub refused: bool,
+    pub error: ApiError,
+}
+
+fn refused() -> Failure {
+    Failure {
+        refused: true,
+        error: ApiError::BadGateway {
+            code: "support_tracker_error",
+            message: "the issue tracker did not take the ticket; try again later",
+        },
+    }
+}
+
+/// The issue's body: who asked, then their text verbatim in a fence, so
+/// that nothing in it is markup or mentions anyone.
+pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid) -> String {
+    let longest = ticket
+        .description
+        .split(|c| c != '~')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "~".repeat(longest.max(2) + 1);
+    format!(
+        "Opened through the Integration API.\n\n\
+         - Organization: `{org}`\n\
+         - API key: `{key}`\n\n\
+         {fence}text\n{}\n{fence}\n",
+        ticket.description
+    )
+}
+
+/// Opens `ticket`; the issue's number.
+pub async fn open(
+    state: &AppState,
+    ticket: &NewTicket,
+    org: Uuid,
+    key: Uuid,
+) -> Result<String, Failure> {
+    let config = &state.config.support;
+    let repository = config.repository.as_deref().unwrap_or_default();
+    let token = state.support_token.get().await.map_err(|error| Failure {
+        refused: true,
+        error,
+    })?;
+    let mut headers = HeaderMap::new();
+    let mut authorization =
+        HeaderValue::from_bytes(&[b"Bearer ", token].concat()).map_err(|_| Failure {
+            refused: true,
+            error: ApiError::internal("the issue tracker token is not a header value"),
+        })?;
+    authorization.set_sensitive(true);
+    headers.insert(AUTHORIZATION, authorization);
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/vnd.github+json"),
+    );
+    headers.insert(
+        "x-github-api-version",
+        HeaderValue::from_static(API_VERSION),
+    );
+    let url = format!("{}/repos/{repository}/issues", config.api_url);
+    let answer = state
+        .outbound
+        .send(Call {
+            method: Method::POST,
+            url: &url,
+            headers,
+            json: Some(json!({
+                "title": ticket.title,
+                "body": issue_body(ticket, org, key),
+                "labels": config.labels,
+            })),
+            timeout: config.timeout,
+        })
+        .await
+        .map_err(|error| match error {
+            CallError::Timeout(after) => {
+                tracing::warn!(?after, "issue tracker timed out");
+                Failure {
+                    refused: false,
+                    error: ApiError::GatewayTimeout {
+                        code: "support_tracker_timeout",
+                        message: "the issue tracker did not answer in time; the ticket may have been opened",
+                    },
+                }
+            }
+            CallError::Failed(why) => {
+                tracing::warn!(error = %why, "issue tracker unreachable");
+                refused()
+            }
+        })?;
+    if answer.status != 201 {
+        let message = serde_json::from_slice::<Refusal>(&answer.body)
+            .ok()
+            .and_then(|r| r.message);
+        tracing::warn!(
+            status = answer.status,
+            message,
+            "issue tracker refused the ticket"
+        );
+        return Err(refused());
+    }
+    let issue: Issue = serde_json::from_slice(&answer.body).map_err(|e| {
+        tracing::warn!(error = %e, "issue tracker answered 201 in another format");
+        Failure {
+            refused: false,
+            error: refused().error,
+        }
+    })?;
+    Ok(issue.number.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_fenced_verbatim() {
+        let ticket = NewTicket {
+            title: "t".into(),
+            description: "@octocat see ~~~ and ![x](http://x)".into(),
+        };
+        let body = issue_body(&ticket, Uuid::nil(), Uuid::nil());
+        assert!(
+            body.contains("\n~~~~text\n@octocat see ~~~ and ![x](http://x)\n~~~~\n"),
+            "{body}"
+        );
+        assert!(body.contains(&format!("Organization: `{}`", Uuid::nil())));
+    }
+
+    #[test]
+    fn the_documented_answer_parses() {
+        // From GitHub's documentation of "Create an issue" (abridged).
+        let issue: Issue = serde_json::from_str(
+            r#"{"id": 1, "node_id": "MDU6SXNzdWUx", "url": "https://api.github.com/repos/octocat/Hello-World/issues/1347",
+                "html_url": "https://github.com/octocat/Hello-World/issues/1347", "number": 1347, "state": "open",
+                "title": "Found a bug", "body": "I'm having a problem with this.", "labels": [], "locked": false,
+                "created_at": "2011-04-22T13:33:48Z", "updated_at": "2011-04-22T13:33:48Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(issue.number, 1347);
+    }
+}

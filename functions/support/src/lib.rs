@@ -1,0 +1,82 @@
+//! Support tickets: one-way tickets in the configured issue tracker
+//! (GitHub Issues, `github.rs`) for the key's organization, at most 5 an
+//! hour per key. Contract: api-v1.md, "Support" and "Limits"; the answer
+//! and the quota: docs/decisions.md, "Support tickets".
+
+pub mod github;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::post;
+use shared::auth::WriteData;
+use shared::http::Ctx;
+use shared::http::body::JsonBody;
+use shared::http::envelope::Data;
+use shared::model::support::{CreateTicket, QUOTA_PERIOD, QUOTA_TICKETS, Ticket};
+use shared::store::keys::support_quota_pk;
+use shared::store::quotas::{Quota, Reserved};
+use shared::{ApiError, ApiResult, AppState};
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/support", post(open))
+}
+
+pub fn router(state: AppState) -> Router {
+    shared::http::app(routes(), state)
+}
+
+/// POST /api/v1/support — write:data — `title`, `description`; 201 with
+/// the ticket; 429 `support_rate_limited` past 5 an hour per key; 503
+/// `support_not_configured`; 502 `support_tracker_error`, 504
+/// `support_tracker_timeout`.
+async fn open(
+    ctx: Ctx<WriteData>,
+    JsonBody(body): JsonBody<CreateTicket>,
+) -> ApiResult<(StatusCode, Json<Data<Ticket>>)> {
+    let ticket = body.validate()?;
+    if !ctx.config.support.is_configured() {
+        return Err(ApiError::Unavailable {
+            code: "support_not_configured",
+            message: "support tickets are not configured in this deployment",
+        });
+    }
+    let quota = Quota {
+        pk: support_quota_pk(ctx.key_id),
+        uses: QUOTA_TICKETS,
+        period: QUOTA_PERIOD,
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let slot = match ctx.store.quotas().reserve(&quota, now).await? {
+        Reserved::Held(slot) => slot,
+        Reserved::Full { retry_after } => {
+            return Err(ApiError::QuotaExceeded {
+                code: "support_rate_limited",
+                message: "this key opened 5 support tickets in the last hour",
+                retry_after,
+            });
+        }
+    };
+    match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id).await {
+        Ok(reference) => Ok((
+            StatusCode::CREATED,
+            Json(Data(Ticket {
+                reference,
+                title: ticket.title,
+                created_at: shared::model::now(),
+                quota_remaining: slot.remaining,
+            })),
+        )),
+        Err(failure) => {
+            // A refused ticket uses no quota; after a timeout it may exist.
+            if failure.refused {
+                ctx.store.quotas().release(&slot).await?;
+            }
+            Err(failure.error)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Calls to the providers an operator configures (the geocoding provider,
+//! the issue tracker): one HTTP client per container, built when first
+//! used (nothing at cold start), rustls, no proxy, at most 3 redirects;
+//! each call bounded as a whole by its timeout and its answer by
+//! `MAX_ANSWER` bytes. Webhook deliveries have a client of their own (the
+//! dispatcher's, which refuses non-public addresses): these URLs come from
+//! the deployment's settings, not from integrators.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method};
+
+/// Largest answer read from a provider.
+pub const MAX_ANSWER: usize = 1024 * 1024;
+
+#[derive(Clone, Debug, Default)]
+pub struct Outbound {
+    client: Arc<OnceLock<reqwest::Client>>,
+}
+
+/// A provider's answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// Why a call brought no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One call: method, URL, headers, an optional JSON body.
+pub struct Call<'a> {
+    pub method: Method,
+    pub url: &'a str,
+    pub headers: HeaderMap,
+    pub json: Option<serde_json::Value>,
+    pub timeout: Duration,
+}
+
+impl Outbound {
+    fn client(&self) -> Result<&reqwest::Client, CallError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .user_agent(concat!("integration-api/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| CallError::Failed(format!("HTTP client: {e}")))?;
+        Ok(self.client.get_or_init(|| client))
+    }
+
+    /// Makes `call` and reads its answer, all within its timeout.
+    pub async fn send(&self, call: Call<'_>) -> Result<Answer, CallError> {
+        let timeout = call.timeout;
+        let mut request = self
+            .client()?
+            .request(call.method, call.url)
+            .headers(call.headers);
+        if let Some(json) = &call.json {
+            request = request
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(json.to_string());
+        }
+        let exchange = async {
+            let mut response = request.send().await.map_err(failed)?;
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(failed)? {
+                if body.len() + chunk.len() > MAX_ANSWER {
+                    return Err(CallError::Failed(format!(
+                        "answer larger than {MAX_ANSWER} bytes"
+                    )));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Answer {
+                status,
+                headers,
+                body: body.into(),
+            })
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| CallError::Timeout(timeout))?
+    }
+}
+
+/// A transport error, described without the URL (which may carry a key).
+fn failed(error: reqwest::Error) -> CallError {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    CallError::Failed(text)
+}

@@ -1,0 +1,165 @@
+//! Exact quotas: at most `uses` uses per sliding `period` for one subject
+//! (the support tickets of an API key). The quota's item holds one slot
+//! per use (`s0`, `s1`, ...), each the time of the use that holds it; a
+//! slot older than the period is free again. A use takes a free slot with
+//! one conditional UpdateItem, so concurrent requests never take more
+//! slots than there are: two that aim at the same slot cannot both win,
+//! and the loser learns from the item returned with its refusal which slot
+//! is free, if any. A use that did not happen after all gives its slot back.
+//! Expiry is judged from the times, never from TTL (the emulator never
+//! deletes items); the TTL only clears idle items in AWS.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+
+use super::item::{Item, get_u64, key, n};
+use super::keys::{QUOTA_SK, TTL};
+use super::{Store, sdk_error};
+use crate::error::{ApiError, ApiResult};
+
+pub struct Quotas<'a>(pub(super) &'a Store);
+
+/// A quota of one subject.
+#[derive(Clone, Debug)]
+pub struct Quota {
+    /// The quota item's partition key (`keys::support_quota_pk`).
+    pub pk: String,
+    pub uses: u32,
+    pub period: Duration,
+}
+
+/// A slot held for one use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pk: String,
+    index: u32,
+    /// Unix milliseconds of the use.
+    at: u64,
+    /// Uses left in the period after this one.
+    pub remaining: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reserved {
+    Held(Slot),
+    /// Every slot is in use; the oldest frees in `retry_after` seconds.
+    Full {
+        retry_after: u64,
+    },
+}
+
+fn slot_name(index: u32) -> String {
+    format!("s{index}")
+}
+
+impl Quota {
+    /// The slots' times, from the stored item (None: never used).
+    fn times(&self, item: &Item) -> Vec<Option<u64>> {
+        (0..self.uses)
+            .map(|i| get_u64(item, &slot_name(i)))
+            .collect()
+    }
+}
+
+impl Quotas<'_> {
+    /// Takes a slot of `quota` for a use at `now` (Unix milliseconds).
+    pub async fn reserve(&self, quota: &Quota, now: u64) -> ApiResult<Reserved> {
+        let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);
+        let cutoff = now.saturating_sub(period);
+        let free = |time: &Option<u64>| time.is_none_or(|t| t <= cutoff);
+        let mut index = 0;
+        // Each lost race shows another slot taken: bounded by the slots.
+        for _ in 0..=2 * quota.uses {
+            match self.take(quota, index, now, cutoff).await? {
+                Ok(item) => {
+                    let remaining = quota.times(&item).iter().filter(|t| free(t)).count();
+                    return Ok(Reserved::Held(Slot {
+                        pk: quota.pk.clone(),
+                        index,
+                        at: now,
+                        remaining: u32::try_from(remaining).unwrap_or(0),
+                    }));
+                }
+                Err(current) => {
+                    let times = quota.times(&current);
+                    match times.iter().position(free) {
+                        Some(next) => index = u32::try_from(next).unwrap_or(0),
+                        None => {
+                            let oldest = times.iter().flatten().min().copied().unwrap_or(now);
+                            let wait = (oldest + period).saturating_sub(now);
+                            return Ok(Reserved::Full {
+                                retry_after: wait.div_ceil(1000).max(1),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Err(ApiError::Conflict {
+            code: "concurrent_update",
+            message: "too many concurrent requests; try again".into(),
+        })
+    }
+
+    /// Sets slot `index` to `now` if it is free: the item after, or the
+    /// item as it stood when the slot was not free.
+    async fn take(
+        &self,
+        quota: &Quota,
+        index: u32,
+        now: u64,
+        cutoff: u64,
+    ) -> ApiResult<Result<Item, Item>> {
+        let store = self.0;
+        let expires = now.div_ceil(1000) + quota.period.as_secs();
+        let result = store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(quota.pk.clone(), QUOTA_SK)))
+            .update_expression("SET #slot = :now, #ttl = :ttl")
+            .condition_expression("attribute_not_exists(#slot) OR #slot <= :cutoff")
+            .expression_attribute_names("#slot", slot_name(index))
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":cutoff", n(cutoff))
+            .expression_attribute_values(":ttl", n(expires))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(Ok(out.attributes.unwrap_or_default())),
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(e) => {
+                    Ok(Err(e.item.unwrap_or_default()))
+                }
+                other => Err(ApiError::internal(other)),
+            },
+        }
+    }
+
+    /// Gives `slot` back (its use did not happen), unless it was taken
+    /// anew meanwhile.
+    pub async fn release(&self, slot: &Slot) -> ApiResult<()> {
+        let store = self.0;
+        store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(slot.pk.clone(), QUOTA_SK)))
+            .update_expression("REMOVE #slot")
+            .condition_expression("#slot = :at")
+            .expression_attribute_names("#slot", slot_name(slot.index))
+            .expression_attribute_values(":at", n(slot.at))
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|error| match error.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
+                _ => Err(sdk_error(error)),
+            })
+    }
+}

@@ -1,0 +1,269 @@
+//! Support tickets through GitHub Issues, run here as a loopback stand-in
+//! speaking its documented format: the issue opened, the quota of 5 an
+//! hour per key (exact under concurrency; a refused ticket uses none),
+//! every code, and the token kept secret.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use api_tests::providers::{StandIn, github_created, github_error};
+use api_tests::{Reply, call, harness, new_key, org, run};
+use axum::Router;
+use http::Method;
+use serde_json::{Value, json};
+use shared::auth::Scope;
+use shared::deployment_key::KeySource;
+
+const TOKEN: &str = "ghp_TESTsupportTOKEN0123456789abcdefghij";
+const REPOSITORY: &str = "acme/integration-support";
+
+/// A tracker that opens issues numbered from 1347.
+async fn tracker() -> StandIn {
+    let next = AtomicU64::new(1347);
+    StandIn::start(move |seen, _| {
+        let title = seen.json()["title"].as_str().unwrap_or_default().to_owned();
+        github_created(REPOSITORY, next.fetch_add(1, Ordering::SeqCst), &title)
+    })
+    .await
+}
+
+/// The API with the tracker configured against `tracker`.
+async fn configured(tracker: &StandIn, timeout: Duration) -> Router {
+    let base = tracker.base.clone();
+    harness().await.router_with(|c| {
+        c.support.repository = Some(REPOSITORY.into());
+        c.support.token = Some(KeySource::Value(TOKEN.as_bytes().to_vec()));
+        c.support.api_url = base;
+        c.support.labels = vec!["support".into(), "api".into()];
+        c.support.timeout = timeout;
+    })
+}
+
+async fn open(router: &Router, key: &str, body: Value) -> Reply {
+    call(Method::POST, "/api/v1/support")
+        .key(key)
+        .json(&body)
+        .send_to(router)
+        .await
+}
+
+fn ticket(n: usize) -> Value {
+    json!({"title": format!("Webhook failures #{n}"), "description": "Since 09:00 @octocat every delivery fails with `500`."})
+}
+
+#[test]
+fn a_ticket_opens_an_issue_in_the_tracker() {
+    run(async {
+        let github = tracker().await;
+        let api = configured(&github, Duration::from_secs(5)).await;
+        let t = org().await;
+
+        let reply = open(&api, &t.key, ticket(1)).await;
+
+        reply.expect(201, None);
+        let data = &reply.body["data"];
+        assert_eq!(data["reference"], "1347");
+        assert_eq!(data["title"], "Webhook failures #1");
+        assert_eq!(data["quota_remaining"], 4);
+        api_tests::assert_millisecond_timestamps(&reply.body);
+        assert_eq!(data.as_object().unwrap().len(), 4);
+        // The documented request.
+        let sent = &github.requests()[0];
+        assert_eq!(sent.method, Method::POST);
+        assert_eq!(sent.uri.path(), format!("/repos/{REPOSITORY}/issues"));
+        assert_eq!(sent.header("authorization"), format!("Bearer {TOKEN}"));
+        assert_eq!(sent.header("accept"), "application/vnd.github+json");
+        assert_eq!(sent.header("x-github-api-version"), "2022-11-28");
+        assert!(
+            !sent.header("user-agent").is_empty(),
+            "GitHub requires a User-Agent"
+        );
+        let issue = sent.json();
+        assert_eq!(issue["title"], "Webhook failures #1");
+        assert_eq!(issue["labels"], json!(["support", "api"]));
+        let body = issue["body"].as_str().unwrap();
+        assert!(body.contains(&t.id().to_string()), "{body}");
+        assert!(
+            body.contains("~~~text\nSince 09:00 @octocat every delivery fails with `500`.\n~~~"),
+            "the text verbatim in a fence (no mention, no markup): {body}"
+        );
+        assert!(!reply.text.contains(TOKEN));
+    });
+}
+
+#[test]
+fn five_tickets_an_hour_per_key_and_never_a_sixth_under_concurrency() {
+    run(async {
+        let github = tracker().await;
+        let api = configured(&github, Duration::from_secs(5)).await;
+        let t = org().await;
+
+        // Ten at once from one key.
+        let replies =
+            futures::future::join_all((0..10).map(|n| open(&api, &t.key, ticket(n)))).await;
+
+        let created = replies.iter().filter(|r| r.status == 201).count();
+        assert_eq!(created, 5);
+        assert_eq!(github.count(), 5, "the tracker got exactly five");
+        for refused in replies.iter().filter(|r| r.status != 201) {
+            refused.expect(429, Some("support_rate_limited"));
+            let retry: u64 = refused.header("retry-after").parse().unwrap();
+            assert!((3590..=3600).contains(&retry), "{retry}");
+            // The general budget is untouched by a refused ticket.
+            assert!(!refused.header("x-ratelimit-remaining").is_empty());
+        }
+        let mut remaining: Vec<u64> = replies
+            .iter()
+            .filter(|r| r.status == 201)
+            .map(|r| r.body["data"]["quota_remaining"].as_u64().unwrap())
+            .collect();
+        remaining.sort_unstable();
+        assert_eq!(remaining, [0, 1, 2, 3, 4]);
+        // The quota is per key: another key of the organization still may.
+        let other = new_key(t.id(), &[Scope::WriteData]).await;
+        open(&api, &other, ticket(11)).await.expect(201, None);
+        open(&api, &t.key, ticket(12))
+            .await
+            .expect(429, Some("support_rate_limited"));
+    });
+}
+
+#[test]
+fn a_ticket_the_tracker_refused_uses_no_quota() {
+    run(async {
+        // Every second request is refused (401, 422, 500, 503 in turn).
+        let refusals = [
+            github_error(401, "Bad credentials"),
+            github_error(422, "Validation Failed"),
+            github_error(500, "Server Error"),
+            github_error(503, "Service Unavailable"),
+        ];
+        let github = StandIn::start(move |seen, n| {
+            if n % 2 == 0 {
+                refusals[(n / 2) % 4].clone()
+            } else {
+                github_created(REPOSITORY, n as u64, seen.json()["title"].as_str().unwrap())
+            }
+        })
+        .await;
+        let api = configured(&github, Duration::from_secs(5)).await;
+        let t = org().await;
+        let mut created = 0;
+        for n in 0..10 {
+            let reply = open(&api, &t.key, ticket(n)).await;
+            if n % 2 == 0 {
+                reply.expect(502, Some("support_tracker_error"));
+            } else {
+                reply.expect(201, None);
+                created += 1;
+            }
+        }
+        assert_eq!(created, 5, "five refusals used none of the five tickets");
+        open(&api, &t.key, ticket(10))
+            .await
+            .expect(429, Some("support_rate_limited"));
+        assert_eq!(github.count(), 10, "the sixth was not sent");
+    });
+}
+
+#[test]
+fn a_tracker_that_does_not_answer_in_time_is_504_and_the_ticket_counts() {
+    run(async {
+        let github = StandIn::start(|seen, _| {
+            github_created(REPOSITORY, 1, seen.json()["title"].as_str().unwrap())
+                .after(Duration::from_secs(2))
+        })
+        .await;
+        let api = configured(&github, Duration::from_millis(300)).await;
+        let t = org().await;
+        for n in 0..5 {
+            open(&api, &t.key, ticket(n))
+                .await
+                .expect(504, Some("support_tracker_timeout"));
+        }
+        // The issue may exist: those five count.
+        open(&api, &t.key, ticket(5))
+            .await
+            .expect(429, Some("support_rate_limited"));
+        // Nobody listening is a refusal: no quota used.
+        let closed = harness().await.router_with(|c| {
+            c.support.repository = Some(REPOSITORY.into());
+            c.support.token = Some(KeySource::Value(TOKEN.as_bytes().to_vec()));
+            c.support.api_url = "http://127.0.0.1:9".into();
+        });
+        let fresh = org().await;
+        for n in 0..6 {
+            open(&closed, &fresh.key, ticket(n))
+                .await
+                .expect(502, Some("support_tracker_error"));
+        }
+        assert!(
+            !api_tests::webhooks::logs().contains(TOKEN),
+            "the token is never logged"
+        );
+    });
+}
+
+#[test]
+fn without_a_tracker_support_is_503_support_not_configured() {
+    run(async {
+        let t = org().await;
+        assert!(!harness().await.state.config.support.is_configured());
+        call(Method::POST, "/api/v1/support")
+            .key(&t.key)
+            .json(&ticket(1))
+            .send()
+            .await
+            .expect(503, Some("support_not_configured"));
+    });
+}
+
+#[test]
+fn a_bad_body_is_422_naming_the_field_sends_nothing_and_uses_no_quota() {
+    run(async {
+        let github = tracker().await;
+        let api = configured(&github, Duration::from_secs(5)).await;
+        let t = org().await;
+        for (body, field) in [
+            (json!({"description": "d"}), "title"),
+            (json!({"title": "t"}), "description"),
+            (json!({"title": " ", "description": "d"}), "title"),
+            (json!({"title": "t", "description": ""}), "description"),
+            (
+                json!({"title": "t".repeat(201), "description": "d"}),
+                "title",
+            ),
+            (
+                json!({"title": "t", "description": "d".repeat(10_001)}),
+                "description",
+            ),
+            (json!({"title": 5, "description": "d"}), "title"),
+        ] {
+            let reply = open(&api, &t.key, body.clone()).await;
+            reply.expect(422, Some("validation_error"));
+            let message = reply.body["message"].as_str().unwrap();
+            assert!(
+                message.starts_with(&format!("{field}:")),
+                "{body}: {message}"
+            );
+        }
+        assert_eq!(github.count(), 0);
+        for n in 0..5 {
+            open(&api, &t.key, ticket(n)).await.expect(201, None);
+        }
+    });
+}
+
+#[test]
+fn support_tickets_need_write_data() {
+    run(async {
+        let github = tracker().await;
+        let api = configured(&github, Duration::from_secs(5)).await;
+        let t = org().await;
+        let read_only = new_key(t.id(), &[Scope::ReadData]).await;
+        open(&api, &read_only, ticket(1))
+            .await
+            .expect(403, Some("insufficient_scope"));
+        assert_eq!(github.count(), 0);
+    });
+}
