@@ -143,6 +143,8 @@ pub struct Reply {
     pub body: Value,
     pub text: String,
     pub ddb_calls: u32,
+    /// Sequential round trips to DynamoDB (parallel calls share one).
+    pub round_trips: u32,
 }
 
 impl Reply {
@@ -237,10 +239,14 @@ impl Call {
             .expect("infallible router");
         let status = response.status();
         let headers = response.headers().clone();
-        let ddb_calls = response
+        let cost = response
             .extensions()
             .get::<DynamoCalls>()
-            .map_or(0, |c| c.0);
+            .copied()
+            .unwrap_or(DynamoCalls {
+                calls: 0,
+                round_trips: 0,
+            });
         let bytes = response
             .into_body()
             .collect()
@@ -254,7 +260,8 @@ impl Call {
             headers,
             body,
             text,
-            ddb_calls,
+            ddb_calls: cost.calls,
+            round_trips: cost.round_trips,
         }
     }
 

@@ -148,6 +148,25 @@ enum Command {
         #[arg(long)]
         delivered: bool,
     },
+    /// Write COUNT places (benchmark data; BatchWriteItem, not the API
+    /// path) spread evenly over a disc: receiving points (every second one
+    /// public), sites and factories in turn, owned by ORGS organizations,
+    /// `--org` among them (the rest are owner ids of no organization).
+    SeedPlaces {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long, default_value_t = 100)]
+        orgs: usize,
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        #[arg(long, default_value_t = 60.17)]
+        lat: f64,
+        #[arg(long, default_value_t = 24.94)]
+        lng: f64,
+        /// Radius of the disc, km.
+        #[arg(long, default_value_t = 150.0)]
+        spread_km: f64,
+    },
     /// Add a photo (JPEG, PNG or WebP) to a receiving point.
     AddPhoto {
         #[arg(long)]
@@ -347,6 +366,54 @@ async fn run(cli: Cli) -> Result<()> {
                 .collect::<anyhow::Result<Vec<_>>>()?;
             store.surpluses().import(&loads).await?;
             print(json!({"org_id": org, "site_id": site, "loads": loads.len()}));
+        }
+        Command::SeedPlaces {
+            org,
+            orgs,
+            count,
+            lat,
+            lng,
+            spread_km,
+        } => {
+            use rand::Rng;
+            use shared::model::{factory, receiving_point, site};
+            let center = shared::model::geo::Coordinates::new(lat, lng)?;
+            let owners: Vec<Uuid> = std::iter::once(org)
+                .chain((1..orgs.max(1)).map(|_| Uuid::now_v7()))
+                .collect();
+            let mut rng = rand::rng();
+            let now = Timestamp::now();
+            let (mut points, mut sites, mut factories) = (Vec::new(), Vec::new(), Vec::new());
+            for i in 0..count {
+                // Even over the disc: the distance grows with the square root.
+                let at = center.moved(
+                    rng.random_range(0.0..360.0),
+                    spread_km * rng.random::<f64>().sqrt(),
+                );
+                let owner = owners[i % owners.len()];
+                let body = json!({"name": format!("Seeded place {i}"), "lat": at.lat, "lng": at.lng,
+                                  "site_id": Uuid::nil(), "is_public": i % 2 == 0});
+                match i % 3 {
+                    0 => points.push(
+                        serde_json::from_value::<receiving_point::CreateReceivingPoint>(body)?
+                            .validate(owner, now)?,
+                    ),
+                    1 => sites.push(
+                        serde_json::from_value::<site::CreateSite>(body)?.validate(owner, now)?,
+                    ),
+                    _ => factories.push(
+                        serde_json::from_value::<factory::CreateFactory>(body)?
+                            .validate(owner, now)?,
+                    ),
+                }
+            }
+            store.receiving_points().import(&points).await?;
+            store.sites().import(&sites).await?;
+            store.factories().import(&factories).await?;
+            print(
+                json!({"org_id": org, "organizations": owners.len(), "receiving_points": points.len(),
+                         "sites": sites.len(), "factories": factories.len()}),
+            );
         }
         Command::AddPhoto {
             org,

@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source functions/local/scripts/env.sh
 mkdir -p "$STATE_DIR"
-pidfile="$STATE_DIR/moto.pid"
+pidfile="$STATE_DIR/moto-$MOTO_PORT.pid"
+logfile="$STATE_DIR/moto-$MOTO_PORT.log"
 
 answers() {
     "$VENV/bin/python" -c "import socket,sys; socket.create_connection(('$MOTO_HOST', $MOTO_PORT), 0.3)" 2>/dev/null
@@ -16,13 +17,13 @@ answers() {
 case "${1:-}" in
 start)
     if answers; then echo reused; exit 0; fi
-    "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
+    "$VENV/bin/python" functions/local/scripts/moto_server.py "$MOTO_HOST" "$MOTO_PORT" >"$logfile" 2>&1 &
     echo $! >"$pidfile"
     for _ in $(seq 1 150); do
         if answers; then echo started; exit 0; fi
         sleep 0.2
     done
-    echo "moto_server did not start on $MOTO_HOST:$MOTO_PORT; see $STATE_DIR/moto.log" >&2
+    echo "moto_server did not start on $MOTO_HOST:$MOTO_PORT; see $logfile" >&2
     exit 1
     ;;
 stop)

@@ -1,5 +1,7 @@
 //! The layer around every route: request id, DynamoDB call accounting,
-//! `X-RateLimit-*` headers on `/api/v1/*`, panics as 500, one log line.
+//! `X-RateLimit-*` headers on `/api/v1/*`, panics as 500, one log line
+//! (with `ddb_ms`, the time spent waiting on DynamoDB, and `round_trips`,
+//! the sequential round trips to it).
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -62,13 +64,18 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
-    let calls = scope.calls.get();
-    response.extensions_mut().insert(DynamoCalls(calls));
+    let cost = DynamoCalls {
+        calls: scope.calls.get(),
+        round_trips: scope.calls.round_trips(),
+    };
+    response.extensions_mut().insert(cost);
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-            ddb_calls = calls,
+            ddb_ms = scope.calls.waited().as_secs_f64() * 1000.0,
+            ddb_calls = cost.calls,
+            round_trips = cost.round_trips,
             org_id = scope.org().map(|o| o.to_string()),
             "request served"
         );

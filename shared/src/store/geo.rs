@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::item::{key, to_item};
+use super::item::{Item, key, to_item};
 use super::tx::put;
 use crate::error::{ApiError, ApiResult};
 use crate::model::geo::{Coordinates, INDEX_PRECISIONS};
@@ -84,21 +84,29 @@ pub(crate) fn changes(
         }
     }
     if old != new {
-        for entry in new {
-            for (pk, sk) in entry.keys() {
-                let item = GeoItem {
-                    pk,
-                    sk,
-                    kind: entry.kind.tag().to_owned(),
-                    id: entry.id,
-                    org_id: entry.org_id,
-                    name: entry.name.clone(),
-                    lat: entry.coordinates.lat,
-                    lng: entry.coordinates.lng,
-                };
-                actions.push(put(table, to_item(&item)?, None)?);
-            }
+        for item in items(new)? {
+            actions.push(put(table, item, None)?);
         }
     }
     Ok(actions)
+}
+
+/// The stored items of `entries`, at every precision and scope.
+pub(crate) fn items(entries: &[GeoEntry]) -> ApiResult<Vec<Item>> {
+    let mut items = Vec::new();
+    for entry in entries {
+        for (pk, sk) in entry.keys() {
+            items.push(to_item(&GeoItem {
+                pk,
+                sk,
+                kind: entry.kind.tag().to_owned(),
+                id: entry.id,
+                org_id: entry.org_id,
+                name: entry.name.clone(),
+                lat: entry.coordinates.lat,
+                lng: entry.coordinates.lng,
+            })?);
+        }
+    }
+    Ok(items)
 }

@@ -3,7 +3,8 @@
 //! the per-record checks and transactions of the API path.
 
 use super::batch::put_all;
-use super::records::item;
+use super::geo;
+use super::records::{Record, Records, item};
 use super::surpluses::{Surpluses, log_record};
 use crate::error::ApiResult;
 use crate::model::surplus::{LogEntry, SurplusRecord};
@@ -23,5 +24,19 @@ impl Surpluses<'_> {
         }
         put_all(self.0, items).await?;
         self.0.rollups().add(loads).await
+    }
+}
+
+impl<R: Record> Records<'_, R> {
+    /// Writes records as created, with their geo index entries, 25 items a
+    /// call. The caller vouches for their parents (a receiving point's
+    /// site).
+    pub async fn import(&self, records: &[R]) -> ApiResult<()> {
+        let mut items = Vec::with_capacity(records.len() * 4);
+        for record in records {
+            items.push(item(record)?);
+            items.extend(geo::items(&record.geo())?);
+        }
+        put_all(self.store, items).await
     }
 }

@@ -42,7 +42,7 @@ pub fn sk<R: Record>(id: Uuid) -> String {
 }
 
 pub struct Records<'a, R> {
-    store: &'a Store,
+    pub(super) store: &'a Store,
     _record: std::marker::PhantomData<R>,
 }
 
