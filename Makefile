@@ -40,7 +40,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/cfn-lint infra/template.yaml
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 
-## bench: latency and DynamoDB calls per request (orgs, surplus pages, report summary at 10,000 vs 100 loads, nearby search over 10,000 places, webhook deliveries), binary size, init time
+## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
 bench: $(VENV)/.installed
 	functions/local/scripts/bench.sh
 

@@ -4,10 +4,12 @@
 //!
 //! Only successful (2xx) requests spend budget, without losing the bound
 //! under concurrency: admission reserves a slot with one conditional write
-//! (the store refuses to count past the limit, so N parallel requests never
-//! admit more than the limit), and a request whose answer is not a success
-//! gives its slot back (`release`). A request refused by the weighted
-//! estimate is taken back at once, so a 429 never spends budget.
+//! on the key's item, the same write that authenticates the request
+//! (`ApiKeys::admit`: the store refuses to count past the limit, so N
+//! parallel requests never admit more than the limit), and a request whose
+//! answer is not a success gives its slot back (`release`). A request
+//! refused by the weighted estimate is taken back at once, so a 429 never
+//! spends budget.
 //!
 //! The headers: `X-RateLimit-Remaining` is the budget left after this
 //! request; `X-RateLimit-Reset` is the Unix time at which, with no further
@@ -18,12 +20,12 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, HeaderValue};
-use uuid::Uuid;
 
+use crate::auth::key::KeyHash;
 use crate::config::RateLimitConfig;
 use crate::error::ApiResult;
 use crate::store::Store;
-use crate::store::rate_limits::Counted;
+use crate::store::api_keys::KeyState;
 
 /// What the `X-RateLimit-*` headers say about a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +42,7 @@ pub struct RateLimitDecision {
 /// A slot counted for an admitted request, given back unless it succeeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reservation {
-    pub key_id: Uuid,
+    pub key: KeyHash,
     pub window: u64,
 }
 
@@ -73,9 +75,11 @@ impl RateLimitDecision {
     }
 }
 
+/// One fixed window of the sliding-window counter.
 #[derive(Clone, Copy, Debug)]
-struct Window {
-    index: u64,
+pub struct Window {
+    /// Windows since the Unix epoch: the key of its counter.
+    pub index: u64,
     /// Window length in milliseconds.
     len: u64,
     /// Milliseconds into the window.
@@ -83,7 +87,7 @@ struct Window {
 }
 
 impl Window {
-    fn at(now: SystemTime, len: Duration) -> Self {
+    pub fn at(now: SystemTime, len: Duration) -> Self {
         let since_epoch = now
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -164,20 +168,23 @@ fn decision(
     }
 }
 
-/// Reserves a slot for one request of `key_id`: admitted with the
-/// reservation, or refused (nothing spent) with `retry_after`.
-pub async fn admit(
+/// The decision for a request of a valid key that may use its route, from
+/// what the admitting write found: admitted with its reservation, or
+/// refused with `retry_after` (nothing spent: a request the weighted
+/// estimate refuses after it was counted is taken back).
+pub async fn settle(
     store: &Store,
     config: &RateLimitConfig,
-    key_id: Uuid,
-    now: SystemTime,
+    key: KeyHash,
+    window: Window,
+    found: &KeyState,
 ) -> ApiResult<(RateLimitDecision, Option<Reservation>)> {
     if !config.enabled {
-        return Ok((RateLimitDecision::untouched(config, now), None));
+        return Ok((
+            RateLimitDecision::untouched(config, SystemTime::now()),
+            None,
+        ));
     }
-    let window = Window::at(now, config.window);
-    // Counters live two windows, then TTL may remove them.
-    let expires_at = window.end() + 2 * config.window.as_secs();
     let limit = config.limit;
     let refused = |current: u32, previous: u32| {
         let wait = window.wait(limit, current, previous);
@@ -188,47 +195,39 @@ pub async fn admit(
             ..decision(config, window, current, previous)
         }
     };
-    let rates = store.rate_limits();
-    match rates.count(key_id, window.index, limit, expires_at).await? {
-        Counted::Full { previous } => Ok((refused(limit, previous), None)),
-        Counted::Admitted { current, previous } => {
-            if window.estimate(current, previous) > limit {
-                rates.uncount(key_id, window.index).await?;
-                return Ok((refused(current - 1, previous), None));
-            }
-            let reservation = Reservation {
-                key_id,
-                window: window.index,
-            };
-            Ok((
-                decision(config, window, current, previous),
-                Some(reservation),
-            ))
-        }
+    let (current, previous) = (found.current, found.previous);
+    if !found.counted {
+        // The key may make the request, so what refused it was the window.
+        return Ok((refused(current.max(limit), previous), None));
     }
+    if window.estimate(current, previous) > limit {
+        store.api_keys().uncount(&key, window.index).await?;
+        return Ok((refused(current - 1, previous), None));
+    }
+    let reservation = Reservation {
+        key,
+        window: window.index,
+    };
+    Ok((
+        decision(config, window, current, previous),
+        Some(reservation),
+    ))
 }
 
-/// The key's budget as it stands, spending nothing: for answers to an
-/// accepted key that is refused before admission (403s).
-pub async fn peek(
-    store: &Store,
-    config: &RateLimitConfig,
-    key_id: Uuid,
-    now: SystemTime,
-) -> ApiResult<RateLimitDecision> {
+/// The key's budget as it stands, spending nothing: for answers to a valid
+/// key that is refused before admission (403s).
+pub fn standing(config: &RateLimitConfig, window: Window, found: &KeyState) -> RateLimitDecision {
     if !config.enabled {
-        return Ok(RateLimitDecision::untouched(config, now));
+        return RateLimitDecision::untouched(config, SystemTime::now());
     }
-    let window = Window::at(now, config.window);
-    let (current, previous) = store.rate_limits().peek(key_id, window.index).await?;
-    Ok(decision(config, window, current, previous))
+    decision(config, window, found.current, found.previous)
 }
 
 /// Gives back the slot of a request that did not succeed.
 pub async fn release(store: &Store, reservation: Reservation) -> ApiResult<()> {
     store
-        .rate_limits()
-        .uncount(reservation.key_id, reservation.window)
+        .api_keys()
+        .uncount(&reservation.key, reservation.window)
         .await
 }
 

@@ -251,7 +251,16 @@ async fn run(cli: Cli) -> Result<()> {
             print(json!({"org": org, "public_api": public_api}));
         }
         Command::DeactivateOrg { org } => {
-            store.orgs().deactivate(org).await?;
+            let deactivated = store.orgs().deactivate(org).await;
+            if deactivated
+                .as_ref()
+                .is_err_and(|e| e.code() == "org_not_found")
+            {
+                // Already deactivated (or none): finish its keys, in case an
+                // earlier run stopped between the organization and its keys.
+                store.orgs().keys_off(org).await?;
+            }
+            deactivated?;
             print(json!({"org_id": org, "status": shared::model::org::STATUS_DELETED}));
         }
         Command::Entitlement { org, enabled } => {

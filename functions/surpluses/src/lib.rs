@@ -150,6 +150,5 @@ async fn log(
     ctx: Ctx<ReadData>,
     PathId(id, _): PathId<SurplusId>,
 ) -> ApiResult<Json<List<LogEntry>>> {
-    ctx.store.surpluses().require(ctx.org_id, id).await?;
     Ok(Json(List(ctx.store.surpluses().log(ctx.org_id, id).await?)))
 }

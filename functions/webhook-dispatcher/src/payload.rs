@@ -155,7 +155,7 @@ pub async fn build(
                 None => Ok(None),
             }
         },
-        surpluses.log(load.org_id, load.id),
+        surpluses.entries(load.org_id, load.id),
     )?;
     let waybill = match &load.waybill {
         Some(stored) => Some(links.sign(&stored.storage_path).await?),

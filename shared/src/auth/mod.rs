@@ -1,6 +1,8 @@
-//! Authentication: the key format and how a request presents a key, and
-//! the scopes. The extractor that runs the checks is `http::ctx::Ctx`.
+//! Authentication: the key format and how a request presents a key, the
+//! stored key and the decision over it, and the scopes. The extractor that
+//! runs the checks is `http::ctx::Ctx`.
 
+pub mod decision;
 pub mod key;
 pub mod password;
 pub mod scope;

@@ -2,10 +2,11 @@
 //! scope `S`. Extracting it runs the contract's order: the key (401), the
 //! key's organization (403 `org_inactive`), scope (403
 //! `insufficient_scope`), entitlement (403 `feature_not_enabled`),
-//! deployment switch (403 `public_api_disabled`), then the rate limit (429).
-//! An accepted key's refusals show its true remaining budget; an admitted
-//! request holds a budget slot that the response layer gives back unless
-//! the answer is a success.
+//! deployment switch (403 `public_api_disabled`), then the rate limit (429),
+//! in one DynamoDB round trip (`ApiKeys::admit`), so a read's own record is
+//! its second and last. A valid key's refusals show its true remaining
+//! budget; an admitted request holds a budget slot that the response layer
+//! gives back unless the answer is a success.
 
 use std::marker::PhantomData;
 use std::time::SystemTime;
@@ -16,11 +17,10 @@ use uuid::Uuid;
 
 use super::scope::SharedScope;
 use crate::auth::key;
-use crate::auth::scope::{self, RequiredScope};
+use crate::auth::scope::RequiredScope;
 use crate::error::ApiError;
 use crate::ratelimit;
 use crate::state::AppState;
-use crate::store::api_keys::ApiKeyRecord;
 
 pub struct Ctx<S> {
     /// The key's organization.
@@ -37,21 +37,6 @@ impl<S> std::ops::Deref for Ctx<S> {
     }
 }
 
-/// Why an accepted key may not use route `S` (403), if it may not.
-fn refusal<S: RequiredScope>(record: &ApiKeyRecord, state: &AppState) -> Option<ApiError> {
-    if !record.org_active {
-        Some(ApiError::OrgInactive)
-    } else if !scope::allows(&record.scopes, S::SCOPE) {
-        Some(ApiError::InsufficientScope(S::SCOPE.as_str()))
-    } else if !record.public_api {
-        Some(ApiError::FeatureNotEnabled)
-    } else if !state.config.public_api_enabled {
-        Some(ApiError::PublicApiDisabled)
-    } else {
-        None
-    }
-}
-
 impl<S: RequiredScope, St: Send + Sync> FromRequestParts<St> for Ctx<S>
 where
     AppState: FromRef<St>,
@@ -62,41 +47,39 @@ where
         let state = AppState::from_ref(state);
         let config = &state.config;
         let hash = key::presented(&parts.headers, &config.short_name.key_prefix())?;
-        let record = state
-            .store
-            .api_keys()
-            .lookup(&hash)
-            .await?
-            .ok_or(ApiError::InvalidApiKey)?;
+        let (now, at) = (SystemTime::now(), crate::model::now());
+        let limits = &config.rate_limit;
+        let window = ratelimit::Window::at(now, limits.window);
+        // One round trip: the write that authenticates, authorizes and
+        // counts the request at once; a plain read where nothing may count.
+        let keys = state.store.api_keys();
+        let found = if limits.enabled && config.public_api_enabled {
+            keys.admit(&hash, S::SCOPE, window.index, limits.limit, at)
+                .await?
+        } else {
+            keys.read(&hash, window.index).await?
+        };
+        let record = found.record.as_ref().ok_or(ApiError::InvalidApiKey)?;
         let stored = key::KeyHash::from_hex(&record.key_hash).ok_or(ApiError::InvalidApiKey)?;
         if !stored.matches(&hash) {
             return Err(ApiError::InvalidApiKey);
         }
-        if record.revoked_at.is_some() {
-            return Err(ApiError::ApiKeyRevoked);
+        if let Some(rejected) = record.rejection(at) {
+            return Err(rejected);
         }
-        if record
-            .expires_at
-            .is_some_and(|at| at <= crate::model::now())
-        {
-            return Err(ApiError::ApiKeyExpired);
-        }
-        // The key is accepted: from here on every answer shows its budget.
+        // The key is valid: from here on every answer shows its budget.
         let request_scope = parts.extensions.get::<SharedScope>().cloned();
         if let Some(s) = &request_scope {
             s.set_org(record.org_id);
         }
-        let now = SystemTime::now();
-        if let Some(refused) = refusal::<S>(&record, &state) {
-            let budget =
-                ratelimit::peek(&state.store, &config.rate_limit, record.key_id, now).await?;
+        if let Some(refused) = record.refusal(S::SCOPE, config.public_api_enabled) {
             if let Some(s) = &request_scope {
-                s.set_rate(budget);
+                s.set_rate(ratelimit::standing(limits, window, &found));
             }
             return Err(refused);
         }
         let (decision, reservation) =
-            ratelimit::admit(&state.store, &config.rate_limit, record.key_id, now).await?;
+            ratelimit::settle(&state.store, limits, hash, window, &found).await?;
         if let Some(s) = &request_scope {
             s.set_rate(decision);
             if let Some(reservation) = reservation {

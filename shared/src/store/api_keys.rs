@@ -1,20 +1,29 @@
-//! API keys: the auth item (looked up by hash) and its summary in the
-//! organization partition (for listing, revoking and entitlement changes).
+//! API keys: the auth item (looked up by hash, and the home of the key's
+//! rate-limit counters) and its summary in the organization partition (for
+//! listing, revoking and entitlement changes).
 //!
-//! The organization item counts its live keys (`live_keys`, for the cap)
-//! and versions its set of keys (`keys_version`): creating or revoking a key
-//! bumps the version in the same transaction, and a change that must reach
-//! every key (entitlement switch, deactivation) conditions on the version it
-//! read when it listed the keys, so no key created meanwhile is missed.
+//! One request costs one write here: `admit` counts the request in the
+//! key's current window only if the key may make it, and answers with the
+//! key and its counters either way, so authentication, authorization and
+//! the budget take one round trip.
+//!
+//! The organization item counts its live keys (`live_keys`) and versions
+//! its set of keys (`keys_version`): creating or revoking a key bumps the
+//! version in the same transaction, conditioned on the organization being
+//! active with the entitlement copied, so a key made while the organization
+//! changes reads it again.
 
 use crate::model::Timestamp;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::item::{Item, from_item, key, n, s, to_item};
+use super::item::{Item, from_item, get_u64, key, n, s, to_item};
 use super::keys::{self, API_KEY_SK, ORG_SK};
-use super::tx::{concurrent_update, is_raced, put, raced, retry_races, transact};
+use super::tx::{put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::auth::key::{self as api_key, KeyHash};
 use crate::auth::scope::Scope;
@@ -23,33 +32,11 @@ use crate::model::org::STATUS_ACTIVE;
 
 pub struct ApiKeys<'a>(pub(super) &'a Store);
 
-/// Most live (not revoked) keys one organization may hold: deactivation
-/// updates the organization, both items of every live key, and the parent's
-/// child summary and child count in one transaction (at most 100 actions).
-pub const MAX_KEYS_PER_ORG: u32 = 48;
+pub use crate::auth::decision::ApiKeyRecord;
 
-/// A key as stored: never the key itself, only its SHA-256.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct ApiKeyRecord {
-    pub key_id: Uuid,
-    pub org_id: Uuid,
-    pub key_hash: String,
-    pub scopes: Vec<Scope>,
-    pub label: Option<String>,
-    /// The organization's public-API entitlement, kept in step by
-    /// `set_entitlement` so authentication needs one read.
-    pub public_api: bool,
-    /// Whether the organization is active, kept in step by `Orgs::deactivate`
-    /// for the same reason.
-    #[serde(default = "active")]
-    pub org_active: bool,
-    pub created_at: Timestamp,
-    /// Absent attributes, not NULL: conditions test `attribute_not_exists`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revoked_at: Option<Timestamp>,
-}
+/// Keys changed in one transaction by a change to every key (two items
+/// each, within the 100 actions of a transaction).
+const KEYS_PER_TRANSACTION: usize = 49;
 
 #[derive(Serialize, Deserialize)]
 struct KeyItem {
@@ -57,10 +44,6 @@ struct KeyItem {
     sk: String,
     #[serde(flatten)]
     record: ApiKeyRecord,
-}
-
-fn active() -> bool {
-    true
 }
 
 fn timestamp(at: Timestamp) -> AttributeValue {
@@ -72,8 +55,7 @@ fn update(table: &str, key: Item) -> UpdateBuilder {
 }
 
 impl ApiKeys<'_> {
-    /// Issues a key; returns the plaintext (shown once) and the record. 409
-    /// `too_many_keys` at the cap of live keys.
+    /// Issues a key; returns the plaintext (shown once) and the record.
     pub async fn create(
         &self,
         org: Uuid,
@@ -100,9 +82,6 @@ impl ApiKeys<'_> {
             .get(org)
             .await?
             .ok_or_else(ApiError::org_not_found)?;
-        if org_record.live_keys >= MAX_KEYS_PER_ORG {
-            return Err(too_many_keys());
-        }
         let new = api_key::generate(prefix);
         let record = ApiKeyRecord {
             key_id: Uuid::now_v7(),
@@ -116,19 +95,15 @@ impl ApiKeys<'_> {
             expires_at,
             revoked_at: None,
         };
-        // The organization is still active with the entitlement copied, and
-        // under the cap; the new version makes a concurrent entitlement switch
-        // or deactivation list the keys again.
+        // The organization is still active with the entitlement copied: a
+        // key made while an entitlement switch or a deactivation changes the
+        // organization fails here, reads it again, and is made as it now is.
         let org_update = update(table, key(keys::org_pk(org), ORG_SK))
             .update_expression("ADD live_keys :one, keys_version :one")
-            .condition_expression(
-                "#status = :active AND public_api = :flag \
-                 AND (attribute_not_exists(live_keys) OR live_keys < :cap)",
-            )
+            .condition_expression("#status = :active AND public_api = :flag")
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":active", s(STATUS_ACTIVE))
             .expression_attribute_values(":flag", AttributeValue::Bool(record.public_api))
-            .expression_attribute_values(":cap", n(MAX_KEYS_PER_ORG))
             .expression_attribute_values(":one", n(1))
             .build()
             .map_err(ApiError::internal)?;
@@ -173,6 +148,124 @@ impl ApiKeys<'_> {
         out.item
             .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
             .transpose()
+    }
+
+    /// Admits one request of the key with hash `hash` (one conditional
+    /// UpdateItem): counts it in window `window` only if the key exists, is
+    /// neither revoked nor expired at `now`, its organization is active and
+    /// entitled, it has scope `needed`, and the window holds fewer than
+    /// `cap` requests. Answers with the key and its counters either way (as
+    /// written when counted, as they stood when not); an unknown key is
+    /// answered `record: None` and nothing is written.
+    pub async fn admit(
+        &self,
+        hash: &KeyHash,
+        needed: Scope,
+        window: u64,
+        cap: u32,
+        now: Timestamp,
+    ) -> ApiResult<KeyState> {
+        let store = self.0;
+        let result = store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)))
+            .update_expression("ADD #now :one REMOVE #old")
+            .condition_expression(
+                "attribute_exists(pk) AND attribute_not_exists(revoked_at) \
+                 AND (attribute_not_exists(expires_at) OR expires_at > :at) \
+                 AND (attribute_not_exists(org_active) OR org_active = :yes) \
+                 AND public_api = :yes \
+                 AND (contains(scopes, :scope) OR contains(scopes, :all)) \
+                 AND (attribute_not_exists(#now) OR #now < :cap)",
+            )
+            .expression_attribute_names("#now", counter(window))
+            .expression_attribute_names("#old", counter(window.saturating_sub(2)))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":at", timestamp(now))
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":scope", s(needed.as_str()))
+            .expression_attribute_values(":all", s(Scope::All.as_str()))
+            .expression_attribute_values(":cap", n(cap))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let item = out.attributes.unwrap_or_default();
+                let stale = stale_counters(&item, window);
+                if !stale.is_empty() {
+                    self.remove_counters(hash, &stale).await?;
+                }
+                KeyState::of(Some(item), window, true)
+            }
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(e) => {
+                    KeyState::of(e.item, window, false)
+                }
+                other => Err(ApiError::internal(other)),
+            },
+        }
+    }
+
+    /// The key and its counters, read strongly consistently, counting
+    /// nothing (where the rate limit or the versioned API is switched off).
+    pub async fn read(&self, hash: &KeyHash, window: u64) -> ApiResult<KeyState> {
+        let item = self
+            .0
+            .get_item(key(keys::api_key_pk(hash), API_KEY_SK))
+            .await?;
+        KeyState::of(item, window, false)
+    }
+
+    /// Takes back one request counted in `window` (its answer was not a
+    /// success, or the sliding estimate refused it).
+    pub async fn uncount(&self, hash: &KeyHash, window: u64) -> ApiResult<()> {
+        let store = self.0;
+        store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)))
+            .update_expression("ADD #now :minus_one")
+            .condition_expression("#now > :zero")
+            .expression_attribute_names("#now", counter(window))
+            .expression_attribute_values(":minus_one", n(-1))
+            .expression_attribute_values(":zero", n(0))
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|error| match error.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
+                _ => Err(sdk_error(error)),
+            })
+    }
+
+    /// Removes counters of windows long gone (after a key was idle).
+    async fn remove_counters(&self, hash: &KeyHash, names: &[String]) -> ApiResult<()> {
+        let store = self.0;
+        let mut request = store
+            .db
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)));
+        let mut placeholders = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            placeholders.push(format!("#s{i}"));
+            request = request.expression_attribute_names(format!("#s{i}"), name);
+        }
+        request
+            .update_expression(format!("REMOVE {}", placeholders.join(", ")))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|error| match error.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
+                _ => Err(sdk_error(error)),
+            })
     }
 
     /// The organization's keys, revoked ones included, oldest first. No
@@ -233,67 +326,55 @@ impl ApiKeys<'_> {
         Ok(record)
     }
 
-    /// Switches the organization's public-API entitlement, on the
-    /// organization and on every live key of it, in one transaction.
+    /// Switches the organization's public-API entitlement: the organization
+    /// first (a key made from then on copies the new value), then every
+    /// live key. Effective for every key when it returns; running it again
+    /// finishes what an interrupted switch left.
     pub async fn set_entitlement(&self, org: Uuid, enabled: bool) -> ApiResult<()> {
+        let store = self.0;
         let flag = AttributeValue::Bool(enabled);
-        self.change_every_key(
-            org,
-            "attribute_exists(pk)",
-            |org_update| {
-                org_update
-                    .update_expression("SET public_api = :flag ADD keys_version :one")
-                    .expression_attribute_values(":flag", flag.clone())
-            },
-            |key_update| {
-                key_update
-                    .update_expression("SET public_api = :flag")
-                    .expression_attribute_values(":flag", flag.clone())
-            },
-            Vec::new(),
+        let org_update = update(store.table(), key(keys::org_pk(org), ORG_SK))
+            .update_expression("SET public_api = :flag ADD keys_version :one")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":flag", flag.clone())
+            .expression_attribute_values(":one", n(1))
+            .build()
+            .map_err(ApiError::internal)?;
+        let not_found = || ApiError::org_not_found();
+        transact(
+            store,
+            vec![TransactWriteItem::builder().update(org_update).build()],
+            &[(0, not_found)],
         )
+        .await?;
+        self.change_every_key(org, |key_update| {
+            key_update
+                .update_expression("SET public_api = :flag")
+                .expression_attribute_values(":flag", flag.clone())
+        })
         .await
     }
 
-    /// One transaction that changes the active organization `org`
-    /// (`org_change`, which must `ADD keys_version :one`), both items of
-    /// every live key (`key_change`) and the `more` actions, conditioned on
-    /// `condition` and on the organization's keys being the ones listed: a
-    /// key created or revoked meanwhile makes it list again and retry. 404
-    /// `org_not_found` when the organization is missing or not active.
+    /// Applies `key_change` to both items of every live key of `org`, 49
+    /// keys a transaction. Call it after changing the organization: keys
+    /// made from then on read the organization as changed (their creation
+    /// is conditioned on it), and every older key is listed here.
     pub(crate) async fn change_every_key(
         &self,
         org: Uuid,
-        condition: &str,
-        org_change: impl Fn(UpdateBuilder) -> UpdateBuilder,
         key_change: impl Fn(UpdateBuilder) -> UpdateBuilder,
-        more: Vec<TransactWriteItem>,
     ) -> ApiResult<()> {
         let store = self.0;
         let table = store.table();
-        for attempt in 0..SWITCH_ATTEMPTS {
-            if attempt > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(25 * attempt)).await;
-            }
-            let version = store
-                .orgs()
-                .keys_version(org)
-                .await?
-                .ok_or_else(ApiError::org_not_found)?;
-            let live: Vec<ApiKeyRecord> = self
-                .list(org)
-                .await?
-                .into_iter()
-                .filter(|k| k.revoked_at.is_none())
-                .collect();
-            let org_update = org_change(update(table, key(keys::org_pk(org), ORG_SK)))
-                .condition_expression(format!("({}) AND ({condition})", version_is(version)))
-                .expression_attribute_values(":version", n(version))
-                .expression_attribute_values(":one", n(1))
-                .build()
-                .map_err(ApiError::internal)?;
-            let mut actions = vec![TransactWriteItem::builder().update(org_update).build()];
-            for record in &live {
+        let live: Vec<ApiKeyRecord> = self
+            .list(org)
+            .await?
+            .into_iter()
+            .filter(|k| k.revoked_at.is_none())
+            .collect();
+        for chunk in live.chunks(KEYS_PER_TRANSACTION) {
+            let mut actions = Vec::with_capacity(2 * chunk.len());
+            for record in chunk {
                 for item_key in [
                     key(keys::api_key_pk(&hash_of(record)?), API_KEY_SK),
                     key(keys::org_pk(org), keys::api_key_summary_sk(record.key_id)),
@@ -305,41 +386,79 @@ impl ApiKeys<'_> {
                     actions.push(TransactWriteItem::builder().update(change).build());
                 }
             }
-            actions.extend(more.iter().cloned());
-            match transact(store, actions, &[(0, raced)]).await {
-                Err(e) if is_raced(&e) => continue,
-                other => return other,
-            }
+            transact(store, actions, &[]).await?;
         }
-        Err(concurrent_update())
+        Ok(())
     }
+}
+
+/// What `admit` or `read` found: the key (None when no key has the hash),
+/// the counts of its current and previous windows, and whether this
+/// request was counted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyState {
+    pub record: Option<ApiKeyRecord>,
+    pub current: u32,
+    pub previous: u32,
+    pub counted: bool,
+}
+
+impl KeyState {
+    fn of(item: Option<Item>, window: u64, counted: bool) -> ApiResult<Self> {
+        let count = |item: &Item, w: u64| {
+            u32::try_from(get_u64(item, &counter(w)).unwrap_or(0)).unwrap_or(u32::MAX)
+        };
+        let (current, previous) = item.as_ref().map_or((0, 0), |item| {
+            (count(item, window), count(item, window.saturating_sub(1)))
+        });
+        let record = item
+            .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
+            .transpose()?;
+        Ok(KeyState {
+            record,
+            current,
+            previous,
+            counted,
+        })
+    }
+}
+
+/// The counter attribute of rate-limit window `window`.
+fn counter(window: u64) -> String {
+    format!("c{window}")
+}
+
+/// Counters of windows older than the previous one.
+fn stale_counters(item: &Item, window: u64) -> Vec<String> {
+    item.keys()
+        .filter(|name| {
+            name.strip_prefix('c')
+                .and_then(|w| w.parse::<u64>().ok())
+                .is_some_and(|w| w + 1 < window)
+        })
+        .cloned()
+        .collect()
 }
 
 type UpdateBuilder = aws_sdk_dynamodb::types::builders::UpdateBuilder;
-
-/// Attempts of a change to every key while keys keep being created.
-const SWITCH_ATTEMPTS: u64 = 8;
-
-/// Condition: the organization's `keys_version` is still `:version`
-/// (organizations made before the version existed have none: version 0).
-fn version_is(version: u64) -> &'static str {
-    if version == 0 {
-        "attribute_not_exists(keys_version) OR keys_version = :version"
-    } else {
-        "keys_version = :version"
-    }
-}
 
 fn hash_of(record: &ApiKeyRecord) -> ApiResult<KeyHash> {
     KeyHash::from_hex(&record.key_hash)
         .ok_or_else(|| ApiError::internal("stored key hash is not hex"))
 }
 
-fn too_many_keys() -> ApiError {
-    ApiError::Conflict {
-        code: "too_many_keys",
-        message: format!(
-            "an organization holds at most {MAX_KEYS_PER_ORG} live keys; revoke keys it no longer uses"
-        ),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_counters_before_the_previous_window_are_stale() {
+        let item: Item = ["c7", "c8", "c9", "c10", "ttl", "pk", "sk", "created_at"]
+            .into_iter()
+            .map(|k| (k.to_owned(), n(1)))
+            .collect();
+        let mut stale = stale_counters(&item, 10);
+        stale.sort();
+        assert_eq!(stale, vec!["c7", "c8"]);
     }
 }

@@ -1,11 +1,11 @@
 //! Deactivating an organization (soft delete, an operator's command): in
-//! one transaction the organization becomes `deleted`, every live key of it
-//! is marked so that authentication refuses it (403 `org_inactive`), its
-//! parent's child summary says `deleted` and the parent's child count drops,
-//! and its name is freed. Grants it issued stop working at once because the
-//! grantee's reads check the granter is active (`Grants::granted_record`).
-//! Its sub-organizations are organizations of their own and stay as they
-//! are.
+//! one transaction the organization becomes `deleted`, its parent's child
+//! summary says `deleted` and the parent's child count drops, and its name
+//! is freed; then every live key of it is marked so that authentication
+//! refuses it (403 `org_inactive`), 49 keys a transaction. Grants it
+//! issued stop working at once because the grantee's reads check the
+//! granter is active (`Grants::granted_record`). Its sub-organizations are
+//! organizations of their own and stay as they are.
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use uuid::Uuid;
@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::item::{key, n, s};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
 use super::orgs::Orgs;
+use super::tx::{raced, transact};
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{STATUS_ACTIVE, STATUS_DELETED, name_key};
 
@@ -30,7 +31,7 @@ impl Orgs<'_> {
                 .map(|u| TransactWriteItem::builder().update(u).build())
                 .map_err(ApiError::internal)
         };
-        let mut more = vec![
+        let mut more: Vec<TransactWriteItem> = vec![
             TransactWriteItem::builder()
                 .delete(
                     Delete::builder()
@@ -64,31 +65,39 @@ impl Orgs<'_> {
                     .expression_attribute_values(":zero", n(0)),
             )?);
         }
-        store
+        // The organization first, conditioned on it being active under the
+        // name read (a rename moves the name item): from then on no key can
+        // be made for it, and every key made before is listed below.
+        let org_update = Update::builder()
+            .table_name(table)
+            .set_key(Some(key(keys::org_pk(id), ORG_SK)))
+            .update_expression("SET #status = :deleted, updated_at = :at ADD keys_version :one")
+            .condition_expression("#status = :active AND #name = :name")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#name", "name")
+            .expression_attribute_values(":active", s(STATUS_ACTIVE))
+            .expression_attribute_values(":deleted", s(STATUS_DELETED))
+            .expression_attribute_values(":name", s(&org.name))
+            .expression_attribute_values(":at", s(at.to_string()))
+            .expression_attribute_values(":one", n(1));
+        let mut actions = vec![build(org_update)?];
+        actions.extend(more);
+        transact(store, actions, &[(0, raced)]).await?;
+        self.keys_off(id).await
+    }
+
+    /// Marks every live key of deactivated organization `id` as refused
+    /// (403 `org_inactive`). `deactivate` ends with it; an operator runs it
+    /// again (`admin deactivate-org` on a deactivated organization) if a
+    /// deactivation was interrupted between the organization and its keys.
+    pub async fn keys_off(&self, id: Uuid) -> ApiResult<()> {
+        self.store()
             .api_keys()
-            .change_every_key(
-                id,
-                // Still active, under the name read (a rename moves the name item).
-                "#status = :active AND #name = :name",
-                |org_update| {
-                    org_update
-                        .update_expression(
-                            "SET #status = :deleted, updated_at = :at ADD keys_version :one",
-                        )
-                        .expression_attribute_names("#status", "status")
-                        .expression_attribute_names("#name", "name")
-                        .expression_attribute_values(":active", s(STATUS_ACTIVE))
-                        .expression_attribute_values(":deleted", s(STATUS_DELETED))
-                        .expression_attribute_values(":name", s(&org.name))
-                        .expression_attribute_values(":at", s(at.to_string()))
-                },
-                |key_update| {
-                    key_update
-                        .update_expression("SET org_active = :no")
-                        .expression_attribute_values(":no", AttributeValue::Bool(false))
-                },
-                more,
-            )
+            .change_every_key(id, |key_update| {
+                key_update
+                    .update_expression("SET org_active = :no")
+                    .expression_attribute_values(":no", AttributeValue::Bool(false))
+            })
             .await
     }
 }

@@ -72,12 +72,6 @@ pub fn plate_pk(country: &str, normalized: &str) -> String {
     format!("PLATE#{country}#{normalized}")
 }
 
-/// Rate-limit counters of one API key.
-pub fn rate_pk(key_id: Uuid) -> String {
-    format!("RATE#{key_id}")
-}
-pub const RATE_SK: &str = "RATE";
-
 /// Support ticket quota of one API key (see `store/quotas.rs`).
 pub fn support_quota_pk(key_id: Uuid) -> String {
     format!("SUPPORT#{key_id}")

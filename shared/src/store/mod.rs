@@ -17,7 +17,6 @@ pub mod orgs;
 pub mod outbox;
 pub mod places;
 pub mod quotas;
-pub mod rate_limits;
 pub mod records;
 pub mod reports;
 pub mod rollups;
@@ -160,10 +159,6 @@ impl Store {
 
     pub fn grants(&self) -> grants::Grants<'_> {
         grants::Grants(self)
-    }
-
-    pub fn rate_limits(&self) -> rate_limits::RateLimits<'_> {
-        rate_limits::RateLimits(self)
     }
 }
 

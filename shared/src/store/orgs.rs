@@ -233,10 +233,11 @@ impl Orgs<'_> {
     async fn create_child_once(&self, parent_id: Uuid, new: &NewOrg) -> ApiResult<Organization> {
         let store = self.0;
         let table = store.table();
-        let parent = self
-            .get(parent_id)
-            .await?
-            .ok_or_else(ApiError::org_not_found)?;
+        // The parent and its admins, read at once.
+        let members = store.members();
+        let (parent, admins) =
+            futures::try_join!(self.get(parent_id), members.active_admins(parent_id))?;
+        let parent = parent.ok_or_else(ApiError::org_not_found)?;
         if parent.child_count >= MAX_CHILDREN {
             return Err(ApiError::Conflict {
                 code: "child_limit_reached",
@@ -245,7 +246,6 @@ impl Orgs<'_> {
                 ),
             });
         }
-        let admins = store.members().active_admins(parent_id).await?;
         if admins.len() > MAX_COPIED_ADMINS {
             return Err(ApiError::Conflict {
                 code: "too_many_org_admins",

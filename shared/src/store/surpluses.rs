@@ -295,18 +295,20 @@ impl Surpluses<'_> {
     pub async fn create(&self, load: &mut SurplusRecord) -> ApiResult<()> {
         let org = load.org_id;
         let table = self.0.table();
-        self.origin(org, load.site_id).await?;
-        let destination = match load.to_receiving_point_id {
-            Some(point) => Some(self.destination(org, point).await?),
-            None => None,
-        };
+        // The origin, the destination and the truck, read at once; their
+        // refusals keep the contract's order (site, destination, truck).
+        let (origin, destination, truck) = futures::join!(
+            self.origin(org, load.site_id),
+            optional(load.to_receiving_point_id, |point| self
+                .destination(org, point)),
+            optional(load.truck_id, |truck| self.truck(org, truck)),
+        );
+        origin?;
+        let destination = destination?;
         if let Some(destination) = &destination {
             destination.apply(load);
         }
-        let truck = match load.truck_id {
-            Some(truck) => Some(self.truck(org, truck).await?),
-            None => None,
-        };
+        let truck = truck?;
         if let Some(truck) = &truck {
             load.truck_org_id = Some(truck.org_id);
             load.driver_id = truck.driver_id;
@@ -352,13 +354,23 @@ impl Surpluses<'_> {
     ) -> ApiResult<(SurplusRecord, Option<OutboxRecord>)> {
         retry_races(|| async {
             let table = self.0.table();
-            let current = self.require(org, id).await?;
+            // The load, and the origin and destination the body names, read
+            // at once; their refusals keep the order: the load, its status
+            // and route rules, then the site, then the destination.
+            let (current, origin, destination) = futures::join!(
+                self.require(org, id),
+                optional(changes.site_id, |site| self.origin(org, site)),
+                optional(changes.to_receiving_point_id.flatten(), |point| {
+                    self.destination(org, point)
+                }),
+            );
+            let current = current?;
             let now = crate::model::now();
             let mut updated = current.clone();
             changes.apply(&mut updated, now)?;
             let mut checks = Vec::new();
             if updated.site_id != current.site_id {
-                self.origin(org, updated.site_id).await?;
+                origin?;
                 checks.push((
                     check(
                         table,
@@ -370,7 +382,8 @@ impl Surpluses<'_> {
             }
             match changes.to_receiving_point_id {
                 Some(Some(point)) if Some(point) != current.to_receiving_point_id => {
-                    let destination = self.destination(org, point).await?;
+                    let destination = destination?
+                        .ok_or_else(|| ApiError::internal("the destination named was read"))?;
                     destination.apply(&mut updated);
                     checks.push((destination.check(table, org)?, receiving_point_archived));
                 }
@@ -451,8 +464,17 @@ impl Surpluses<'_> {
         .await
     }
 
-    /// The load's log, oldest first.
+    /// The log of a load of the organization, oldest first: 404
+    /// `surplus_not_found` when the load is not the organization's or is
+    /// archived (the load and its entries are read at once).
     pub async fn log(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
+        let (_, entries) = futures::try_join!(self.require(org, id), self.entries(org, id))?;
+        Ok(entries)
+    }
+
+    /// The entries of load `id`'s log, oldest first (for a caller that
+    /// holds the load already).
+    pub async fn entries(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
         let store = self.0;
         let query = store.prefix_query(keys::org_pk(org), &keys::surplus_log_prefix(id));
         query_all(query).await?.into_iter().map(from_item).collect()
@@ -593,4 +615,16 @@ fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
         }
     }
     keys
+}
+
+/// `read(id)` when there is an id.
+async fn optional<T, F, Fut>(id: Option<Uuid>, read: F) -> ApiResult<Option<T>>
+where
+    F: FnOnce(Uuid) -> Fut,
+    Fut: Future<Output = ApiResult<T>>,
+{
+    match id {
+        Some(id) => read(id).await.map(Some),
+        None => Ok(None),
+    }
 }

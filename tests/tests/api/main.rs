@@ -19,6 +19,7 @@ mod receiving_points;
 mod report_rows;
 mod reports;
 mod rollups;
+mod round_trips;
 mod sites;
 mod support;
 mod surplus_pages;

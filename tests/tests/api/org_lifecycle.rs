@@ -5,7 +5,6 @@ use api_tests::{TestOrg, call, harness, new_key, org, run, send, unique};
 use http::Method;
 use serde_json::json;
 use shared::auth::Scope;
-use shared::store::api_keys::MAX_KEYS_PER_ORG;
 use shared::store::orgs::{MAX_CHILDREN, MAX_COPIED_ADMINS};
 
 use crate::sites::new_site;
@@ -216,33 +215,50 @@ fn a_child_inherits_the_parents_entitlement_as_it_is_when_made() {
 }
 
 #[test]
-fn only_live_keys_count_toward_the_cap() {
+fn switches_reach_every_key_of_an_organization_with_many_keys() {
     run(async {
+        // More keys than one transaction changes (49).
         let t = org().await;
         let store = harness().await.store();
-        for _ in 1..MAX_KEYS_PER_ORG {
-            new_key(t.id(), &[Scope::ReadOrgs]).await;
+        let mut keys = vec![t.key.clone()];
+        for _ in 1..60 {
+            keys.push(new_key(t.id(), &[Scope::ReadOrgs]).await);
         }
-        let over = store
+        // Rotation: revoke one, issue one.
+        let live = store.api_keys().list(t.id()).await.unwrap();
+        store
             .api_keys()
-            .create(t.id(), vec![Scope::All], None, None, "svc_app_")
+            .revoke(t.id(), live[1].key_id)
             .await
-            .unwrap_err();
-        assert_eq!(over.code(), "too_many_keys");
-        // Rotation: revoke one, issue one, as often as needed.
-        for _ in 0..3 {
-            let live = store.api_keys().list(t.id()).await.unwrap();
-            let oldest = live.iter().find(|k| k.revoked_at.is_none()).unwrap();
-            store
-                .api_keys()
-                .revoke(t.id(), oldest.key_id)
-                .await
-                .unwrap();
-            new_key(t.id(), &[Scope::All]).await;
-        }
+            .unwrap();
+        keys.remove(1);
+        keys.push(new_key(t.id(), &[Scope::All]).await);
         let record = store.orgs().get(t.id()).await.unwrap().unwrap();
-        assert_eq!(record.live_keys, MAX_KEYS_PER_ORG);
-        // Deactivation still reaches every live key in its one transaction.
+        assert_eq!(record.live_keys, 60);
+        // The entitlement switch is effective on every key's next request.
+        store
+            .api_keys()
+            .set_entitlement(t.id(), false)
+            .await
+            .unwrap();
+        for key in &keys {
+            call(Method::GET, "/api/v1/orgs")
+                .key(key)
+                .send()
+                .await
+                .expect(403, Some("feature_not_enabled"));
+        }
+        store
+            .api_keys()
+            .set_entitlement(t.id(), true)
+            .await
+            .unwrap();
+        call(Method::GET, "/api/v1/orgs")
+            .key(&keys[59])
+            .send()
+            .await
+            .expect(200, None);
+        // Deactivation reaches every live key too.
         store.orgs().deactivate(t.id()).await.unwrap();
         for key in store.api_keys().list(t.id()).await.unwrap() {
             let hash = shared::auth::key::KeyHash::from_hex(&key.key_hash).unwrap();
@@ -250,6 +266,13 @@ fn only_live_keys_count_toward_the_cap() {
             if stored.revoked_at.is_none() {
                 assert!(!stored.org_active, "live key {} still active", key.key_id);
             }
+        }
+        for key in &keys {
+            call(Method::GET, "/api/v1/orgs")
+                .key(key)
+                .send()
+                .await
+                .expect(403, Some("org_inactive"));
         }
     });
 }

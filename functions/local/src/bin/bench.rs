@@ -1,11 +1,18 @@
 //! `make bench` driver.
 //!
-//! `bench load <host:port> <path> <key> <requests> <concurrency>`: GET
-//! `path` over keep-alive HTTP/1.1 connections; prints requests/s, p50, p99.
+//! `bench load <host:port> <METHOD> <path> <key> <requests> <concurrency>
+//! [json body]`: sends the request over keep-alive HTTP/1.1 connections;
+//! prints requests/s, p50, p99 as seen by the client.
 //!
-//! `bench cold <binary> <event.json> <key>`: starts a Lambda binary against a
-//! minimal Lambda Runtime API served here, hands it the event, and prints the
-//! time from process start to its first response.
+//! `bench getitem <requests>`: GetItem round trips to the emulator (one at a
+//! time, `TABLE_NAME`, a key that does not exist); prints p50 and p99, the
+//! yardstick of every route's DynamoDB waits.
+//!
+//! `bench cold <binary> <event.json> <key> [METHOD path[?query]]`: starts a
+//! Lambda binary against a minimal Lambda Runtime API served here, hands it
+//! the event (an API Gateway request for the path, or the event file as it
+//! is when no path is given), and prints the binary's size and the time
+//! from process start to its first response.
 
 use std::time::{Duration, Instant};
 
@@ -27,14 +34,73 @@ async fn main() -> Result<()> {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["load", base, path, key, requests, concurrency] => {
-            load(base, path, key, requests.parse()?, concurrency.parse()?).await
+        [
+            "load",
+            base,
+            method,
+            path,
+            key,
+            requests,
+            concurrency,
+            rest @ ..,
+        ] => {
+            let body = rest.first().copied();
+            load(
+                base,
+                method,
+                path,
+                key,
+                requests.parse()?,
+                concurrency.parse()?,
+                body,
+            )
+            .await
         }
-        ["cold", binary, event, key] => cold(binary, event, key).await,
+        ["getitem", requests] => getitem(requests.parse()?).await,
+        ["cold", binary, event, key, rest @ ..] => cold(binary, event, key, rest).await,
         _ => bail!(
-            "usage: bench load <host:port> <path> <key> <requests> <concurrency> | bench cold <binary> <event.json> <key>"
+            "usage: bench load <host:port> <METHOD> <path> <key> <requests> <concurrency> [body] | bench getitem <requests> | bench cold <binary> <event.json> <key> [METHOD path]"
         ),
     }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let at = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(at).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// GetItem round trips to the emulator, one at a time.
+async fn getitem(requests: usize) -> Result<()> {
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let db = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = std::env::var("TABLE_NAME").unwrap_or_else(|_| "integration-api".into());
+    let mut latencies = Vec::with_capacity(requests);
+    for i in 0..requests + 20 {
+        let started = Instant::now();
+        db.get_item()
+            .table_name(&table)
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S("BENCH#none".into()),
+            )
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S("BENCH".into()),
+            )
+            .consistent_read(true)
+            .send()
+            .await?;
+        if i >= 20 {
+            latencies.push(started.elapsed());
+        }
+    }
+    latencies.sort();
+    println!(
+        "{{\"emulator_getitem\":{{\"requests\":{requests},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}}}",
+        percentile(&latencies, 0.50),
+        percentile(&latencies, 0.99)
+    );
+    Ok(())
 }
 
 /// One keep-alive connection sending `count` requests; returns latencies.
@@ -50,7 +116,11 @@ async fn worker(addr: String, request: String, count: usize) -> Result<Vec<Durat
         write.write_all(request.as_bytes()).await?;
         let mut status = String::new();
         read.read_line(&mut status).await?;
-        if !status.contains(" 200 ") {
+        if !status
+            .split(' ')
+            .nth(1)
+            .is_some_and(|code| code.starts_with('2'))
+        {
             bail!("unexpected response: {status}");
         }
         let mut length = 0usize;
@@ -75,17 +145,22 @@ async fn worker(addr: String, request: String, count: usize) -> Result<Vec<Durat
 
 async fn load(
     base: &str,
+    method: &str,
     path: &str,
     key: &str,
     requests: usize,
     concurrency: usize,
+    body: Option<&str>,
 ) -> Result<()> {
     let addr = base
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_owned();
-    let request =
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\r\n");
+    let body = body.unwrap_or("");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
     // Warm up connections and caches.
     worker(addr.clone(), request.clone(), 20).await?;
     let started = Instant::now();
@@ -99,13 +174,12 @@ async fn load(
     }
     let elapsed = started.elapsed();
     latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
     println!(
-        "{{\"path\":\"{path}\",\"requests\":{},\"concurrency\":{concurrency},\"requests_per_s\":{:.0},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}",
+        "{{\"request\":\"{method} {path}\",\"requests\":{},\"concurrency\":{concurrency},\"requests_per_s\":{:.0},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}",
         latencies.len(),
         latencies.len() as f64 / elapsed.as_secs_f64(),
-        pct(0.50).as_secs_f64() * 1000.0,
-        pct(0.99).as_secs_f64() * 1000.0,
+        percentile(&latencies, 0.50),
+        percentile(&latencies, 0.99),
     );
     Ok(())
 }
@@ -145,10 +219,19 @@ async fn response(State(runtime): State<Runtime>, body: String) -> StatusCode {
     StatusCode::ACCEPTED
 }
 
-async fn cold(binary: &str, event: &str, key: &str) -> Result<()> {
-    let template: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(event)?)?;
-    let mut event = template;
-    event["headers"]["authorization"] = format!("Bearer {key}").into();
+async fn cold(binary: &str, event: &str, key: &str, request: &[&str]) -> Result<()> {
+    let mut event: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(event)?)?;
+    if let [method, target] = request {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let route = format!("ANY {path}");
+        event["routeKey"] = route.clone().into();
+        event["rawPath"] = (*path).into();
+        event["rawQueryString"] = query.into();
+        event["requestContext"]["routeKey"] = route.into();
+        event["requestContext"]["http"]["method"] = (*method).into();
+        event["requestContext"]["http"]["path"] = (*path).into();
+        event["headers"]["authorization"] = format!("Bearer {key}").into();
+    }
     let (done, mut finished) = mpsc::channel(1);
     let runtime = Runtime {
         event: event.to_string(),
@@ -185,11 +268,14 @@ async fn cold(binary: &str, event: &str, key: &str) -> Result<()> {
     let elapsed = started.elapsed();
     let _ = child.kill().await;
     let reply: serde_json::Value = serde_json::from_str(&body)?;
-    if reply["statusCode"] != 200 {
-        bail!("the function answered {body}");
+    let answered = reply
+        .get("statusCode")
+        .map_or_else(|| "invocation".to_owned(), |s| s.to_string());
+    if !answered.starts_with('2') && answered != "invocation" && answered != "405" {
+        bail!("{binary} answered {body}");
     }
     println!(
-        "{{\"binary\":\"{binary}\",\"bytes\":{},\"start_to_first_response_ms\":{:.1}}}",
+        "{{\"binary\":\"{binary}\",\"bytes\":{},\"status\":\"{answered}\",\"start_to_first_response_ms\":{:.1}}}",
         std::fs::metadata(binary)?.len(),
         elapsed.as_secs_f64() * 1000.0
     );

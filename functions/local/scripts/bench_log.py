@@ -1,0 +1,74 @@
+"""`make bench`: what the dev server's JSON log says, per route.
+
+Usage: python bench_log.py SERVER_LOG LABELS_JSON
+
+LABELS_JSON maps organization ids to the bench's names for them, so the
+same route over different data sets (the summary at 10,000 and 100 loads)
+is told apart. For each route and data set, over successful requests: the
+DynamoDB calls and sequential round trips per request, the server's p50 and
+p99 latency, the p50 time waiting on DynamoDB (`ddb_ms`) and the p50 of
+latency minus that wait: the code's own share. Then the items the summary
+and nearby search read, and the webhook queue's cost.
+"""
+
+import json
+import sys
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(int(len(values) * p), len(values) - 1)] if values else None
+
+
+def main():
+    log, labels = sys.argv[1], json.loads(sys.argv[2])
+    routes, summary_items, cells, messages, attempts = {}, set(), {}, {}, []
+    for line in open(log):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        span = row.get("span", {})
+        message = row.get("message")
+        if message == "request served" and 200 <= row.get("status", 0) < 300:
+            key = (span.get("method"), span.get("route"), labels.get(row.get("org_id"), "-"))
+            routes.setdefault(key, []).append(row)
+        elif message == "daily figures read":
+            summary_items.add(row["items_read"])
+        elif message == "geo cells read":
+            cells.setdefault((row["precision"], row["queries"]), set()).add(row["items_read"])
+        elif message == "queue message handled":
+            kind = json.loads(row["body"]).get("kind", "?")
+            messages.setdefault(kind, []).append(row["ddb_calls"])
+        elif message == "webhook attempt":
+            attempts.append(row["duration_ms"])
+    for (method, route, label), rows in sorted(routes.items(), key=lambda kv: str(kv[0])):
+        own = [r["latency_ms"] - r.get("ddb_ms", 0) for r in rows]
+        print(json.dumps({
+            "route": f"{method} {route}", "data": label, "requests": len(rows),
+            "ddb_calls": round(sum(r["ddb_calls"] for r in rows) / len(rows), 2),
+            "round_trips": round(sum(r.get("round_trips", 0) for r in rows) / len(rows), 2),
+            "round_trips_max": max(r.get("round_trips", 0) for r in rows),
+            "p50_ms": round(percentile([r["latency_ms"] for r in rows], 0.5), 2),
+            "p99_ms": round(percentile([r["latency_ms"] for r in rows], 0.99), 2),
+            "ddb_p50_ms": round(percentile([r.get("ddb_ms", 0) for r in rows], 0.5), 2),
+            "own_p50_ms": round(percentile(own, 0.5), 3),
+            "own_p99_ms": round(percentile(own, 0.99), 3),
+        }))
+    if summary_items:
+        print(json.dumps({"summary_rollup_items_read": sorted(summary_items)}))
+    for (precision, queries), read in sorted(cells.items()):
+        print(json.dumps({"nearby_search": {"cell_precision": precision, "queries": queries,
+                                            "items_read": sorted(read)}}))
+    for kind, counts in sorted(messages.items()):
+        print(json.dumps({"queue_message": kind, "handled": len(counts),
+                          "ddb_calls_per_message": round(sum(counts) / len(counts), 2),
+                          "ddb_calls_max": max(counts)}))
+    if attempts:
+        attempts.sort()
+        print(json.dumps({"webhook_attempts": len(attempts), "attempt_ms_p50": percentile(attempts, 0.5),
+                          "attempt_ms_max": attempts[-1]}))
+
+
+if __name__ == "__main__":
+    main()
