@@ -24,7 +24,7 @@ use uuid::Uuid;
 use super::item::{Item, from_item, get_u64, key, n, s, to_item};
 use super::keys::{self, API_KEY_SK, ORG_SK};
 use super::tx::{put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error};
+use super::{Store, query_all, sdk_error, unless_condition_failed};
 use crate::auth::key::{self as api_key, KeyHash};
 use crate::auth::scope::Scope;
 use crate::error::{ApiError, ApiResult};
@@ -224,23 +224,20 @@ impl ApiKeys<'_> {
     /// success, or the sliding estimate refused it).
     pub async fn uncount(&self, hash: &KeyHash, window: u64) -> ApiResult<()> {
         let store = self.0;
-        store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)))
-            .update_expression("ADD #now :minus_one")
-            .condition_expression("#now > :zero")
-            .expression_attribute_names("#now", counter(window))
-            .expression_attribute_values(":minus_one", n(-1))
-            .expression_attribute_values(":zero", n(0))
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|error| match error.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
-                _ => Err(sdk_error(error)),
-            })
+        unless_condition_failed(
+            store
+                .db
+                .update_item()
+                .table_name(store.table())
+                .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)))
+                .update_expression("ADD #now :minus_one")
+                .condition_expression("#now > :zero")
+                .expression_attribute_names("#now", counter(window))
+                .expression_attribute_values(":minus_one", n(-1))
+                .expression_attribute_values(":zero", n(0))
+                .send()
+                .await,
+        )
     }
 
     /// Removes counters of windows long gone (after a key was idle).
@@ -256,16 +253,13 @@ impl ApiKeys<'_> {
             placeholders.push(format!("#s{i}"));
             request = request.expression_attribute_names(format!("#s{i}"), name);
         }
-        request
-            .update_expression(format!("REMOVE {}", placeholders.join(", ")))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|error| match error.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
-                _ => Err(sdk_error(error)),
-            })
+        unless_condition_failed(
+            request
+                .update_expression(format!("REMOVE {}", placeholders.join(", ")))
+                .condition_expression("attribute_exists(pk)")
+                .send()
+                .await,
+        )
     }
 
     /// The organization's keys, revoked ones included, oldest first. No

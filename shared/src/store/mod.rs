@@ -193,6 +193,23 @@ pub(crate) async fn query_counted(
     }
 }
 
+/// An UpdateItem whose condition may fail without harm (a give-back that
+/// finds nothing to give back): done either way.
+pub(crate) fn unless_condition_failed<R: std::fmt::Debug + Send + Sync + 'static>(
+    result: Result<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
+        SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError, R>,
+    >,
+) -> ApiResult<()> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(error) => match error.as_service_error() {
+            Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
+            _ => Err(sdk_error(error)),
+        },
+    }
+}
+
 /// Any SDK failure is unexpected here: a 500 with the cause logged.
 pub(crate) fn sdk_error<E, R>(error: SdkError<E, R>) -> ApiError
 where

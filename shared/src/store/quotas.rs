@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{Item, get_u64, key, n};
 use super::keys::{QUOTA_SK, TTL};
-use super::{Store, sdk_error};
+use super::{Store, unless_condition_failed};
 use crate::error::{ApiError, ApiResult};
 
 pub struct Quotas<'a>(pub(super) &'a Store);
@@ -145,21 +145,18 @@ impl Quotas<'_> {
     /// anew meanwhile.
     pub async fn release(&self, slot: &Slot) -> ApiResult<()> {
         let store = self.0;
-        store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(slot.pk.clone(), QUOTA_SK)))
-            .update_expression("REMOVE #slot")
-            .condition_expression("#slot = :at")
-            .expression_attribute_names("#slot", slot_name(slot.index))
-            .expression_attribute_values(":at", n(slot.at))
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|error| match error.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(()),
-                _ => Err(sdk_error(error)),
-            })
+        unless_condition_failed(
+            store
+                .db
+                .update_item()
+                .table_name(store.table())
+                .set_key(Some(key(slot.pk.clone(), QUOTA_SK)))
+                .update_expression("REMOVE #slot")
+                .condition_expression("#slot = :at")
+                .expression_attribute_names("#slot", slot_name(slot.index))
+                .expression_attribute_values(":at", n(slot.at))
+                .send()
+                .await,
+        )
     }
 }
