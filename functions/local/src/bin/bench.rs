@@ -162,7 +162,7 @@ async fn load(
         body.len()
     );
     // Warm up connections and caches.
-    worker(addr.clone(), request.clone(), 20).await?;
+    worker(addr.clone(), request.clone(), (requests / 5).clamp(1, 20)).await?;
     let started = Instant::now();
     let per_worker = requests / concurrency;
     let workers: Vec<_> = (0..concurrency)
