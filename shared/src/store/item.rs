@@ -10,8 +10,14 @@ use crate::error::ApiError;
 
 pub type Item = HashMap<String, AttributeValue>;
 
+/// `value` as an item. Absent values (`None`) are left out instead of
+/// stored as NULL: items stay small, reads decode less, and
+/// `attribute_not_exists(x)` means "x is absent".
 pub fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
-    serde_dynamo::to_item(value).map_err(|e| ApiError::internal(format!("item encoding: {e}")))
+    let mut item: Item = serde_dynamo::to_item(value)
+        .map_err(|e| ApiError::internal(format!("item encoding: {e}")))?;
+    item.retain(|_, value| !value.is_null());
+    Ok(item)
 }
 
 pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
@@ -53,4 +59,35 @@ pub fn get_i64(item: &Item, name: &str) -> Option<i64> {
     item.get(name)
         .and_then(|v| v.as_n().ok())
         .and_then(|n| n.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Record {
+        name: String,
+        city: Option<String>,
+        note: Option<String>,
+    }
+
+    #[test]
+    fn absent_values_are_left_out_and_read_back_as_absent() {
+        let record = Record {
+            name: "Yard".into(),
+            city: None,
+            note: Some("gate 2".into()),
+        };
+        let item = to_item(&record).unwrap();
+        let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["name", "note"]);
+        assert_eq!(from_item::<Record>(item).unwrap(), record);
+        // Items written before, with NULL attributes, still read.
+        let mut old = to_item(&record).unwrap();
+        old.insert("city".into(), AttributeValue::Null(true));
+        assert_eq!(from_item::<Record>(old).unwrap(), record);
+    }
 }
