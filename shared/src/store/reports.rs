@@ -11,7 +11,7 @@ use super::batch::get_all;
 use super::item::{from_item, get_s, key, s};
 use super::keys;
 use super::records::sk;
-use super::surpluses::{Page, Position, read_page};
+use super::surpluses::{Drops, Page, Position, read_page};
 use super::{Store, query_all};
 use crate::error::ApiResult;
 use crate::model::Timestamp;
@@ -58,7 +58,7 @@ impl Reports<'_> {
             )
             .expression_attribute_values(":low", s(low))
             .expression_attribute_values(":high", s(high));
-        read_page(query, start, limit, false, Some("gsi1")).await
+        read_page(query, start, limit, Drops::Nothing, Some("gsi1")).await
     }
 
     /// The month-end rows of `loads`: their site, receiving point and

@@ -515,7 +515,7 @@ impl Surpluses<'_> {
             .query()
             .table_name(store.table())
             .scan_index_forward(false);
-        let (index, filtered) = match (group, site) {
+        let (index, drops) = match (group, site) {
             (group, Some(site)) => {
                 query = query
                     .index_name("gsi2")
@@ -529,7 +529,12 @@ impl Surpluses<'_> {
                             s(keys::surplus_group_pk(org, group.as_str())),
                         );
                 }
-                (Some("gsi2"), group.is_some())
+                let drops = if group.is_some() {
+                    Drops::Many
+                } else {
+                    Drops::Nothing
+                };
+                (Some("gsi2"), drops)
             }
             (Some(group), None) => {
                 query = query
@@ -539,7 +544,7 @@ impl Surpluses<'_> {
                         ":pk",
                         s(keys::surplus_group_pk(org, group.as_str())),
                     );
-                (Some("gsi1"), false)
+                (Some("gsi1"), Drops::Nothing)
             }
             (None, None) => {
                 query = query
@@ -548,31 +553,46 @@ impl Surpluses<'_> {
                     .expression_attribute_values(":pk", s(keys::org_pk(org)))
                     .expression_attribute_values(":prefix", s(SURPLUS_PREFIX))
                     .consistent_read(true);
-                (None, true)
+                (None, Drops::Few)
             }
         };
-        read_page(query, start, limit, filtered, index).await
+        read_page(query, start, limit, drops, index).await
     }
+}
+
+/// What a page query's filter drops of the items it reads, which sets how
+/// far the query reads ahead: DynamoDB applies `Limit` before the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Drops {
+    /// No filter: read exactly what the page needs.
+    Nothing,
+    /// Archived loads in the organization's partition: rare, so read what
+    /// the page needs and read again only on the page that had some.
+    Few,
+    /// Another status group's loads of a site: read at least 100 at a time.
+    Many,
 }
 
 /// One keyset page of loads from `query` (newest or oldest first, as the
 /// query says): reads until `limit` rows and one more are found or the
-/// loads end, so a filter (`filtered`) never shortens a page; the next
-/// page starts after the last row shown, in the key of `index` (none for
-/// the partition).
+/// loads end, so a filter (`drops`) never shortens a page; the next page
+/// starts after the last row shown, in the key of `index` (none for the
+/// partition).
 pub(super) async fn read_page(
     query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
     start: Option<Position>,
     limit: usize,
-    filtered: bool,
+    drops: Drops,
     index: Option<&str>,
 ) -> ApiResult<Page> {
     let mut rows: Vec<SurplusRecord> = Vec::new();
     let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
     loop {
         let wanted = limit + 1 - rows.len();
-        // A filter drops rows after DynamoDB counts them: read ahead.
-        let read = if filtered { wanted.max(100) } else { wanted };
+        let read = match drops {
+            Drops::Nothing | Drops::Few => wanted,
+            Drops::Many => wanted.max(100),
+        };
         let page = query
             .clone()
             .limit(i32::try_from(read).unwrap_or(i32::MAX))

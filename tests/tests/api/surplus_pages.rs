@@ -326,3 +326,34 @@ fn imported_loads_read_like_created_ones() {
         assert_eq!(log.body["data"][0]["status_to"], status.as_str());
     });
 }
+
+#[test]
+fn archived_loads_never_shorten_a_page() {
+    run(async {
+        // Given 12 loads, of which an operator archived 5 (among them the
+        // two newest and three in a row)
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Yard"})).await;
+        let mut ids = Vec::new();
+        for _ in 0..12 {
+            ids.push(crate::surpluses::new_load(&t, &site).await);
+        }
+        let store = harness().await.store();
+        for i in [11, 10, 6, 5, 4] {
+            store
+                .surpluses()
+                .archive(t.id(), ids[i].parse().unwrap())
+                .await
+                .unwrap();
+        }
+        // When the loads are listed three to a page
+        let (listed, sizes) = walk(&t, "status=all", 3).await;
+        // Then every page is full but the last, newest first, none archived
+        let expected: Vec<String> = [9, 8, 7, 3, 2, 1, 0]
+            .iter()
+            .map(|i| ids[*i].clone())
+            .collect();
+        assert_eq!(listed, expected);
+        assert_eq!(sizes, [3, 3, 1]);
+    });
+}
