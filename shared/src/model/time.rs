@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, SecondsFormat, TimeDelta, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,7 +42,8 @@ impl std::ops::Add<TimeDelta> for Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0.format("%Y-%m-%dT%H:%M:%S%.3fZ"))
+        // The fixed RFC 3339 writer: no format string to interpret.
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
     }
 }
 
