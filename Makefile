@@ -8,10 +8,11 @@ PY ?= python3
 .PHONY: run test conformance chromium lint bench build deploy emulator stop-emulator clean
 
 # Project-local virtualenv: the emulator, the template and description
-# linters, and the contract gate.
+# linters (cfn-lint with the serverless rules; the SAM translator for
+# infra/checks), and the contract gate.
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5'
 	touch $@
 
 ## run: emulator + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
@@ -33,11 +34,13 @@ chromium:
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
-## lint: formatting, clippy, the SAM template and the OpenAPI description
+## lint: formatting, clippy, the SAM template (cfn-lint with the serverless rules; least privilege, routes and functions by infra/checks) and the OpenAPI description
 lint: $(VENV)/.installed
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	$(VENV)/bin/cfn-lint infra/template.yaml
+	$(VENV)/bin/cfn-lint infra/template.yaml --append-rules cfn_lint_serverless.rules
+	$(VENV)/bin/python infra/checks/check_template.py
+	$(VENV)/bin/python -m unittest discover -s infra/checks
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)

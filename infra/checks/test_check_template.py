@@ -1,0 +1,359 @@
+"""The checks of check_template.py fail on what they are meant to catch.
+
+Run: .venv/bin/python -m unittest discover -s infra/checks (make lint).
+"""
+
+import copy
+import sys
+import unittest
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import check_template as ct  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def function(binary, policies=None, events=None):
+    return {
+        "Type": ct.FUNCTION,
+        "Metadata": {"BuildMethod": "rust-cargolambda", "Binary": binary},
+        "Properties": {
+            "CodeUri": "..",
+            "Runtime": "provided.al2023",
+            "Handler": "bootstrap",
+            "Policies": policies if policies is not None else [],
+            "Events": events or {},
+        },
+    }
+
+
+def route(api, method=None, path=None):
+    props = {"ApiId": {"Ref": api}}
+    if method:
+        props.update(Method=method, Path=path)
+    return {"Type": "HttpApi", "Properties": props}
+
+
+def allow(action, resource, **extra):
+    return {"Effect": "Allow", "Action": action, "Resource": resource, **extra}
+
+
+def with_policy(*statements):
+    """A template whose one function has these statements."""
+    return {"Resources": {"Fn": function("orgs", [{"Statement": list(statements)}])}}
+
+
+def good_template():
+    """The smallest template every route and function check accepts."""
+    return {
+        "Resources": {
+            "HttpApi": {"Type": ct.HTTP_API, "Properties": {}},
+            "AdminHttpApi": {"Type": ct.HTTP_API, "Properties": {}},
+            "DocsFunction": function(
+                "docs",
+                events={
+                    "Health": route("HttpApi", "GET", "/api/health"),
+                    "OpenApi": route("HttpApi", "GET", "/openapi.yaml"),
+                    "Docs": route("HttpApi", "GET", "/docs"),
+                    "Fallback": route("HttpApi"),
+                    "AdminOpenApi": route("AdminHttpApi", "GET", "/openapi.yaml"),
+                    "AdminDocs": route("AdminHttpApi", "GET", "/docs"),
+                    "AdminFallback": route("AdminHttpApi"),
+                },
+            ),
+            "OrgsFunction": function(
+                "orgs",
+                events={
+                    "Orgs": route("HttpApi", "ANY", "/api/v1/orgs"),
+                    "Org": route("HttpApi", "ANY", "/api/v1/orgs/{orgId}"),
+                },
+            ),
+            "DispatcherFunction": function("webhook-dispatcher"),
+        }
+    }
+
+
+DESCRIPTION = {
+    "paths": {
+        "/api/health": {"get": {}},
+        "/openapi.yaml": {"get": {}},
+        "/docs": {"get": {}},
+        "/api/v1/orgs": {"get": {}, "post": {}, "parameters": []},
+        "/api/v1/orgs/{orgId}": {"get": {}, "patch": {}},
+    }
+}
+
+
+def good_workspace():
+    crate = ct.Crate
+    return ct.Workspace(
+        crates={
+            "docs": crate("docs", {"docs"}, {"/api/health", "/openapi.yaml", "/docs"}),
+            "orgs": crate("orgs", {"orgs"}, {"/api/v1/orgs", "/api/v1/orgs/{orgId}"}),
+            "webhook-dispatcher": crate("webhook-dispatcher", {"webhook-dispatcher"}, set()),
+            "local": crate("local", {"local", "bench"}, set()),
+            "admin": crate("admin", {"admin"}, set()),
+        },
+        local_lib="Router::new().merge(docs::routes()).merge(orgs::routes())",
+        local_sources="docs::routes() orgs::routes() webhook_dispatcher::Dispatcher::new(",
+        router={
+            "/api/health": "docs",
+            "/openapi.yaml": "docs",
+            "/docs": "docs",
+            "/api/v1/orgs": "orgs",
+            "/api/v1/orgs/{orgId}": "orgs",
+        },
+    )
+
+
+class Fails:
+    """Assertions that a check names the problem."""
+
+    def assertFinds(self, problems, *words):
+        self.assertTrue(problems, "expected a problem, found none")
+        text = "\n".join(problems)
+        for word in words:
+            self.assertIn(word, text)
+
+
+class TheRepository(unittest.TestCase):
+    def test_the_repository_passes_every_check(self):
+        self.assertEqual(ct.check(ROOT), [])
+
+
+class LeastPrivilege(Fails, unittest.TestCase):
+    def test_named_actions_on_named_resources_pass(self):
+        template = with_policy(
+            allow(["dynamodb:GetItem"], {"Fn::GetAtt": ["Table", "Arn"]}),
+            allow("s3:GetObject", {"Fn::Sub": "${FilesBucket.Arn}/waybills/*"}),
+            allow("dynamodb:Query", {"Fn::Sub": "${Table.Arn}/index/gsi1"}),
+        )
+        self.assertEqual(ct.iam_problems(template), [])
+
+    def test_a_wildcard_action_fails(self):
+        for action in ["*", "s3:*", "s3:Get*"]:
+            problems = ct.iam_problems(with_policy(allow(action, {"Ref": "Queue"})))
+            self.assertFinds(problems, "Fn", f"action {action}")
+
+    def test_a_wildcard_resource_fails(self):
+        for resource in [
+            "*",
+            "arn:aws:s3:::*",
+            "arn:aws:dynamodb:eu-north-1:123456789012:table/*",
+            {"Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:*:queue"},
+        ]:
+            problems = ct.iam_problems(with_policy(allow("sqs:SendMessage", resource)))
+            self.assertFinds(problems, "Fn", "resource")
+
+    def test_not_action_and_not_resource_fail(self):
+        statement = {"Effect": "Allow", "NotAction": "iam:*", "Resource": {"Ref": "X"}}
+        self.assertFinds(ct.iam_problems(with_policy(statement)), "NotAction")
+        statement = {"Effect": "Allow", "Action": "s3:GetObject", "NotResource": "arn:aws:s3:::b/k"}
+        self.assertFinds(ct.iam_problems(with_policy(statement)), "NotResource")
+
+    def test_a_wildcard_inside_a_condition_branch_fails(self):
+        template = {
+            "Resources": {
+                "Fn": function(
+                    "orgs",
+                    [{"Fn::If": ["Cond", {"Statement": [allow("secretsmanager:*", "*")]}, {"Ref": "AWS::NoValue"}]}],
+                )
+            }
+        }
+        self.assertFinds(ct.iam_problems(template), "secretsmanager:*", "resource *")
+
+    def test_deny_statements_are_not_checked(self):
+        template = {
+            "Resources": {
+                "Policy": {
+                    "Type": "AWS::S3::BucketPolicy",
+                    "Properties": {
+                        "PolicyDocument": {
+                            "Statement": [
+                                {"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": "*"}
+                            ]
+                        }
+                    },
+                }
+            }
+        }
+        self.assertEqual(ct.iam_problems(template), [])
+
+    def test_a_public_principal_fails(self):
+        template = {
+            "Resources": {
+                "Policy": {
+                    "Type": "AWS::S3::BucketPolicy",
+                    "Properties": {
+                        "PolicyDocument": {
+                            "Statement": [
+                                allow("s3:GetObject", "arn:aws:s3:::bucket/k", Principal={"AWS": "*"})
+                            ]
+                        }
+                    },
+                }
+            }
+        }
+        self.assertFinds(ct.iam_problems(template), "Policy", "principal *")
+
+    def test_users_and_managed_policies_are_checked(self):
+        template = {
+            "Resources": {
+                "Signer": {
+                    "Type": "AWS::IAM::User",
+                    "Properties": {
+                        "Policies": [
+                            {"PolicyName": "read", "PolicyDocument": {"Statement": [allow("s3:*", "*")]}}
+                        ]
+                    },
+                },
+                "Guard": {
+                    "Type": "AWS::IAM::ManagedPolicy",
+                    "Properties": {"PolicyDocument": {"Statement": [allow("dynamodb:*", {"Ref": "T"})]}},
+                },
+            }
+        }
+        self.assertFinds(ct.iam_problems(template), "Signer (policy read)", "Guard")
+
+    def test_a_justified_statement_passes(self):
+        template = with_policy(allow("xray:PutTraceSegments", "*", Sid="XRayHasNoResources"))
+        self.assertFinds(ct.iam_problems(template), "statement XRayHasNoResources")
+        reasons = {("Fn", "XRayHasNoResources"): "X-Ray has no resource-level permissions"}
+        with mock.patch.dict(ct.JUSTIFIED_STATEMENTS, reasons):
+            self.assertEqual(ct.iam_problems(template), [])
+            # The role SAM makes of it is the same function's.
+            translated = {"Transform": "AWS::Serverless-2016-10-31", **template}
+            self.assertEqual(ct.generated_iam_problems(translated), [])
+
+    def test_aws_managed_policies_and_sam_policy_templates_fail(self):
+        template = {"Resources": {"Fn": function("orgs", ["AmazonDynamoDBFullAccess"])}}
+        self.assertFinds(ct.iam_problems(template), "AmazonDynamoDBFullAccess")
+        template = {"Resources": {"Fn": function("orgs", [{"DynamoDBCrudPolicy": {"TableName": "t"}}])}}
+        self.assertFinds(ct.iam_problems(template), "DynamoDBCrudPolicy")
+
+    def test_a_managed_policy_of_the_template_is_checked_as_a_resource(self):
+        template = {
+            "Resources": {
+                "Guard": {"Type": "AWS::IAM::ManagedPolicy", "Properties": {"PolicyDocument": {"Statement": []}}},
+                "Fn": function("orgs", [{"Ref": "Guard"}]),
+            }
+        }
+        self.assertEqual(ct.iam_problems(template), [])
+
+    def test_what_sam_attaches_for_a_plain_function_is_justified(self):
+        template = {"Transform": "AWS::Serverless-2016-10-31", **with_policy(allow("sqs:SendMessage", {"Ref": "Q"}))}
+        template["Resources"]["Fn"]["Properties"]["Tracing"] = "Active"
+        self.assertEqual(ct.generated_iam_problems(template), [])
+
+    def test_an_sqs_event_fails_for_the_managed_policy_sam_attaches(self):
+        template = {"Transform": "AWS::Serverless-2016-10-31", **with_policy(allow("sqs:SendMessage", {"Ref": "Q"}))}
+        template["Resources"]["Fn"]["Properties"]["Events"] = {
+            "Queue": {"Type": "SQS", "Properties": {"Queue": "arn:aws:sqs:eu-north-1:123456789012:q"}}
+        }
+        self.assertFinds(ct.generated_iam_problems(template), "Fn (role FnRole, generated by SAM)", "AWSLambdaSQSQueueExecutionRole")
+
+    def test_a_template_sam_cannot_translate_fails(self):
+        template = {"Transform": "AWS::Serverless-2016-10-31", **with_policy()}
+        template["Resources"]["Fn"]["Properties"]["Events"] = {"Bad": {"Type": "HttpApi", "Properties": {"Method": 7}}}
+        self.assertFinds(ct.generated_iam_problems(template), "SAM cannot translate")
+
+
+class Routes(Fails, unittest.TestCase):
+    def test_the_small_template_passes(self):
+        self.assertEqual(ct.route_problems(good_template(), DESCRIPTION), [])
+
+    def test_a_documented_operation_that_is_not_routed_fails(self):
+        template = good_template()
+        del template["Resources"]["OrgsFunction"]["Properties"]["Events"]["Org"]
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "GET /api/v1/orgs/{orgId}", "not routed")
+
+    def test_a_route_the_description_does_not_list_fails(self):
+        template = good_template()
+        events = template["Resources"]["OrgsFunction"]["Properties"]["Events"]
+        events["Extra"] = route("HttpApi", "ANY", "/api/v1/secret")
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "/api/v1/secret", "no such path")
+        template = good_template()
+        events = template["Resources"]["DocsFunction"]["Properties"]["Events"]
+        events["HealthPost"] = route("HttpApi", "POST", "/api/health")
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "POST /api/health")
+
+    def test_the_admin_host_must_serve_both_documents_from_the_docs_function(self):
+        template = good_template()
+        del template["Resources"]["DocsFunction"]["Properties"]["Events"]["AdminDocs"]
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "AdminHttpApi", "GET /docs")
+        template = good_template()
+        events = template["Resources"]["OrgsFunction"]["Properties"]["Events"]
+        events["AdminOrgs"] = route("AdminHttpApi", "ANY", "/api/v1/orgs")
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "AdminHttpApi", "/api/v1/orgs")
+        template = good_template()
+        del template["Resources"]["AdminHttpApi"]
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "no AWS::Serverless::HttpApi named AdminHttpApi")
+
+    def test_default_routes_go_to_the_docs_function(self):
+        template = good_template()
+        del template["Resources"]["DocsFunction"]["Properties"]["Events"]["Fallback"]
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "HttpApi: the $default route")
+
+    def test_an_event_without_api_fails(self):
+        template = good_template()
+        events = template["Resources"]["OrgsFunction"]["Properties"]["Events"]
+        del events["Orgs"]["Properties"]["ApiId"]
+        self.assertFinds(ct.route_problems(template, DESCRIPTION), "OrgsFunction: event Orgs has no ApiId")
+
+
+class Functions(Fails, unittest.TestCase):
+    def test_the_small_workspace_passes(self):
+        self.assertEqual(ct.function_problems(good_template(), good_workspace()), [])
+
+    def test_a_binary_that_is_no_crate_fails(self):
+        template = good_template()
+        template["Resources"]["OrgsFunction"]["Metadata"]["Binary"] = "organisations"
+        self.assertFinds(ct.function_problems(template, good_workspace()), "OrgsFunction: Binary organisations")
+
+    def test_a_crate_without_function_fails(self):
+        workspace = good_workspace()
+        workspace.crates["trucks"] = ct.Crate("trucks", {"trucks"}, {"/api/v1/trucks"})
+        self.assertFinds(ct.function_problems(good_template(), workspace), "crate trucks", "no function")
+
+    def test_a_route_of_the_crate_that_goes_elsewhere_fails(self):
+        workspace = good_workspace()
+        workspace.crates["orgs"].routes.add("/api/v1/orgs/{orgId}/children")
+        self.assertFinds(ct.function_problems(good_template(), workspace), "/api/v1/orgs/{orgId}/children")
+
+    def test_a_router_the_dev_server_does_not_merge_fails(self):
+        workspace = good_workspace()
+        workspace.local_lib = "Router::new().merge(docs::routes())"
+        self.assertFinds(ct.function_problems(good_template(), workspace), "orgs's routes are not merged")
+
+    def test_the_dev_server_must_run_the_dispatcher(self):
+        workspace = good_workspace()
+        workspace.local_sources = workspace.local_lib
+        self.assertFinds(ct.function_problems(good_template(), workspace), "webhook-dispatcher (no routes)")
+
+    def test_the_dev_server_merging_a_router_without_function_fails(self):
+        workspace = good_workspace()
+        workspace.local_lib += ".merge(trucks::routes())"
+        self.assertFinds(ct.function_problems(good_template(), workspace), "trucks::routes()")
+
+    def test_the_cargo_lambda_router_must_agree(self):
+        workspace = good_workspace()
+        workspace.router["/api/v1/orgs"] = "docs"
+        del workspace.router["/docs"]
+        workspace.router["/api/v1/gone"] = "orgs"
+        problems = ct.function_problems(good_template(), workspace)
+        self.assertFinds(problems, "/api/v1/orgs: the template sends it to orgs", "lacks /docs", "/api/v1/gone")
+
+    def test_the_checks_do_not_change_their_input(self):
+        template = good_template()
+        before = copy.deepcopy(template)
+        ct.route_problems(template, DESCRIPTION)
+        ct.function_problems(template, good_workspace())
+        ct.generated_iam_problems({"Transform": "AWS::Serverless-2016-10-31", **template})
+        self.assertEqual(template, before)
+
+
+if __name__ == "__main__":
+    unittest.main()
