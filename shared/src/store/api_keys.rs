@@ -14,7 +14,6 @@
 //! changes reads it again.
 
 use crate::model::Timestamp;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
@@ -24,7 +23,7 @@ use uuid::Uuid;
 use super::item::{Item, from_item, get_u64, key, n, s, to_item};
 use super::keys::{self, API_KEY_SK, ORG_SK};
 use super::tx::{put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error, unless_condition_failed};
+use super::{Store, new_or_old, query_all, sdk_error, unless_condition_failed};
 use crate::auth::key::{self as api_key, KeyHash};
 use crate::auth::scope::Scope;
 use crate::error::{ApiError, ApiResult};
@@ -192,21 +191,15 @@ impl ApiKeys<'_> {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match result {
-            Ok(out) => {
-                let item = out.attributes.unwrap_or_default();
+        match new_or_old(result)? {
+            Ok(item) => {
                 let stale = stale_counters(&item, window);
                 if !stale.is_empty() {
                     self.remove_counters(hash, &stale).await?;
                 }
                 KeyState::of(Some(item), window, true)
             }
-            Err(error) => match error.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(e) => {
-                    KeyState::of(e.item, window, false)
-                }
-                other => Err(ApiError::internal(other)),
-            },
+            Err(old) => KeyState::of(old, window, false),
         }
     }
 

@@ -210,6 +210,25 @@ pub(crate) fn unless_condition_failed<R: std::fmt::Debug + Send + Sync + 'static
     }
 }
 
+/// A conditional UpdateItem that asked for ALL_NEW, and ALL_OLD on a
+/// failed condition: the item after, or the item as it stood (none when
+/// there was none) when the condition failed.
+pub(crate) fn new_or_old<R: std::fmt::Debug + Send + Sync + 'static>(
+    result: Result<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
+        SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError, R>,
+    >,
+) -> ApiResult<Result<item::Item, Option<item::Item>>> {
+    use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+    match result {
+        Ok(out) => Ok(Ok(out.attributes.unwrap_or_default())),
+        Err(error) => match error.into_service_error() {
+            UpdateItemError::ConditionalCheckFailedException(e) => Ok(Err(e.item)),
+            other => Err(ApiError::internal(other)),
+        },
+    }
+}
+
 /// Any SDK failure is unexpected here: a 500 with the cause logged.
 pub(crate) fn sdk_error<E, R>(error: SdkError<E, R>) -> ApiError
 where

@@ -11,12 +11,11 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::item::{Item, get_u64, key, n};
 use super::keys::{QUOTA_SK, TTL};
-use super::{Store, unless_condition_failed};
+use super::{Store, new_or_old, unless_condition_failed};
 use crate::error::{ApiError, ApiResult};
 
 pub struct Quotas<'a>(pub(super) &'a Store);
@@ -130,15 +129,7 @@ impl Quotas<'_> {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match result {
-            Ok(out) => Ok(Ok(out.attributes.unwrap_or_default())),
-            Err(error) => match error.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(e) => {
-                    Ok(Err(e.item.unwrap_or_default()))
-                }
-                other => Err(ApiError::internal(other)),
-            },
-        }
+        Ok(new_or_old(result)?.map_err(Option::unwrap_or_default))
     }
 
     /// Gives `slot` back (its use did not happen), unless it was taken
