@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run test conformance chromium lint bench build deploy emulator stop-emulator clean
+.PHONY: run watch test conformance chromium lint bench build deploy emulator stop-emulator clean
 
 # The Lambda functions (one crate and binary each, as in infra/template.yaml).
 FUNCTIONS ?= docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks webhook-dispatcher places geocode support
@@ -22,6 +22,10 @@ $(VENV)/.installed: Makefile
 ## run: emulator + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
 run: $(VENV)/.installed
 	functions/local/scripts/run.sh
+
+## watch: emulator + demo organization and key + `cargo lambda watch` on 127.0.0.1:9000 (or PORT=...): every function through the workspace router, rebuilt on change
+watch: $(VENV)/.installed
+	functions/local/scripts/watch.sh
 
 ## test: every unit and integration test, then the contract gate, against one emulator; ends with the totals
 test: $(VENV)/.installed chromium

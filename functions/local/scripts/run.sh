@@ -52,6 +52,6 @@ loopback is allowed here (see docs/webhooks.md, "Trying it locally"):
 The admin CLI reaches this stack with no flags, e.g.:
   cargo run -q -p admin -- list-keys --org $DEMO_ORG_ID
 
-Ctrl-C stops the server (and the emulator, unless another make run still uses it).
+Ctrl-C stops the server (and the emulator, unless another make run or make watch still uses it).
 MSG
 wait "$server"

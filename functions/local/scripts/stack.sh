@@ -1,6 +1,6 @@
-# The steps of a local stack such as `make run` (run.sh), sourced after
-# env.sh from the repository root: the port, the emulator shared between
-# runs, the table/bucket/queues and a demo organization.
+# The steps that `make run` (run.sh) and `make watch` (watch.sh) share
+# (sourced after env.sh, from the repository root): the port, the emulator
+# shared between runs, the table/bucket/queues and a demo organization.
 
 in_use() { "$VENV/bin/python" -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.3)" 2>/dev/null; }
 
@@ -21,7 +21,8 @@ pick_port() {
 
 # stack_join: starts the emulator, or reuses one that answers, and counts
 # this run ($$) among its users. stack_leave (call it on exit): the last
-# run to leave stops an emulator that a run started.
+# run to leave stops an emulator that a run started. `make run` and
+# `make watch` count together.
 stack_join() {
     local emulator
     emulator=$(functions/local/scripts/emulator.sh start)
@@ -69,3 +70,55 @@ stack_demo() {
 }
 
 demo_field() { "$VENV/bin/python" -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+
+# stop_tree PID: stops a process and everything it started. cargo lambda
+# watch runs each function through `cargo run` in a session of its own,
+# so neither its process group nor its session holds them: the tree of
+# parent and child processes does. SIGTERM to PID first (cargo lambda
+# watch then stops its functions), SIGKILL to whatever of the tree is
+# left after 10 s.
+stop_tree() {
+    local tree
+    tree="$1 $(descendants "$1")"
+    kill -TERM "$1" 2>/dev/null || return 0
+    for _ in $(seq 1 50); do
+        any_alive $tree || break
+        sleep 0.2
+    done
+    kill -KILL $tree 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+# descendants PID: the live processes PID started, theirs, and so on (/proc).
+descendants() {
+    local stat fields state parent pid next
+    local -A children=()
+    for stat in /proc/[0-9]*/stat; do
+        read -r fields 2>/dev/null <"$stat" || continue
+        # After "pid (command) ": state, parent, ...
+        read -r state parent _ <<<"${fields##*) }"
+        [ "$state" = Z ] && continue
+        pid=${stat#/proc/}
+        children[$parent]+=" ${pid%/stat}"
+    done
+    local queue=("$1")
+    while [ "${#queue[@]}" -gt 0 ]; do
+        next=${queue[0]}
+        queue=("${queue[@]:1}")
+        for pid in ${children[$next]:-}; do
+            echo "$pid"
+            queue+=("$pid")
+        done
+    done
+}
+
+# any_alive PID...: whether one of them still runs (a zombie does not).
+any_alive() {
+    local pid fields state
+    for pid in "$@"; do
+        read -r fields 2>/dev/null <"/proc/$pid/stat" || continue
+        read -r state _ <<<"${fields##*) }"
+        [ "$state" != Z ] && return 0
+    done
+    return 1
+}
