@@ -38,7 +38,10 @@ LOG_FORMAT=${LOG_FORMAT:-text} setsid cargo lambda watch --invoke-address 127.0.
 watch=$!
 for _ in $(seq 1 300); do
     in_use "$PORT" && break
-    kill -0 "$watch" 2>/dev/null || exit 1
+    if ! kill -0 "$watch" 2>/dev/null; then
+        echo "cargo lambda watch stopped before it listened on $ADDR (its output is above)" >&2
+        exit 1
+    fi
     sleep 0.1
 done
 
