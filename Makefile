@@ -5,19 +5,27 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run test conformance chromium lint bench build deploy emulator stop-emulator clean
+.PHONY: run watch test conformance chromium lint bench build deploy emulator stop-emulator clean
+
+# The Lambda functions (one crate and binary each, as in infra/template.yaml).
+FUNCTIONS ?= docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks webhook-dispatcher places geocode support
 
 # Project-local virtualenv: the emulator, the template and description
 # linters (cfn-lint with the serverless rules; the SAM translator for
-# infra/checks), and the contract gate.
+# infra/checks), the contract gate, and cargo-lambda (a binary wheel; it
+# brings Zig, its cross-linker, as the ziglang package).
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*'
 	touch $@
 
 ## run: emulator + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
 run: $(VENV)/.installed
 	functions/local/scripts/run.sh
+
+## watch: emulator + demo organization and key + `cargo lambda watch` on 127.0.0.1:9000 (or PORT=...): every function through the workspace router, rebuilt on change
+watch: $(VENV)/.installed
+	functions/local/scripts/watch.sh
 
 ## test: every unit and integration test, then the contract gate, against one emulator; ends with the totals
 test: $(VENV)/.installed chromium
@@ -47,9 +55,9 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed
 	functions/local/scripts/bench.sh
 
-## build: release binaries of the Lambda functions
-build:
-	cargo build --release --locked -p docs -p orgs -p sites -p receiving-points -p factories -p grants -p trucks -p members -p surpluses -p reports -p webhooks -p webhook-dispatcher -p places -p geocode -p support
+## build: release Lambda artifacts, target/lambda/<function>/bootstrap.zip, by `cargo lambda build`; for this machine's architecture, or ARCH=arm64 / ARCH=x86_64 (cross-built with Zig); FUNCTIONS="docs orgs" builds some
+build: $(VENV)/.installed
+	functions/local/scripts/build.sh $(FUNCTIONS)
 
 ## deploy: build and deploy with SAM (needs sam and cargo-lambda)
 deploy:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: every unit and integration test, then the contract gate
-# (tests/conformance/run.sh), against one emulator and one build; ends with
-# the totals of what ran. Exits non-zero when anything failed.
+# (tests/conformance/run.sh), then the `cargo lambda watch` smoke
+# (tests/watch/run.sh), against one emulator and one build; ends with the
+# totals of what ran. Exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source functions/local/scripts/env.sh
@@ -18,4 +19,9 @@ echo "==> contract gate"
 tests/conformance/run.sh
 conformance=$?
 
-"$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance"
+echo "==> cargo lambda watch smoke"
+tests/watch/run.sh
+watch=$?
+
+"$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
+    "$STATE_DIR/watch/summary.json" "$watch"

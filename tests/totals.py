@@ -1,8 +1,9 @@
 """The totals of `make test`, printed last: cargo's test counts (summed over
-every test binary) and the contract gate's (generated cases and the browser
-check), then one `N passed, N failed` line. Exits 1 when anything failed.
+every test binary), the contract gate's (generated cases and the browser
+check) and the `cargo lambda watch` smoke's checks, then one `N passed,
+N failed` line. Exits 1 when anything failed.
 
-Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS
+Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS WATCH_JSON WATCH_STATUS
 """
 
 import json
@@ -16,6 +17,7 @@ RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignor
 def main():
     log, summary_path = Path(sys.argv[1]), Path(sys.argv[2])
     cargo_status, conformance_status = int(sys.argv[3]), int(sys.argv[4])
+    watch_path, watch_status = Path(sys.argv[5]), int(sys.argv[6])
     passed = failed = ignored = binaries = 0
     for match in RESULT.finditer(log.read_text(errors="replace") if log.exists() else ""):
         p, f, i = map(int, match.groups())
@@ -31,6 +33,11 @@ def main():
     browser = summary.get("browser") or {}
     found, operations = browser.get("found") or 0, browser.get("operations") or 0
     browser_failed = operations - found if operations else 1
+    watch = json.loads(watch_path.read_text()) if watch_path.exists() else {}
+    checks_passed = watch.get("checks", 0) - watch.get("failed", 0)
+    checks_failed = watch.get("failed", 0)
+    if watch_status != 0 and checks_failed == 0:
+        checks_failed = 1  # stopped before its checks, or crashed: still a failure
 
     print()
     print("==> totals")
@@ -40,8 +47,14 @@ def main():
         f"(generated cases over {summary.get('operations_tested', 0)}/{summary.get('operations', 0)} operations)"
     )
     print(f"reference:     {found} passed, {browser_failed} failed (operations found on /docs in Chromium)")
-    total_passed = passed + cases - cases_failed + found
-    total_failed = failed + cases_failed + browser_failed
+    print(
+        f"watch smoke:   {checks_passed} passed, {checks_failed} failed "
+        f"(checks through cargo lambda watch, {watch.get('seconds', 0)} s with its builds"
+        + (f"; {watch['retried']} sent again after its own 5xx" if watch.get("retried") else "")
+        + ")"
+    )
+    total_passed = passed + cases - cases_failed + found + checks_passed
+    total_failed = failed + cases_failed + browser_failed + checks_failed
     print(f"TOTAL: {total_passed} passed, {total_failed} failed")
     sys.exit(1 if total_failed else 0)
 

@@ -35,8 +35,9 @@ providers=""
 cleanup() {
     if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
     if [ -n "$providers" ]; then kill "$providers" 2>/dev/null; wait "$providers" 2>/dev/null || true; fi
-    "$VENV/bin/python" -c "import boto3,sys; boto3.client('dynamodb', endpoint_url=sys.argv[1]).delete_table(TableName=sys.argv[2])" \
-        "$AWS_ENDPOINT_URL" "$TABLE_NAME" 2>/dev/null || true
+    # boto3 reads AWS_DEFAULT_REGION, not AWS_REGION: name the region.
+    "$VENV/bin/python" -c "import boto3,sys; boto3.client('dynamodb', endpoint_url=sys.argv[1], region_name=sys.argv[3]).delete_table(TableName=sys.argv[2])" \
+        "$AWS_ENDPOINT_URL" "$TABLE_NAME" "$AWS_REGION" 2>/dev/null || true
     if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
 }
 trap cleanup EXIT
