@@ -21,6 +21,8 @@ pub enum ImageKind {
 }
 
 impl ImageKind {
+    pub const ALL: [ImageKind; 3] = [ImageKind::Jpeg, ImageKind::Png, ImageKind::Webp];
+
     /// The kind of `bytes`, by magic number; the name and the declared
     /// content type are not trusted.
     pub fn sniff(bytes: &[u8]) -> Option<ImageKind> {
@@ -63,9 +65,7 @@ impl ImageKind {
     }
 
     pub fn from_content_type(value: &str) -> Option<ImageKind> {
-        [ImageKind::Jpeg, ImageKind::Png, ImageKind::Webp]
-            .into_iter()
-            .find(|k| k.content_type() == value)
+        Self::ALL.into_iter().find(|k| k.content_type() == value)
     }
 }
 
@@ -137,6 +137,22 @@ impl Files {
             .map_err(ApiError::internal)?
             .into_bytes();
         Ok(Some((total, head.to_vec())))
+    }
+
+    /// Copies `from` to `to` inside the bucket, typed as `kind`. Both keys
+    /// are the API's own (ASCII, no characters to escape).
+    pub async fn copy(&self, from: &str, to: &str, kind: ImageKind) -> ApiResult<()> {
+        self.s3
+            .copy_object()
+            .bucket(&self.bucket)
+            .copy_source(format!("{}/{from}", self.bucket))
+            .key(to)
+            .content_type(kind.content_type())
+            .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
+            .send()
+            .await
+            .map_err(s3_error)?;
+        Ok(())
     }
 
     pub async fn delete(&self, key: &str) -> ApiResult<()> {

@@ -2,7 +2,10 @@
 //! (`waybills/<org>/<surplus>/`). Two ways in: a multipart upload through
 //! the API (up to what the API's payload limit lets through), or a
 //! presigned form straight to S3 (up to 10 MB) followed by a confirmation
-//! that checks the stored object before it counts.
+//! that checks the stored object before it counts. Forms write under
+//! `uploads/<org>/<surplus>/`, a prefix the bucket expires after a day, so
+//! an upload never confirmed does not stay; confirmation copies the object
+//! to the same name under `waybills/` and removes the upload.
 
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -21,17 +24,30 @@ use uuid::Uuid;
 /// How long a presigned upload form stays valid.
 const FORM_LIFETIME: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-fn prefix(org: Uuid, surplus: Uuid) -> String {
-    format!("waybills/{org}/{surplus}/")
+/// Where kept waybills live, and where forms upload to before confirmation.
+const KEPT: &str = "waybills";
+const UPLOADS: &str = "uploads";
+
+/// `<area>/<org>/<surplus>/<name>`: every file of a load is named by a
+/// fresh id and its kind's extension.
+fn path(area: &str, org: Uuid, surplus: Uuid, name: &str) -> String {
+    format!("{area}/{org}/{surplus}/{name}")
 }
 
-fn new_path(org: Uuid, surplus: Uuid, kind: ImageKind) -> String {
-    format!(
-        "{}{}.{}",
-        prefix(org, surplus),
-        Uuid::now_v7(),
-        kind.extension()
-    )
+fn new_name(kind: ImageKind) -> String {
+    format!("{}.{}", Uuid::now_v7(), kind.extension())
+}
+
+/// The name of one of this load's form uploads, when `storage_path` is one:
+/// `uploads/<org>/<surplus>/<id>.<jpg|png|webp>` and nothing else.
+fn upload_name(storage_path: &str, org: Uuid, surplus: Uuid) -> Option<&str> {
+    let name = storage_path.strip_prefix(&path(UPLOADS, org, surplus, ""))?;
+    let (id, extension) = name.split_once('.')?;
+    let known = ImageKind::ALL
+        .iter()
+        .any(|kind| kind.extension() == extension);
+    let canonical = Uuid::try_parse(id).is_ok_and(|parsed| parsed.to_string() == id);
+    (known && canonical).then_some(name)
 }
 
 /// Records a stored object as the load's waybill; the one it replaces is
@@ -50,7 +66,8 @@ async fn keep<S>(ctx: &Ctx<S>, id: Uuid, waybill: StoredWaybill) -> ApiResult<Js
             return Err(error);
         }
     };
-    if let Some(old) = replaced {
+    // The same object kept twice (two confirmations at once) is not replaced.
+    if let Some(old) = replaced.filter(|old| *old != waybill.storage_path) {
         ctx.files.delete(&old).await?;
     }
     Ok(Json(Data(crate::view(ctx, &load).await?)))
@@ -65,7 +82,7 @@ pub async fn upload(
     upload: ImageUpload,
 ) -> ApiResult<Json<Data<Surplus>>> {
     ctx.store.surpluses().require(ctx.org_id, id).await?;
-    let path = new_path(ctx.org_id, id, upload.kind);
+    let path = path(KEPT, ctx.org_id, id, &new_name(upload.kind));
     let size = upload.bytes.len() as u64;
     ctx.files.put(&path, upload.bytes, upload.kind).await?;
     let waybill = StoredWaybill {
@@ -106,7 +123,7 @@ pub async fn upload_form(
         )
     })?;
     ctx.store.surpluses().require(ctx.org_id, id).await?;
-    let path = new_path(ctx.org_id, id, kind);
+    let path = path(UPLOADS, ctx.org_id, id, &new_name(kind));
     let form = ctx.files.upload_form(&path, kind, FORM_LIFETIME).await?;
     Ok(Json(Data(UploadGrant {
         storage_path: path,
@@ -121,24 +138,33 @@ pub struct Confirm {
 
 /// POST /api/v1/surpluses/{surplusId}/waybill/confirm — write:data — the
 /// object uploaded with a form becomes the waybill once it checks out
-/// (size, image by content); one that does not is deleted (422).
+/// (size, image by content); one that does not is deleted (422). A retry
+/// of a confirmation that succeeded answers the load again.
 pub async fn confirm(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SurplusId>,
     JsonBody(body): JsonBody<Confirm>,
 ) -> ApiResult<Json<Data<Surplus>>> {
-    let path = body.storage_path;
-    ctx.store.surpluses().require(ctx.org_id, id).await?;
+    let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
     let not_found = || {
         ApiError::Unprocessable {
         code: "upload_not_found",
         message: "storage_path names no upload of this load's forms (nothing uploaded yet, or another load's)".into(),
     }
     };
-    if !path.starts_with(&prefix(ctx.org_id, id)) || path.contains("..") {
-        return Err(not_found());
+    let name = upload_name(&body.storage_path, ctx.org_id, id).ok_or_else(not_found)?;
+    let upload = body.storage_path.as_str();
+    let kept = path(KEPT, ctx.org_id, id, name);
+    if load
+        .waybill
+        .as_ref()
+        .is_some_and(|w| w.storage_path == kept)
+    {
+        // A retry of a confirmation that succeeded.
+        ctx.files.delete(upload).await?;
+        return Ok(Json(Data(crate::view(&ctx, &load).await?)));
     }
-    let (size, head) = ctx.files.peek(&path).await?.ok_or_else(not_found)?;
+    let (size, head) = ctx.files.peek(upload).await?.ok_or_else(not_found)?;
     let checked = if size > MAX_FILE_BYTES {
         Err(ApiError::TooLarge {
             code: "file_too_large",
@@ -152,15 +178,20 @@ pub async fn confirm(
     let kind = match checked {
         Ok(kind) => kind,
         Err(error) => {
-            ctx.files.delete(&path).await?;
+            ctx.files.delete(upload).await?;
             return Err(error);
         }
     };
+    ctx.files.copy(upload, &kept, kind).await?;
     let waybill = StoredWaybill {
-        storage_path: path,
+        storage_path: kept,
         content_type: kind.content_type().into(),
         size,
         uploaded_at: shared::model::now(),
     };
-    keep(&ctx, id, waybill).await
+    let answer = keep(&ctx, id, waybill).await?;
+    // Only once kept: until then a retry can still find the upload (the
+    // bucket expires what is left under `uploads/` after a day).
+    ctx.files.delete(upload).await?;
+    Ok(answer)
 }

@@ -493,7 +493,9 @@ fn archived_loads_and_other_organizations_loads_are_404() {
             (
                 Method::POST,
                 format!("{path}/waybill/confirm"),
-                Some(json!({"storage_path": format!("waybills/{}/{id}/x.png", other.id())})),
+                Some(
+                    json!({"storage_path": format!("uploads/{}/{id}/{}.png", other.id(), uuid::Uuid::now_v7())}),
+                ),
             ),
         ] {
             send(&other, method, &path, body)

@@ -176,6 +176,9 @@ fn a_direct_upload_counts_once_confirmed() {
         grant.expect(200, None);
         let form = &grant.body["data"];
         let path = form["storage_path"].as_str().unwrap().to_owned();
+        let name = path
+            .strip_prefix(&format!("uploads/{}/{id}/", t.id()))
+            .expect("forms write under the load's uploads prefix");
         assert_eq!(form["fields"]["key"], path);
         assert_eq!(form["fields"]["Content-Type"], "image/jpeg");
         for field in [
@@ -205,14 +208,32 @@ fn a_direct_upload_counts_once_confirmed() {
         assert!((200..300).contains(&status), "upload answered {status}");
         let done = confirm(path.clone()).await;
         done.expect(200, None);
-        assert_eq!(done.body["data"]["waybill"]["storage_path"], path);
+        // Kept under the same name among the waybills; the upload is gone.
+        let kept = format!("waybills/{}/{id}/{name}", t.id());
+        assert_eq!(done.body["data"]["waybill"]["storage_path"], kept);
+        assert!(stored(&kept).await);
+        assert!(!stored(&path).await, "the confirmed upload is removed");
         let (status, bytes) = download(done.body["data"]["waybill"]["url"].as_str().unwrap()).await;
         assert_eq!((status, bytes.as_slice()), (200, JPEG));
-        // Another load's path, or none of this load's prefix, is refused.
+        // A retry of the confirmation answers the same load and keeps the file.
+        let again = confirm(path.clone()).await;
+        again.expect(200, None);
+        assert_eq!(again.body["data"]["waybill"]["storage_path"], kept);
+        assert!(
+            stored(&kept).await,
+            "a retry never deletes the kept waybill"
+        );
+        // Another load's path, a kept waybill, or anything but a form's
+        // `<id>.<ext>` under this load's uploads prefix is refused.
+        let fresh = uuid::Uuid::now_v7();
         for other in [
-            format!("waybills/{}/{}/x.jpg", t.id(), uuid::Uuid::now_v7()),
+            format!("uploads/{}/{fresh}/{name}", t.id()),
+            kept.clone(),
             "../../etc/passwd".to_owned(),
-            format!("waybills/{}/{id}/../x.jpg", t.id()),
+            format!("uploads/{}/{id}/../{name}", t.id()),
+            format!("uploads/{}/{id}/{fresh}.gif", t.id()),
+            format!("uploads/{}/{id}/{}.jpg", t.id(), fresh.simple()),
+            format!("uploads/{}/{id}/{name}/x", t.id()),
         ] {
             confirm(other).await.expect(422, Some("upload_not_found"));
         }
