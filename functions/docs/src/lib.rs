@@ -4,10 +4,12 @@
 
 mod html;
 
-use std::sync::LazyLock;
+use std::borrow::Cow;
+use std::sync::{LazyLock, OnceLock};
 
 use axum::Json;
 use axum::Router;
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
@@ -21,7 +23,48 @@ pub const OPENAPI_YAML: &str = include_str!("../openapi.yaml");
 pub static OPENAPI: LazyLock<Value> =
     LazyLock::new(|| serde_yaml_ng::from_str(OPENAPI_YAML).expect("openapi.yaml is valid YAML"));
 
-static DOCS_HTML: LazyLock<String> = LazyLock::new(|| html::render(&OPENAPI));
+/// The body limit the description is written for; a deployment with
+/// another `MAX_BODY_BYTES` serves the description rewritten to its own.
+const DESCRIBED_BODY_BYTES: usize = 1024 * 1024;
+
+/// What this deployment serves: the description stating its own body
+/// limit, and the HTML page made from it. Built on the first request.
+struct Served {
+    yaml: Cow<'static, str>,
+    html: String,
+}
+
+static SERVED: OnceLock<Served> = OnceLock::new();
+
+fn served(state: &AppState) -> &'static Served {
+    SERVED.get_or_init(|| {
+        let yaml = with_body_limit(state.config.max_body_bytes);
+        let html = match &yaml {
+            Cow::Borrowed(_) => html::render(&OPENAPI),
+            Cow::Owned(text) => html::render(
+                &serde_yaml_ng::from_str(text).expect("the rewritten description parses"),
+            ),
+        };
+        Served { yaml, html }
+    })
+}
+
+/// The description with `limit` as the largest JSON body, where it names
+/// one ("1 MiB" in prose, "1048576 bytes" in the 413 example).
+fn with_body_limit(limit: usize) -> Cow<'static, str> {
+    if limit == DESCRIBED_BODY_BYTES {
+        return Cow::Borrowed(OPENAPI_YAML);
+    }
+    let prose = if limit.is_multiple_of(DESCRIBED_BODY_BYTES) {
+        format!("{} MiB", limit / DESCRIBED_BODY_BYTES)
+    } else {
+        format!("{limit} bytes")
+    };
+    Cow::Owned(OPENAPI_YAML.replace("1 MiB", &prose).replace(
+        &format!("{DESCRIBED_BODY_BYTES} bytes"),
+        &format!("{limit} bytes"),
+    ))
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -40,16 +83,16 @@ async fn health() -> Json<Value> {
 }
 
 /// GET /openapi.yaml — the machine-readable description.
-async fn openapi() -> impl IntoResponse {
+async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
-        OPENAPI_YAML,
+        served(&state).yaml.as_ref(),
     )
 }
 
 /// GET /docs — the HTML reference, self-contained (no network needed).
-async fn docs() -> Html<&'static str> {
-    Html(DOCS_HTML.as_str())
+async fn docs(State(state): State<AppState>) -> Html<&'static str> {
+    Html(served(&state).html.as_str())
 }
 
 #[cfg(test)]
@@ -60,6 +103,26 @@ mod tests {
     fn description_parses_and_states_version_1_0_0() {
         assert_eq!(OPENAPI["info"]["version"], "1.0.0");
         assert!(OPENAPI["openapi"].as_str().unwrap().starts_with("3."));
+    }
+
+    #[test]
+    fn the_description_states_the_deployments_body_limit() {
+        assert!(matches!(with_body_limit(1024 * 1024), Cow::Borrowed(_)));
+        let named = |yaml: &str, text: &str| yaml.matches(text).count();
+        assert_eq!(
+            named(OPENAPI_YAML, "1 MiB"),
+            2,
+            "prose and the 413 response"
+        );
+        assert_eq!(named(OPENAPI_YAML, "1048576 bytes"), 1, "the 413 example");
+        for (limit, prose) in [(4 * 1024 * 1024, "4 MiB"), (200_000, "200000 bytes")] {
+            let yaml = with_body_limit(limit);
+            assert_eq!(named(&yaml, "1 MiB") + named(&yaml, "1048576 bytes"), 0);
+            assert_eq!(named(&yaml, &format!("at most {prose};")), 1, "{prose}");
+            assert_eq!(named(&yaml, &format!("larger than\n        {prose}.")), 1);
+            assert_eq!(named(&yaml, &format!("larger than {limit} bytes")), 1);
+            serde_yaml_ng::from_str::<Value>(&yaml).unwrap();
+        }
     }
 
     #[test]
