@@ -59,9 +59,9 @@ bench: $(VENV)/.installed
 build: $(VENV)/.installed
 	functions/local/scripts/build.sh $(FUNCTIONS)
 
-## deploy: build and deploy with SAM (needs sam and cargo-lambda)
-deploy:
-	sam build -t infra/template.yaml --beta-features
+## deploy: build and deploy with SAM (needs the sam CLI; cargo-lambda and Zig come from .venv; arm64 needs `rustup target add aarch64-unknown-linux-gnu`)
+deploy: $(VENV)/.installed
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam build -t infra/template.yaml --beta-features
 	sam deploy --guided
 
 emulator: $(VENV)/.installed
