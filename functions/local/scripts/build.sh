@@ -64,6 +64,7 @@ echo "==> Lambda artifacts ($triple, built in ${seconds} s) in $lambda_dir/<func
 import os, re, sys, zipfile
 lambda_dir, start, functions = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 RUNTIME_GLIBC = (2, 34)
+ZIP_BUDGET = 5_000_000  # docs/decisions.md, "Deployment": at most 5 MB zipped
 print(f"{'function':<20} {'zip bytes':>12} {'bootstrap bytes':>16} {'needs glibc':>12}")
 failed = False
 for function in functions:
@@ -79,6 +80,9 @@ for function in functions:
     glibc = max(versions, default=None)
     shown = ".".join(map(str, glibc)) if glibc else "-"
     print(f"{function:<20} {os.path.getsize(path):>12} {info.file_size:>16} {shown:>12}")
+    if os.path.getsize(path) > ZIP_BUDGET:
+        print(f"  {function}: over the budget of {ZIP_BUDGET} bytes zipped")
+        failed = True
     if glibc and glibc > RUNTIME_GLIBC:
         print(f"  {function}: needs glibc {shown}, newer than provided.al2023's 2.34: build with ARCH=x86_64 or ARCH=arm64 (Zig)")
         failed = True

@@ -14,6 +14,7 @@
 //! is when no path is given), and prints the binary's size and the time
 //! from process start to its first response.
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -188,9 +189,12 @@ async fn load(
 struct Runtime {
     event: String,
     done: mpsc::Sender<String>,
+    /// When the function first asked for an invocation: the end of its init.
+    ready: Arc<OnceLock<Instant>>,
 }
 
 async fn next(State(runtime): State<Runtime>) -> (HeaderMap, String) {
+    runtime.ready.get_or_init(Instant::now);
     let mut headers = HeaderMap::new();
     headers.insert(
         "lambda-runtime-aws-request-id",
@@ -233,9 +237,11 @@ async fn cold(binary: &str, event: &str, key: &str, request: &[&str]) -> Result<
         event["headers"]["authorization"] = format!("Bearer {key}").into();
     }
     let (done, mut finished) = mpsc::channel(1);
+    let ready = Arc::new(OnceLock::new());
     let runtime = Runtime {
         event: event.to_string(),
         done,
+        ready: ready.clone(),
     };
     let app = Router::new()
         .route("/2018-06-01/runtime/invocation/next", get(next))
@@ -266,6 +272,7 @@ async fn cold(binary: &str, event: &str, key: &str, request: &[&str]) -> Result<
         .await?
         .context("no response")?;
     let elapsed = started.elapsed();
+    let init = ready.get().map(|ready| ready.duration_since(started));
     let _ = child.kill().await;
     let reply: serde_json::Value = serde_json::from_str(&body)?;
     let answered = reply
@@ -274,10 +281,16 @@ async fn cold(binary: &str, event: &str, key: &str, request: &[&str]) -> Result<
     if !answered.starts_with('2') && answered != "invocation" && answered != "405" {
         bail!("{binary} answered {body}");
     }
+    let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
     println!(
-        "{{\"binary\":\"{binary}\",\"bytes\":{},\"status\":\"{answered}\",\"start_to_first_response_ms\":{:.1}}}",
-        std::fs::metadata(binary)?.len(),
-        elapsed.as_secs_f64() * 1000.0
+        "{}",
+        serde_json::json!({
+            "binary": binary,
+            "bytes": std::fs::metadata(binary)?.len(),
+            "status": answered,
+            "init_ms": init.map(ms),
+            "start_to_first_response_ms": ms(elapsed),
+        })
     );
     Ok(())
 }

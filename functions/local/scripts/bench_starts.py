@@ -1,0 +1,48 @@
+"""The release artifacts' table of `make bench`: per function the zip and
+binary size (from `make build`'s zips) and the init and first-response
+times measured by `bench cold`, checked against the budgets: at most 5 MB
+zipped, init under 30 ms.
+
+    bench_starts.py LAMBDA_DIR STARTS_JSONL FUNCTION...
+"""
+
+import json
+import os
+import sys
+import zipfile
+
+ZIP_BUDGET = 5_000_000
+INIT_BUDGET_MS = 30.0
+
+
+def main(lambda_dir, starts_path, functions):
+    with open(starts_path) as lines:
+        starts = [json.loads(line) for line in lines if line.startswith("{")]
+    by_function = {os.path.basename(os.path.dirname(s["binary"])): s for s in starts}
+    print(f"{'function':<20} {'zip bytes':>10} {'binary bytes':>13} {'init ms':>8} {'first response ms':>18}")
+    over = []
+    for function in functions:
+        path = os.path.join(lambda_dir, function, "bootstrap.zip")
+        with zipfile.ZipFile(path) as archive:
+            binary = archive.getinfo("bootstrap").file_size
+        zipped = os.path.getsize(path)
+        start = by_function.get(function, {})
+        init = start.get("init_ms")
+        first = start.get("start_to_first_response_ms")
+        print(f"{function:<20} {zipped:>10} {binary:>13} {init if init is not None else '-':>8} {first if first is not None else '-':>18}")
+        if zipped > ZIP_BUDGET:
+            over.append(f"{function}: {zipped} bytes zipped, budget {ZIP_BUDGET}")
+        if init is None or init >= INIT_BUDGET_MS:
+            over.append(f"{function}: init {init} ms, budget under {INIT_BUDGET_MS} ms")
+    sizes = [os.path.getsize(os.path.join(lambda_dir, f, "bootstrap.zip")) for f in functions]
+    inits = sorted(by_function[f]["init_ms"] for f in functions if by_function.get(f, {}).get("init_ms") is not None)
+    if inits:
+        print(f"largest zip {max(sizes)} bytes (budget {ZIP_BUDGET}); init median {inits[len(inits) // 2]} ms, "
+              f"max {inits[-1]} ms (budget under {INIT_BUDGET_MS} ms)")
+    for line in over:
+        print(f"over budget: {line}")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
