@@ -10,6 +10,7 @@ mod factories;
 mod geocode;
 mod grants;
 mod health;
+mod isolation;
 mod members;
 mod org_lifecycle;
 mod orgs;
