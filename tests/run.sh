@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: every unit and integration test, then the contract gate
+# `make test`: every unit and integration test (and a search of their logs
+# for every secret they handled), then the contract gate
 # (tests/conformance/run.sh), then the `cargo lambda watch` smoke
 # (tests/watch/run.sh), against one emulator and one build; ends with the
 # totals of what ran. Exits non-zero when anything failed.
@@ -12,8 +13,14 @@ state=$(functions/local/scripts/emulator.sh start) || exit 1
 trap '[ "$state" = started ] && functions/local/scripts/emulator.sh stop' EXIT
 
 echo "==> unit and integration tests"
+# The run's logs and the secrets it handled (tests/src/logs.rs).
+rm -rf "$STATE_DIR/test-logs"
 cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
 tests=${PIPESTATUS[0]}
+
+echo "==> secrets in the test run's logs"
+"$VENV/bin/python" tests/secrets_in_logs.py "$STATE_DIR/test-logs" "$STATE_DIR/secrets-in-logs.json"
+secrets=$?
 
 echo "==> contract gate"
 tests/conformance/run.sh
@@ -24,4 +31,4 @@ tests/watch/run.sh
 watch=$?
 
 "$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
-    "$STATE_DIR/watch/summary.json" "$watch"
+    "$STATE_DIR/watch/summary.json" "$watch" "$STATE_DIR/secrets-in-logs.json" "$secrets"

@@ -1,9 +1,11 @@
 """The totals of `make test`, printed last: cargo's test counts (summed over
-every test binary), the contract gate's (generated cases and the browser
-check) and the `cargo lambda watch` smoke's checks, then one `N passed,
-N failed` line. Exits 1 when anything failed.
+every test binary), the search of their logs for secrets, the contract
+gate's (generated cases and the browser check) and the `cargo lambda watch`
+smoke's checks, then one `N passed, N failed` line. Exits 1 when anything
+failed.
 
-Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS WATCH_JSON WATCH_STATUS
+Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS WATCH_JSON WATCH_STATUS \
+           SECRETS_JSON SECRETS_STATUS
 """
 
 import json
@@ -18,6 +20,7 @@ def main():
     log, summary_path = Path(sys.argv[1]), Path(sys.argv[2])
     cargo_status, conformance_status = int(sys.argv[3]), int(sys.argv[4])
     watch_path, watch_status = Path(sys.argv[5]), int(sys.argv[6])
+    secrets_path, secrets_status = Path(sys.argv[7]), int(sys.argv[8])
     passed = failed = ignored = binaries = 0
     for match in RESULT.finditer(log.read_text(errors="replace") if log.exists() else ""):
         p, f, i = map(int, match.groups())
@@ -38,10 +41,18 @@ def main():
     checks_failed = watch.get("failed", 0)
     if watch_status != 0 and checks_failed == 0:
         checks_failed = 1  # stopped before its checks, or crashed: still a failure
+    secrets = json.loads(secrets_path.read_text()) if secrets_path.exists() else {}
+    # One check per secret: it appears in no log line of the run.
+    secrets_failed = secrets.get("found", 0) or (1 if secrets_status != 0 else 0)
+    secrets_passed = secrets.get("secrets", 0) - secrets.get("found", 0)
 
     print()
     print("==> totals")
     print(f"cargo tests:   {passed} passed, {failed} failed, {ignored} ignored ({binaries} test binaries with tests)")
+    print(
+        f"secrets:       {secrets_passed} passed, {secrets_failed} failed "
+        f"(API keys and webhook secrets of the tests searched in {secrets.get('log_bytes', 0)} bytes of their logs)"
+    )
     print(
         f"conformance:   {cases - cases_failed} passed, {cases_failed} failed "
         f"(generated cases over {summary.get('operations_tested', 0)}/{summary.get('operations', 0)} operations)"
@@ -53,8 +64,8 @@ def main():
         + (f"; {watch['retried']} sent again after its own 5xx" if watch.get("retried") else "")
         + ")"
     )
-    total_passed = passed + cases - cases_failed + found + checks_passed
-    total_failed = failed + cases_failed + browser_failed + checks_failed
+    total_passed = passed + secrets_passed + cases - cases_failed + found + checks_passed
+    total_failed = failed + secrets_failed + cases_failed + browser_failed + checks_failed
     print(f"TOTAL: {total_passed} passed, {total_failed} failed")
     sys.exit(1 if total_failed else 0)
 

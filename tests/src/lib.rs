@@ -22,6 +22,7 @@ use shared::store::calls::DynamoCalls;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
+pub mod logs;
 pub mod providers;
 pub mod webhooks;
 
@@ -99,7 +100,7 @@ fn ensure_emulator() {
 }
 
 async fn setup() -> Harness {
-    webhooks::capture_logs();
+    logs::capture_logs();
     tokio::task::spawn_blocking(ensure_emulator)
         .await
         .expect("emulator");
@@ -207,6 +208,7 @@ pub fn call(method: Method, path: &str) -> Call {
 
 impl Call {
     pub fn key(mut self, key: &str) -> Self {
+        logs::remember(key);
         self.request = self
             .request
             .header("authorization", format!("Bearer {key}"));
@@ -255,6 +257,7 @@ impl Call {
             .to_bytes();
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        logs::remember_answer(&body);
         Reply {
             status,
             headers,
@@ -334,12 +337,15 @@ pub async fn org() -> TestOrg {
 pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
     let h = harness().await;
     let prefix = h.state.config.short_name.key_prefix();
-    h.store()
+    let key = h
+        .store()
         .api_keys()
         .create(org, scopes.to_vec(), None, None, &prefix)
         .await
         .expect("create key")
-        .0
+        .0;
+    logs::remember(&key);
+    key
 }
 
 /// A request with `t`'s key and, if given, a JSON body.

@@ -1,11 +1,10 @@
 //! Webhook delivery for tests: a stack of one test's own (queue, dead-letter
 //! queue, optionally a table; the router and the dispatcher using them,
-//! loopback receivers allowed), a plain-HTTP receiver on loopback with a
-//! script of answers, and the log lines of the whole test run.
+//! loopback receivers allowed) and a plain-HTTP receiver on loopback with a
+//! script of answers.
 
 use std::collections::VecDeque;
-use std::io::Write;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -17,6 +16,7 @@ use webhook_dispatcher::Dispatcher;
 use webhook_dispatcher::policy::Policy;
 
 use crate::harness;
+pub use crate::logs::logs;
 
 /// A policy for tests: the real one with one-second waits.
 pub fn quick_policy(attempts: usize) -> Policy {
@@ -190,36 +190,4 @@ impl Receiver {
     pub fn count(&self) -> usize {
         self.got.lock().unwrap().len()
     }
-}
-
-static LOGS: LazyLock<Mutex<Vec<u8>>> = LazyLock::new(Mutex::default);
-
-struct Capture;
-
-impl Write for Capture {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Sends every log line of the test run (the service's crates at trace
-/// level, the HTTP clients at debug) to memory, for `logs`.
-pub fn capture_logs() {
-    let filter = tracing_subscriber::EnvFilter::new(
-        "info,shared=trace,webhook_dispatcher=trace,webhooks=trace,surpluses=trace,geocode=trace,support=trace,places=trace,local=trace,reqwest=debug,hyper_util=debug",
-    );
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| Capture)
-        .with_ansi(false)
-        .try_init();
-}
-
-/// The log lines written so far in this test run.
-pub fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
 }
