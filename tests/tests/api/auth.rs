@@ -151,6 +151,29 @@ fn revoked_key_fails_on_the_very_next_request() {
 }
 
 #[test]
+fn a_rotated_key_and_its_successor_both_work_until_the_old_is_revoked() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        let old_id = store.api_keys().list(t.id()).await.unwrap()[0].key_id;
+        // Rotation: a new key with the same scopes, then the old one revoked.
+        let successor = new_key(t.id(), &[Scope::All]).await;
+        for key in [&t.key, &successor] {
+            orgs().key(key).send().await.expect(200, None);
+        }
+        store.api_keys().revoke(t.id(), old_id).await.unwrap();
+        orgs()
+            .key(&t.key)
+            .send()
+            .await
+            .expect(401, Some("api_key_revoked"));
+        let reply = orgs().key(&successor).send().await;
+        reply.expect(200, None);
+        assert_eq!(reply.body["data"][0]["id"], t.id().to_string());
+    });
+}
+
+#[test]
 fn expired_key_is_401_api_key_expired() {
     run(async {
         let t = org().await;
