@@ -3,6 +3,7 @@
 //! telemetry.
 
 pub mod auth;
+pub mod aws;
 pub mod config;
 pub mod cursor;
 pub mod deployment_key;

@@ -104,7 +104,7 @@ async fn setup() -> Harness {
     tokio::task::spawn_blocking(ensure_emulator)
         .await
         .expect("emulator");
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let sdk = shared::aws::sdk_config(shared::aws::SdkLimits::default()).await;
     let mut config = Config::from_env().expect("config");
     // A table of this run's own: runs against a reused emulator stay
     // independent, and the table stays small (moto copies it per transaction).

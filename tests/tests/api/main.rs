@@ -7,6 +7,7 @@ mod conformance;
 mod contract;
 mod deliveries;
 mod factories;
+mod faults;
 mod geocode;
 mod grants;
 mod health;

@@ -1,0 +1,73 @@
+//! The one place the AWS SDK's retries and timeouts are set. Every client
+//! (DynamoDB, S3, SQS, Secrets Manager) is built from the configuration
+//! `sdk_config` loads, so a call to AWS is bounded the same way everywhere:
+//! an answer that does not come is given up after `attempt`, a throttled
+//! or failed attempt is tried again at most `max_attempts` times in all
+//! with a short jittered backoff, and the whole call ends within
+//! `operation`. A call that still fails is the request's 500
+//! `internal_error`, well inside the function's own timeout (10 s and up).
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+
+/// How long and how often a call to AWS may try.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SdkLimits {
+    /// Establishing a connection.
+    pub connect: Duration,
+    /// One attempt, from sending to the whole answer.
+    pub attempt: Duration,
+    /// The whole call, retries and backoff included.
+    pub operation: Duration,
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// The first backoff; each further one doubles, up to `max_backoff`.
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for SdkLimits {
+    /// In AWS a DynamoDB call answers in milliseconds and a few MB reach
+    /// S3 well under a second; the local emulator, serving one request at
+    /// a time under a test run's load, stays inside these too.
+    fn default() -> Self {
+        SdkLimits {
+            connect: Duration::from_secs(1),
+            attempt: Duration::from_secs(3),
+            operation: Duration::from_secs(7),
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(500),
+        }
+    }
+}
+
+impl SdkLimits {
+    pub fn timeouts(&self) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .connect_timeout(self.connect)
+            .operation_attempt_timeout(self.attempt)
+            .operation_timeout(self.operation)
+            .build()
+    }
+
+    pub fn retries(&self) -> RetryConfig {
+        RetryConfig::standard()
+            .with_max_attempts(self.max_attempts)
+            .with_initial_backoff(self.initial_backoff)
+            .with_max_backoff(self.max_backoff)
+    }
+}
+
+/// The standard configuration chain (region, credentials,
+/// `AWS_ENDPOINT_URL` for the local emulator) with `limits`.
+pub async fn sdk_config(limits: SdkLimits) -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(limits.timeouts())
+        .retry_config(limits.retries())
+        .load()
+        .await
+}

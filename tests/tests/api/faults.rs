@@ -1,0 +1,161 @@
+//! Faults of the store: DynamoDB gone (connection refused), silent (a
+//! connection that never answers) or throttling. Every operation of the
+//! description under `/api/v1` answers a clean 500 `internal_error` within
+//! the SDK's bounds (`shared::aws`), and a throttled call is tried exactly
+//! as often as the retry policy says. Shorter limits than production's
+//! keep the test quick; the mechanism is the same.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use api_tests::{TestOrg, call, harness, org, run};
+use axum::Router;
+use http::{Method, StatusCode};
+use shared::aws::SdkLimits;
+
+const LIMITS: SdkLimits = SdkLimits {
+    connect: Duration::from_millis(200),
+    attempt: Duration::from_millis(300),
+    operation: Duration::from_millis(1500),
+    max_attempts: 3,
+    initial_backoff: Duration::from_millis(10),
+    max_backoff: Duration::from_millis(40),
+};
+
+/// The whole API with every AWS call sent to `endpoint` under `LIMITS`.
+async fn api_against(endpoint: &str) -> Router {
+    let h = harness().await;
+    // Built by hand: the environment's AWS_ENDPOINT_URL (the emulator)
+    // would take precedence over another endpoint.
+    let sdk = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("eu-north-1"))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(
+                aws_credential_types::Credentials::new("test", "test", None, None, "faults"),
+            ),
+        )
+        .endpoint_url(endpoint)
+        .timeout_config(LIMITS.timeouts())
+        .retry_config(LIMITS.retries())
+        .build();
+    let state = shared::AppState::new((*h.state.config).clone(), &sdk);
+    shared::http::app(local::routes(), state)
+}
+
+/// Every operation under `/api/v1`, with made-up ids.
+fn operations() -> Vec<(Method, String)> {
+    let mut operations = Vec::new();
+    for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
+        if !path.starts_with("/api/v1/") {
+            continue;
+        }
+        let mut concrete = path.clone();
+        while let (Some(start), Some(end)) = (concrete.find('{'), concrete.find('}')) {
+            concrete.replace_range(start..=end, &uuid::Uuid::now_v7().to_string());
+        }
+        for method in item.as_object().unwrap().keys() {
+            if let Ok(method) = method.to_uppercase().parse::<Method>()
+                && item[method.as_str().to_lowercase()]
+                    .get("responses")
+                    .is_some()
+            {
+                operations.push((method, concrete.clone()));
+            }
+        }
+    }
+    assert!(operations.len() >= 50, "{} operations", operations.len());
+    operations
+}
+
+/// Each operation answers 500 `internal_error` within the SDK's bound.
+async fn every_operation_fails_cleanly(api: &Router, t: &TestOrg, fault: &str) {
+    // The operation timeout, plus the time a debug build needs around it.
+    let bound = LIMITS.operation + Duration::from_secs(2);
+    for (method, path) in operations() {
+        let started = Instant::now();
+        let reply = call(method.clone(), &path)
+            .key(&t.key)
+            .json(&serde_json::json!({}))
+            .send_to(api)
+            .await;
+        let took = started.elapsed();
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
+            "{fault}: {method} {path}: {}",
+            reply.text
+        );
+        assert_eq!(reply.body["error"], "Internal Server Error");
+        assert!(took < bound, "{fault}: {method} {path} took {took:?}");
+    }
+}
+
+#[test]
+fn with_dynamodb_gone_every_operation_is_a_clean_500() {
+    run(async {
+        let t = org().await;
+        // A port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let api = api_against(&format!("http://127.0.0.1:{port}")).await;
+        every_operation_fails_cleanly(&api, &t, "refused").await;
+    });
+}
+
+#[test]
+fn with_dynamodb_silent_every_operation_is_a_clean_500_in_time() {
+    run(async {
+        let t = org().await;
+        // Takes connections and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let api = api_against(&endpoint).await;
+        every_operation_fails_cleanly(&api, &t, "silent").await;
+        silent.abort();
+    });
+}
+
+#[test]
+fn a_throttled_call_is_tried_max_attempts_times_then_a_clean_500() {
+    run(async {
+        let t = org().await;
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let throttling = Router::new().fallback(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async {
+                (
+                    StatusCode::BAD_REQUEST,
+                    [("content-type", "application/x-amz-json-1.0")],
+                    r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#,
+                )
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, throttling).await });
+        let api = api_against(&endpoint).await;
+        for path in ["/api/v1/orgs", "/api/v1/sites", "/api/v1/surpluses"] {
+            let before = seen.load(Ordering::SeqCst);
+            let reply = call(Method::GET, path).key(&t.key).send_to(&api).await;
+            reply.expect(500, Some("internal_error"));
+            // Authentication is the first call; nothing follows its failure.
+            assert_eq!(
+                seen.load(Ordering::SeqCst) - before,
+                LIMITS.max_attempts as usize,
+                "{path}"
+            );
+        }
+    });
+}
