@@ -15,6 +15,7 @@ mod isolation;
 mod members;
 mod org_lifecycle;
 mod orgs;
+mod partial_writes;
 mod places;
 mod rate_limit;
 mod receiving_points;
