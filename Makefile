@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test conformance chromium lint bench build deploy emulator stop-emulator clean
+.PHONY: run watch test conformance chromium lint bench load build deploy emulator stop-emulator clean
 
 # The Lambda functions (one crate and binary each, as in infra/template.yaml).
 FUNCTIONS ?= docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks webhook-dispatcher places geocode support
@@ -54,6 +54,10 @@ lint: $(VENV)/.installed
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
 bench: $(VENV)/.installed
 	functions/local/scripts/bench.sh
+
+## load: a bounded load test on loopback (100 connections, 30 s, 20 keys; creates, reads and lists mixed): no answer but 2xx and 429, no lost write
+load: $(VENV)/.installed
+	functions/local/scripts/load.sh
 
 ## build: release Lambda artifacts, target/lambda/<function>/bootstrap.zip, by `cargo lambda build`; for this machine's architecture, or ARCH=arm64 / ARCH=x86_64 (cross-built with Zig); FUNCTIONS="docs orgs" builds some
 build: $(VENV)/.installed

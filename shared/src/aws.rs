@@ -6,6 +6,8 @@
 //! with a short jittered backoff, and the whole call ends within
 //! `operation`. A call that still fails is the request's 500
 //! `internal_error`, well inside the function's own timeout (10 s and up).
+//! Against the local emulator, `AWS_SDK_ATTEMPT_TIMEOUT_MS` lengthens the
+//! attempts (the bench's data sets, whose Queries it answers slowly).
 
 use std::time::Duration;
 
@@ -46,6 +48,16 @@ impl Default for SdkLimits {
 }
 
 impl SdkLimits {
+    /// These limits with attempts of `attempt`, the whole call as long as
+    /// its attempts and backoffs can take.
+    pub fn with_attempt(self, attempt: Duration) -> Self {
+        SdkLimits {
+            attempt,
+            operation: attempt * self.max_attempts + self.max_backoff * self.max_attempts,
+            ..self
+        }
+    }
+
     pub fn timeouts(&self) -> TimeoutConfig {
         TimeoutConfig::builder()
             .connect_timeout(self.connect)

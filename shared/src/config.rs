@@ -122,6 +122,8 @@ pub struct Config {
     pub webhook_seal_key: Option<KeySource>,
     /// Largest accepted JSON request body.
     pub max_body_bytes: usize,
+    /// How long and how often a call to AWS may try (`shared::aws`).
+    pub sdk_limits: crate::aws::SdkLimits,
     pub geocode: GeocodeConfig,
     pub support: SupportConfig,
 }
@@ -220,6 +222,22 @@ impl Config {
                 "WEBHOOK_ALLOW_LOOPBACK_HTTP is for development only: it needs AWS_ENDPOINT_URL on loopback".into(),
             ));
         }
+        // Development only: the emulator's Query reads the whole table, so
+        // the bench's big data sets need calls longer than AWS ever takes.
+        let mut sdk_limits = crate::aws::SdkLimits::default();
+        if let Some(attempt) = get("AWS_SDK_ATTEMPT_TIMEOUT_MS") {
+            if !local {
+                return Err(ConfigError(
+                    "AWS_SDK_ATTEMPT_TIMEOUT_MS is for development only: it needs AWS_ENDPOINT_URL on loopback".into(),
+                ));
+            }
+            let attempt = attempt.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                ConfigError(format!(
+                    "AWS_SDK_ATTEMPT_TIMEOUT_MS must be a positive integer, got {attempt:?}"
+                ))
+            })?;
+            sdk_limits = sdk_limits.with_attempt(Duration::from_millis(attempt));
+        }
         let cursor_key = key("CURSOR_SIGNING_KEY", DEV_CURSOR_KEY)?;
         let webhook_seal_key = key("WEBHOOK_SEAL_KEY", DEV_WEBHOOK_SEAL_KEY)?;
         Ok(Self {
@@ -245,6 +263,7 @@ impl Config {
             webhook_seal_key,
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
+            sdk_limits,
             geocode: GeocodeConfig {
                 api_key: credential("GEOCODE_API_KEY"),
                 url: get("GEOCODE_URL").unwrap_or_else(|| DEFAULT_GEOCODE_URL.into()),
@@ -343,6 +362,18 @@ mod tests {
                 matches!(c.cursor_key, Some(KeySource::Value(k)) if k == DEV_CURSOR_KEY.as_bytes())
             );
         }
+    }
+
+    #[test]
+    fn longer_aws_calls_are_for_a_local_emulator_only() {
+        let limits = config(&[LOCAL]).unwrap().sdk_limits;
+        assert_eq!(limits, crate::aws::SdkLimits::default());
+        let long = ("AWS_SDK_ATTEMPT_TIMEOUT_MS", "120000");
+        let limits = config(&[LOCAL, long]).unwrap().sdk_limits;
+        assert_eq!(limits.attempt, Duration::from_secs(120));
+        assert!(limits.operation > limits.attempt * limits.max_attempts);
+        assert!(config(&[long]).is_err());
+        assert!(config(&[LOCAL, ("AWS_SDK_ATTEMPT_TIMEOUT_MS", "0")]).is_err());
     }
 
     #[test]

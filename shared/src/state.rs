@@ -57,7 +57,7 @@ impl AppState {
     /// cursor key needed.
     pub async fn load() -> Result<Self, BoxError> {
         let config = Config::from_env()?;
-        let sdk = crate::aws::sdk_config(crate::aws::SdkLimits::default()).await;
+        let sdk = crate::aws::sdk_config(config.sdk_limits).await;
         Ok(Self::new(config, &sdk))
     }
 

@@ -104,8 +104,8 @@ async fn setup() -> Harness {
     tokio::task::spawn_blocking(ensure_emulator)
         .await
         .expect("emulator");
-    let sdk = shared::aws::sdk_config(shared::aws::SdkLimits::default()).await;
     let mut config = Config::from_env().expect("config");
+    let sdk = shared::aws::sdk_config(config.sdk_limits).await;
     // A table of this run's own: runs against a reused emulator stay
     // independent, and the table stays small (moto copies it per transaction).
     config.table_name = format!("test-{}", uuid::Uuid::new_v4());

@@ -218,7 +218,7 @@ async fn main() {
 
 async fn run(cli: Cli) -> Result<()> {
     let config = Config::from_env()?;
-    let sdk = shared::aws::sdk_config(shared::aws::SdkLimits::default()).await;
+    let sdk = shared::aws::sdk_config(config.sdk_limits).await;
     if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
         eprintln!(
             "admin: using endpoint {endpoint}, table {}",

@@ -16,6 +16,7 @@
 #      Runtime API the init time (process start to its first request for
 #      an invocation) and the start to first response; budgets 5 MB zipped,
 #      30 ms init (BINARIES=0 skips the release build, which takes a while).
+#   5. The load test of `make load` (functions/local/scripts/load.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 # An emulator of the bench's own, emptied first: one that tests and CI runs
@@ -39,16 +40,12 @@ if [ "$BINARIES" != 0 ]; then
     functions/local/scripts/build.sh "${FUNCTIONS[@]}"
 fi
 
-emulator=$(functions/local/scripts/emulator.sh start)
-curl -sf -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
-server=""
-cleanup() {
-    if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
-    if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
-}
-trap cleanup EXIT
+source functions/local/scripts/private_stack.sh
+private_emulator
+# The emulator's Query reads the whole table: the data sets below take
+# calls far longer than AWS would (development setting).
+export AWS_SDK_ATTEMPT_TIMEOUT_MS=600000
 
-bin=target/bench-server
 py() { "$VENV/bin/python" "$@"; }
 field() { py -c "import json,sys; print(json.loads(sys.argv[1])$2)" "$1"; }
 setup=$($bin/admin setup-local 2>/dev/null)
@@ -63,12 +60,7 @@ $bin/bench getitem "$REQUESTS"
 
 log=$STATE_DIR/bench-server.log
 # The limit stays on (its write is part of every request) but high.
-RATE_LIMIT_PER_WINDOW=100000000 LOCAL_ADDR=127.0.0.1:$BENCH_PORT RUST_LOG=info LOG_FORMAT=json $bin/local >"$log" 2>&1 &
-server=$!
-for _ in $(seq 1 100); do
-    py -c "import socket; socket.create_connection(('127.0.0.1', $BENCH_PORT), 0.3)" 2>/dev/null && break
-    sleep 0.1
-done
+RATE_LIMIT_PER_WINDOW=100000000 serve_local "$BENCH_PORT" "$log"
 
 # Organizations of their own for each data set, so that one's data does
 # not slow another's reads in the emulator (it reads whole partitions).
@@ -177,7 +169,7 @@ PY
 
 echo "==> from the server's log: per route, successful requests only"
 py functions/local/scripts/bench_log.py "$log" "$labels"
-kill "$server"; wait "$server" 2>/dev/null || true; server=""
+stop_local
 
 if [ "$BINARIES" != 0 ]; then
     echo "==> release binaries: size and process start to first response"
@@ -211,3 +203,8 @@ if [ "$BINARIES" != 0 ]; then
     done
     py functions/local/scripts/bench_starts.py "$artifacts" "$starts" "${FUNCTIONS[@]}"
 fi
+
+# The load test, with an emulator and a server of its own (make load).
+private_cleanup
+trap - EXIT
+functions/local/scripts/load.sh
