@@ -37,7 +37,7 @@ impl Default for SdkLimits {
     /// a time under a test run's load, stays inside these too.
     fn default() -> Self {
         SdkLimits {
-            connect: Duration::from_secs(1),
+            connect: Duration::from_secs(3),
             attempt: Duration::from_secs(3),
             operation: Duration::from_secs(7),
             max_attempts: 3,

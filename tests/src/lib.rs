@@ -105,6 +105,13 @@ async fn setup() -> Harness {
         .await
         .expect("emulator");
     let mut config = Config::from_env().expect("config");
+    // The emulator serves one call at a time, and a parallel test run
+    // (150-request bursts among them) queues calls for seconds, which AWS
+    // never does: attempts get that room here. tests/tests/api/faults.rs
+    // holds the limits themselves to account.
+    config.sdk_limits = config
+        .sdk_limits
+        .with_attempt(Duration::from_secs(30).max(config.sdk_limits.attempt));
     let sdk = shared::aws::sdk_config(config.sdk_limits).await;
     // A table of this run's own: runs against a reused emulator stay
     // independent, and the table stays small (moto copies it per transaction).

@@ -6,7 +6,11 @@
 : "${AWS_REGION:=eu-north-1}"
 : "${AWS_ACCESS_KEY_ID:=local}"
 : "${AWS_SECRET_ACCESS_KEY:=local}"
-export MOTO_HOST MOTO_PORT AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+# The emulator serves one call at a time: under a test run or a load, a
+# call can wait seconds in its queue, which AWS never makes it do
+# (development setting; shared/src/aws.rs).
+: "${AWS_SDK_ATTEMPT_TIMEOUT_MS:=30000}"
+export MOTO_HOST MOTO_PORT AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SDK_ATTEMPT_TIMEOUT_MS
 VENV=${VENV:-.venv}
 STATE_DIR=.local
 
