@@ -13,6 +13,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 issue_numbers = itertools.count(1)
+WHITE_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c not in "\x1c\x1d\x1e\x1f")
 lock = threading.Lock()
 
 
@@ -31,7 +32,11 @@ class Provider(BaseHTTPRequestHandler):
         if url.path != "/maps/api/geocode/json" or "key" not in query:
             return self.answer(200, {"results": [], "status": "REQUEST_DENIED", "error_message": "no key"})
         address = query.get("address", "")
-        if not address.strip():
+        # Blank as the API judges it (Unicode White_Space, Rust's trim):
+        # Python's strip() also takes the separators U+001C..U+001F, which
+        # the API passes on as text (that gave a 502 the contract gate
+        # counted as a server error; issue 14 leaves control characters).
+        if not address.strip(WHITE_SPACE):
             return self.answer(200, {"results": [], "status": "INVALID_REQUEST"})
         if len(address) % 3 == 0:  # some addresses match nothing
             return self.answer(200, {"results": [], "status": "ZERO_RESULTS"})
