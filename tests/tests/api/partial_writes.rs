@@ -94,20 +94,7 @@ impl Bench {
         let org = state
             .store
             .orgs()
-            .create_top_level(
-                &shared::model::org::CreateOrg {
-                    name: unique("Partial"),
-                    parent_id: None,
-                    business_code: None,
-                    street_address: None,
-                    postal_code: None,
-                    city: None,
-                    invoice_email: None,
-                }
-                .validate()
-                .unwrap(),
-                true,
-            )
+            .create_top_level(&api_tests::named(&unique("Partial")), true)
             .await
             .unwrap();
         let prefix = state.config.short_name.key_prefix();
