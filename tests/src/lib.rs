@@ -227,6 +227,12 @@ impl Call {
         self
     }
 
+    /// A request extension, as an adapter would add (Lambda's context).
+    pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.request = self.request.extension(value);
+        self
+    }
+
     pub fn json(mut self, body: &Value) -> Self {
         self.request = self.request.header("content-type", "application/json");
         self.body = Body::from(body.to_string());

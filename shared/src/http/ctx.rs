@@ -6,7 +6,9 @@
 //! in one DynamoDB round trip (`ApiKeys::admit`), so a read's own record is
 //! its second and last. A valid key's refusals show its true remaining
 //! budget; an admitted request holds a budget slot that the response layer
-//! gives back unless the answer is a success.
+//! gives back unless the answer is a success. An admitted POST with an
+//! `Idempotency-Key` then claims it (`idempotency::claim`): it runs, or
+//! gets the first answer to the same request again.
 
 use std::marker::PhantomData;
 use std::time::SystemTime;
@@ -15,6 +17,7 @@ use axum::extract::{FromRef, FromRequestParts};
 use http::request::Parts;
 use uuid::Uuid;
 
+use super::idempotency::{self, NotRun};
 use super::scope::SharedScope;
 use crate::auth::key;
 use crate::auth::scope::RequiredScope;
@@ -41,9 +44,9 @@ impl<S: RequiredScope, St: Send + Sync> FromRequestParts<St> for Ctx<S>
 where
     AppState: FromRef<St>,
 {
-    type Rejection = ApiError;
+    type Rejection = NotRun;
 
-    async fn from_request_parts(parts: &mut Parts, state: &St) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &St) -> Result<Self, NotRun> {
         let state = AppState::from_ref(state);
         let config = &state.config;
         let hash = key::presented(&parts.headers, &config.short_name.key_prefix())?;
@@ -62,10 +65,10 @@ where
         let record = found.record.as_ref().ok_or(ApiError::InvalidApiKey)?;
         let stored = key::KeyHash::from_hex(&record.key_hash).ok_or(ApiError::InvalidApiKey)?;
         if !stored.matches(&hash) {
-            return Err(ApiError::InvalidApiKey);
+            return Err(ApiError::InvalidApiKey.into());
         }
         if let Some(rejected) = record.rejection(at) {
-            return Err(rejected);
+            return Err(rejected.into());
         }
         // The key is valid: from here on every answer shows its budget.
         let request_scope = parts.extensions.get::<SharedScope>().cloned();
@@ -76,7 +79,7 @@ where
             if let Some(s) = &request_scope {
                 s.set_rate(ratelimit::standing(limits, window, &found));
             }
-            return Err(refused);
+            return Err(refused.into());
         }
         let (decision, reservation) =
             ratelimit::settle(&state.store, limits, hash, window, &found).await?;
@@ -89,7 +92,11 @@ where
         if !decision.allowed {
             return Err(ApiError::RateLimited {
                 retry_after: decision.retry_after,
-            });
+            }
+            .into());
+        }
+        if let Some(s) = &request_scope {
+            idempotency::claim(&state.store, s, record.key_id).await?;
         }
         Ok(Ctx {
             org_id: record.org_id,

@@ -1,10 +1,12 @@
 //! The layer around every route: request id, DynamoDB call accounting,
-//! `X-RateLimit-*` headers on `/api/v1/*`, panics as 500, one log line
+//! `X-RateLimit-*` headers on `/api/v1/*`, `Idempotency-Key` (reading the
+//! request, keeping the answer), panics as 500, a 500 before Lambda's
+//! deadline rather than none at all, one log line
 //! (with `ddb_ms`, the time spent waiting on DynamoDB, and `round_trips`,
 //! the sequential round trips to it).
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
@@ -13,6 +15,7 @@ use http::HeaderValue;
 use tracing::Instrument;
 
 use super::scope::RequestScope;
+use super::{idempotency, multipart};
 use crate::error::ApiError;
 use crate::ratelimit::{self, RateLimitDecision};
 use crate::state::AppState;
@@ -32,35 +35,16 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
     let span = tracing::info_span!("request", %request_id, method = %request.method(), %route);
     let scope = Arc::new(RequestScope::default());
     request.extensions_mut().insert(scope.clone());
+    let time_left = time_left(&request);
 
-    let mut response = scope
-        .calls
-        .scope(next.run(request))
-        .instrument(span.clone())
-        .await;
-
-    if versioned {
-        let mut decision = scope.rate().unwrap_or_else(|| {
-            RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
-        });
-        // Only successes spend budget: an admitted request that did not
-        // succeed gives its slot back.
-        if let Some(reservation) = scope.take_reservation()
-            && !response.status().is_success()
-        {
-            match scope
-                .calls
-                .scope(ratelimit::release(&state.store, reservation))
-                .instrument(span.clone())
-                .await
-            {
-                Ok(()) => decision = decision.released(),
-                Err(error) => span
-                    .in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot")),
-            }
-        }
-        decision.write_headers(response.headers_mut());
-    }
+    let served = serve(&state, &scope, &span, versioned, request, next);
+    let mut response = match time_left {
+        None => served.await,
+        Some(left) => match tokio::time::timeout(left, served).await {
+            Ok(response) => response,
+            Err(_) => out_of_time(&state, &scope, &span, versioned),
+        },
+    };
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
@@ -80,6 +64,117 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
             "request served"
         );
     });
+    response
+}
+
+/// The request through its route, with what `/api/v1/*` adds after it.
+async fn serve(
+    state: &AppState,
+    scope: &RequestScope,
+    span: &tracing::Span,
+    versioned: bool,
+    request: Request,
+    next: Next,
+) -> Response {
+    let largest_body = state
+        .config
+        .max_body_bytes
+        .max(multipart::MAX_REQUEST_BYTES);
+    let mut response = match idempotency::read(request, scope, largest_body).await {
+        Ok(request) => {
+            scope
+                .calls
+                .scope(next.run(request))
+                .instrument(span.clone())
+                .await
+        }
+        Err(refused) => refused.into_response(),
+    };
+
+    if versioned {
+        let mut decision = scope.rate().unwrap_or_else(|| {
+            RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
+        });
+        // Only successes spend budget: an admitted request that did not
+        // succeed gives its slot back. At the same time, the answer of a
+        // request with an `Idempotency-Key` is kept (or the key freed).
+        let status = response.status();
+        let reservation = scope.take_reservation().filter(|_| !status.is_success());
+        let give_back = async {
+            match reservation {
+                Some(reservation) => Some(ratelimit::release(&state.store, reservation).await),
+                None => None,
+            }
+        };
+        let (given_back, settled) = scope
+            .calls
+            .scope(async {
+                tokio::join!(
+                    give_back,
+                    idempotency::settle(&state.store, scope, response)
+                )
+            })
+            .instrument(span.clone())
+            .await;
+        response = settled;
+        match given_back {
+            Some(Ok(())) => decision = decision.released(),
+            Some(Err(error)) => {
+                span.in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot"))
+            }
+            None => {}
+        }
+        decision.write_headers(response.headers_mut());
+    }
+    response
+}
+
+/// How long the request may take: until Lambda's deadline, less the time
+/// the answer needs to get out. None outside Lambda (dev server, tests:
+/// nothing cuts a request off there), or when no deadline is given.
+fn time_left(request: &Request) -> Option<Duration> {
+    use lambda_http::RequestExt;
+    let deadline = request
+        .lambda_context_ref()
+        .map(|context| context.deadline)
+        .filter(|&ms| ms > 0)?;
+    let now = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Some(
+        Duration::from_millis(deadline)
+            .saturating_sub(now)
+            .saturating_sub(ANSWER_RESERVE),
+    )
+}
+
+/// Time kept back from Lambda's deadline to send the answer.
+const ANSWER_RESERVE: Duration = Duration::from_millis(250);
+
+/// The answer of a request that ran out of time: 500 `internal_error`, as
+/// for any failure of the store, before Lambda cuts the invocation off and
+/// API Gateway answers without the contract's body. Nothing is given back
+/// or settled (that would take more time): a budget slot stays spent, and
+/// an `Idempotency-Key` claim lapses after its lease, as when a function
+/// dies, since the change may or may not have been made.
+fn out_of_time(
+    state: &AppState,
+    scope: &RequestScope,
+    span: &tracing::Span,
+    versioned: bool,
+) -> Response {
+    let mut response = span.in_scope(|| {
+        ApiError::internal("the request ran out of time before the invocation's deadline")
+            .into_response()
+    });
+    if versioned {
+        scope
+            .rate()
+            .unwrap_or_else(|| {
+                RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
+            })
+            .write_headers(response.headers_mut());
+    }
     response
 }
 

@@ -4,6 +4,7 @@
 pub mod body;
 pub mod ctx;
 pub mod envelope;
+pub mod idempotency;
 pub mod middleware;
 pub mod multipart;
 pub mod path;

@@ -15,6 +15,8 @@ use crate::files::{ImageKind, MAX_FILE_BYTES};
 pub const FIELD: &str = "file";
 /// Room for the form's boundaries and headers around the file.
 const ENVELOPE_BYTES: usize = 64 * 1024;
+/// The largest multipart request read.
+pub const MAX_REQUEST_BYTES: usize = MAX_FILE_BYTES as usize + ENVELOPE_BYTES;
 
 pub struct ImageUpload {
     pub bytes: Bytes,
@@ -69,8 +71,7 @@ impl<S: Send + Sync> FromRequest<S> for ImageUpload {
             .unwrap_or("")
             .to_owned();
         let boundary = multer::parse_boundary(&content_type).map_err(invalid)?;
-        let limit = MAX_FILE_BYTES as usize + ENVELOPE_BYTES;
-        let body = axum::body::to_bytes(request.into_body(), limit)
+        let body = axum::body::to_bytes(request.into_body(), MAX_REQUEST_BYTES)
             .await
             .map_err(|_| too_large())?;
         let stream = futures::stream::once(async move { Ok::<_, std::convert::Infallible>(body) });

@@ -78,6 +78,20 @@ pub fn support_quota_pk(key_id: Uuid) -> String {
 }
 pub const QUOTA_SK: &str = "QUOTA";
 
+/// Idempotency records of one API key (see `store/idempotency.rs`), one
+/// per `Idempotency-Key`, named by the key's SHA-256 so any printable key
+/// fits.
+pub fn idempotency_pk(key_id: Uuid) -> String {
+    format!("IDEM#{key_id}")
+}
+pub fn idempotency_sk(idempotency_key: &str) -> String {
+    use sha2::Digest;
+    format!(
+        "IDEM#{}",
+        hex::encode(sha2::Sha256::digest(idempotency_key))
+    )
+}
+
 /// `gsi1` partition of a receiving point, to find it by id alone.
 pub fn receiving_point_lookup_pk(point: Uuid) -> String {
     format!("RP#{point}")

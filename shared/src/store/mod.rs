@@ -9,6 +9,7 @@ pub mod deactivation;
 pub mod deliveries;
 pub mod geo;
 pub mod grants;
+pub mod idempotency;
 pub mod import;
 pub mod item;
 pub mod keys;
@@ -159,6 +160,10 @@ impl Store {
 
     pub fn grants(&self) -> grants::Grants<'_> {
         grants::Grants(self)
+    }
+
+    pub fn idempotency(&self) -> idempotency::Idempotency<'_> {
+        idempotency::Idempotency(self)
     }
 }
 

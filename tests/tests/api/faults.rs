@@ -126,6 +126,51 @@ fn with_dynamodb_silent_every_operation_is_a_clean_500_in_time() {
     });
 }
 
+/// In Lambda, a request answers before the invocation's deadline, even
+/// when the store's own bounds would take longer: a clean 500 with the
+/// rate-limit headers, not API Gateway's bodiless 503 after the function
+/// was cut off.
+#[test]
+fn a_request_answers_a_clean_500_before_the_lambda_deadline() {
+    run(async {
+        let t = org().await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let api = api_against(&endpoint).await;
+        // 700 ms left of the invocation: less than one call's bound.
+        let left = Duration::from_millis(700);
+        assert!(left < LIMITS.operation);
+        let mut context = lambda_http::Context::default();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        context.deadline = u64::try_from((now + left).as_millis()).unwrap();
+        let started = Instant::now();
+        let reply = call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .extension(context)
+            .json(&serde_json::json!({"name": "Late"}))
+            .send_to(&api)
+            .await;
+        let took = started.elapsed();
+        reply.expect(500, Some("internal_error"));
+        assert!(took < left, "answered after {took:?}");
+        assert!(
+            took >= left - Duration::from_millis(400),
+            "cut off early: {took:?}"
+        );
+        assert_ne!(reply.header("x-ratelimit-limit"), "");
+        assert_ne!(reply.header("x-request-id"), "");
+        silent.abort();
+    });
+}
+
 #[test]
 fn a_throttled_call_is_tried_max_attempts_times_then_a_clean_500() {
     run(async {

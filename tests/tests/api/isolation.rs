@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use api_tests::{TestOrg, call, multipart, org, run, send, unique, unique_phone};
+use api_tests::{Call, TestOrg, call, multipart, org, run, send, unique, unique_phone};
 use http::Method;
 use serde_json::{Value, json};
 
@@ -25,16 +25,16 @@ const NOT_ORGANIZATION_SCOPED: [&str; 2] = ["/api/v1/geocode", "/api/v1/support"
 
 /// The first organization's records, by the name the description gives
 /// their id (path parameters) and by the body fields that refer to them.
-struct Owner {
-    t: TestOrg,
+pub(crate) struct Owner {
+    pub(crate) t: TestOrg,
     /// A name no other organization's answer may contain.
     marker: String,
-    by_parameter: BTreeMap<&'static str, String>,
+    pub(crate) by_parameter: BTreeMap<&'static str, String>,
     by_field: BTreeMap<&'static str, String>,
 }
 
 impl Owner {
-    async fn new() -> Owner {
+    pub(crate) async fn new() -> Owner {
         let t = org().await;
         let marker = unique("Isolated");
         let site = new_site(&t, json!({"name": marker, "lat": 60.1699, "lng": 24.9384})).await;
@@ -141,7 +141,7 @@ fn parameters<'a>(item: &'a Value, op: &'a Value) -> impl Iterator<Item = &'a Va
 
 /// The path with the owner's ids, and the required query parameters with
 /// their described examples.
-fn target(owner: &Owner, path: &str, item: &Value, op: &Value) -> String {
+pub(crate) fn target(owner: &Owner, path: &str, item: &Value, op: &Value) -> String {
     let mut target = path.to_owned();
     let mut query = Vec::new();
     for parameter in parameters(item, op) {
@@ -173,7 +173,7 @@ fn target(owner: &Owner, path: &str, item: &Value, op: &Value) -> String {
 
 /// The described example body with every field that names a record set
 /// to the owner's record.
-fn body(owner: &Owner, path: &str, op: &Value) -> Option<Value> {
+pub(crate) fn body(owner: &Owner, path: &str, op: &Value) -> Option<Value> {
     let content = &resolve(&op["requestBody"])["content"]["application/json"];
     if content.is_null() {
         return None;
@@ -204,8 +204,38 @@ fn body(owner: &Owner, path: &str, op: &Value) -> Option<Value> {
     Some(example)
 }
 
+/// The described operation as a call naming the owner's records: the
+/// call (without a key), its target, and its JSON body if it has one.
+/// `extra_query` is added to the target's query.
+pub(crate) fn request(
+    owner: &Owner,
+    method: &Method,
+    path: &str,
+    item: &Value,
+    op: &Value,
+    extra_query: Option<&str>,
+) -> (Call, String, Option<Value>) {
+    let mut target = target(owner, path, item, op);
+    if let Some(extra) = extra_query {
+        let joint = if target.contains('?') { '&' } else { '?' };
+        target = format!("{target}{joint}{extra}");
+    }
+    let sent = body(owner, path, op);
+    let mut request = call(method.clone(), &target);
+    if let Some(sent) = &sent {
+        request = request.json(sent);
+    } else if op["requestBody"]["content"]["multipart/form-data"].is_object() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        request = request.body(
+            "multipart/form-data; boundary=isolation",
+            multipart("isolation", &[], Some(("w.png", "image/png", png))),
+        );
+    }
+    (request, target, sent)
+}
+
 /// What the owner reads through every GET of the description.
-async fn everything_read(owner: &Owner) -> BTreeMap<String, Value> {
+pub(crate) async fn everything_read(owner: &Owner) -> BTreeMap<String, Value> {
     let mut seen = BTreeMap::new();
     for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
         // Nearby search shows every organization's public places.
@@ -244,19 +274,8 @@ fn another_organizations_key_never_sees_or_changes_a_record() {
                     continue;
                 }
                 walked += 1;
-                let target = target(&owner, path, item, op);
-                let sent = body(&owner, path, op);
-                let mut request = call(method.clone(), &target).key(&other.key);
-                if let Some(sent) = &sent {
-                    request = request.json(sent);
-                } else if op["requestBody"]["content"]["multipart/form-data"].is_object() {
-                    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
-                    request = request.body(
-                        "multipart/form-data; boundary=isolation",
-                        multipart("isolation", &[], Some(("w.png", "image/png", png))),
-                    );
-                }
-                let reply = request.send().await;
+                let (request, target, sent) = request(&owner, &method, path, item, op, None);
+                let reply = request.key(&other.key).send().await;
                 let status = reply.status.as_u16();
                 let names_a_record = path.contains('{');
                 if names_a_record && !matches!(status, 403 | 404) {

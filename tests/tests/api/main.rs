@@ -11,6 +11,7 @@ mod faults;
 mod geocode;
 mod grants;
 mod health;
+mod idempotency;
 mod isolation;
 mod members;
 mod org_lifecycle;

@@ -465,3 +465,50 @@ fn a_failed_call_in_any_write_leaves_nothing_half_done() {
         );
     });
 }
+
+/// A site named `name`, created with `idempotency_key`.
+async fn post(b: &Bench, router: &Router, idempotency_key: &str, name: &str) -> Reply {
+    call(Method::POST, "/api/v1/sites")
+        .key(&b.key)
+        .header("idempotency-key", idempotency_key)
+        .json(&json!({ "name": name }))
+        .send_to(router)
+        .await
+}
+
+/// A write that fails frees its `Idempotency-Key`: the retry runs. A write
+/// that succeeds but whose answer cannot be kept still answers; its key
+/// stays claimed until the lease lapses (409 meanwhile), so the write is
+/// never run twice at once.
+#[test]
+fn a_failed_write_frees_its_idempotency_key_and_a_failed_save_keeps_it_claimed() {
+    run(async {
+        let b = Bench::new().await;
+        // Admission is call 1 and the claim call 2: fail the write itself.
+        b.fault.arm(3);
+        let failed = post(&b, &b.faulty, "failed-write", "Retried").await;
+        failed.expect(500, Some("internal_error"));
+        let retried = post(&b, &b.plain, "failed-write", "Retried").await;
+        retried.expect(201, None);
+        assert_eq!(retried.header("idempotent-replayed"), "");
+        // The last call of an idempotent create keeps its answer: fail it.
+        let calls = usize::try_from(retried.ddb_calls).unwrap();
+        b.fault.arm(calls);
+        let unsaved = post(&b, &b.faulty, "failed-save", "Unsaved").await;
+        unsaved.expect(201, None);
+        assert_eq!(b.fault.failed().as_deref(), Some("UpdateItem"));
+        let meanwhile = post(&b, &b.plain, "failed-save", "Unsaved").await;
+        meanwhile.expect(409, Some("idempotency_key_in_flight"));
+        let listed = b
+            .send(&b.plain, Method::GET, "/api/v1/sites?limit=100", None)
+            .await;
+        let names: Vec<&str> = listed.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["name"].as_str())
+            .collect();
+        assert_eq!(names.iter().filter(|n| **n == "Retried").count(), 1);
+        assert_eq!(names.iter().filter(|n| **n == "Unsaved").count(), 1);
+    });
+}

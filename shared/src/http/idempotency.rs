@@ -1,0 +1,379 @@
+//! `Idempotency-Key` on `POST /api/v1/*`: a retry of a request with the
+//! same key and the same request gets the first answer again instead of
+//! running again. Three steps, each in the one place that can take it:
+//!
+//! 1. `read` (the layer, before routing): buffers the body and takes the
+//!    request's fingerprint, SHA-256 over method, path and query, and body
+//!    (a multipart body without its boundary, which clients regenerate).
+//! 2. `claim` (`Ctx`, once the key is admitted): checks the header (400
+//!    `invalid_idempotency_key`) and claims the key for this API key with
+//!    one conditional write: this request runs, or it gets 422
+//!    `idempotency_key_reused`, 409 `idempotency_key_in_flight`, or the
+//!    first answer with `Idempotent-Replayed: true`.
+//! 3. `settle` (the layer, after the handler): keeps the answer for 24 h
+//!    from the claim, or frees the key when the answer is a 5xx or a 429
+//!    (transient: a retry should run).
+//!
+//! A claim whose request died holds the key for `LEASE` at most.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use sha2::{Digest, Sha256};
+
+use super::scope::RequestScope;
+use crate::error::ApiError;
+use crate::store::Store;
+use crate::store::idempotency::{Answer, Claimed};
+
+pub const HEADER: &str = "idempotency-key";
+/// Set on a replayed answer.
+pub const REPLAYED: &str = "idempotent-replayed";
+/// How long an answer is kept, from the first request.
+pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a claim holds the key without an answer: longer than any API
+/// function may run behind API Gateway (30 s at most).
+pub const LEASE: Duration = Duration::from_secs(30);
+/// Larger answers are not kept (the key is freed); no answer of the API's
+/// POST routes comes near it, and an item holds 400 KB.
+pub const MAX_KEPT_BODY: usize = 256 * 1024;
+const MAX_KEY_LEN: usize = 255;
+/// The headers kept with an answer.
+const KEPT_HEADERS: [HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
+
+/// An `Idempotency-Key` a request came with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Presented {
+    Valid {
+        key: String,
+        fingerprint: String,
+    },
+    /// Empty, too long, or not printable ASCII: 400 once the API key is
+    /// admitted.
+    Malformed,
+}
+
+/// Step 1: a POST with the header has its body buffered (up to `limit`
+/// bytes, the largest body any route takes) and its fingerprint noted in
+/// `scope`. A body declared larger than `limit` is left alone: the route's
+/// own extractor refuses it, and there is nothing to replay.
+pub async fn read(
+    request: Request,
+    scope: &RequestScope,
+    limit: usize,
+) -> Result<Request, ApiError> {
+    if request.method() != Method::POST {
+        return Ok(request);
+    }
+    let Some(value) = request.headers().get(HEADER) else {
+        return Ok(request);
+    };
+    let Some(key) = well_formed(value) else {
+        scope.present_idempotency(Presented::Malformed);
+        return Ok(request);
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let fingerprint = fingerprint(&parts, &bytes);
+    scope.present_idempotency(Presented::Valid { key, fingerprint });
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// The key, if it is 1 to 255 printable ASCII characters.
+fn well_formed(value: &HeaderValue) -> Option<String> {
+    // Spaces only inside: HTTP trims them at either end.
+    let bytes = value.as_bytes();
+    let visible = |b: &u8| (b'!'..=b'~').contains(b);
+    let ends = bytes.first().is_some_and(visible) && bytes.last().is_some_and(visible);
+    let printable = bytes.iter().all(|b| (b' '..=b'~').contains(b));
+    (ends && printable && bytes.len() <= MAX_KEY_LEN)
+        .then(|| String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// The fingerprint of a request: its method, path and query, and body.
+pub fn fingerprint(parts: &http::request::Parts, body: &[u8]) -> String {
+    let mut hash = Sha256::new();
+    hash.update(parts.method.as_str());
+    hash.update(b"\n");
+    hash.update(parts.uri.path_and_query().map_or("", |p| p.as_str()));
+    hash.update(b"\n");
+    let boundary = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| multer::parse_boundary(v).ok())
+        .filter(|b| !b.is_empty());
+    match boundary {
+        // Each part between boundaries, with its length so parts cannot
+        // run together.
+        Some(boundary) => {
+            for piece in split(body, boundary.as_bytes()) {
+                hash.update((piece.len() as u64).to_be_bytes());
+                hash.update(piece);
+            }
+        }
+        None => hash.update(body),
+    }
+    hex::encode(hash.finalize())
+}
+
+/// `body` cut at every occurrence of `separator`.
+fn split<'a>(body: &'a [u8], separator: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let finder = memchr::memmem::Finder::new(separator);
+    let mut rest = Some(body);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match finder.find(current) {
+            Some(at) => {
+                rest = Some(&current[at + separator.len()..]);
+                Some(&current[..at])
+            }
+            None => {
+                rest = None;
+                Some(current)
+            }
+        }
+    })
+}
+
+/// Why an admitted request does not run: a contract error, or the first
+/// answer to the same request.
+#[derive(Debug)]
+pub enum NotRun {
+    Refused(ApiError),
+    Replayed(Answer),
+}
+
+impl From<ApiError> for NotRun {
+    fn from(error: ApiError) -> Self {
+        NotRun::Refused(error)
+    }
+}
+
+impl IntoResponse for NotRun {
+    fn into_response(self) -> Response {
+        match self {
+            NotRun::Refused(error) => error.into_response(),
+            NotRun::Replayed(answer) => replay(answer),
+        }
+    }
+}
+
+/// Step 2, for an admitted request of API key `key_id`: claims the key the
+/// request came with, if any.
+pub async fn claim(store: &Store, scope: &RequestScope, key_id: uuid::Uuid) -> Result<(), NotRun> {
+    let (key, fingerprint) = match scope.take_idempotency() {
+        None => return Ok(()),
+        Some(Presented::Malformed) => {
+            return Err(ApiError::Invalid {
+                code: "invalid_idempotency_key",
+                message: format!(
+                    "Idempotency-Key must be 1 to {MAX_KEY_LEN} printable ASCII characters"
+                ),
+            }
+            .into());
+        }
+        Some(Presented::Valid { key, fingerprint }) => (key, fingerprint),
+    };
+    let now = unix_ms(SystemTime::now());
+    let lease_until = now + millis(LEASE);
+    match store
+        .idempotency()
+        .claim(key_id, &key, &fingerprint, now, lease_until)
+        .await?
+    {
+        Claimed::Ours(claim) => {
+            scope.hold_claim(claim);
+            Ok(())
+        }
+        Claimed::Reused => Err(ApiError::Unprocessable {
+            code: "idempotency_key_reused",
+            message: "this Idempotency-Key was used for another request; use a new key".into(),
+        }
+        .into()),
+        Claimed::InFlight => Err(ApiError::Conflict {
+            code: "idempotency_key_in_flight",
+            message: "a request with this Idempotency-Key is still running; retry later".into(),
+        }
+        .into()),
+        Claimed::Answered(answer) => Err(NotRun::Replayed(answer)),
+    }
+}
+
+/// Step 3: keeps the answer of the request that holds a claim, or frees
+/// the key. A failure to save is logged, never answered: the effect
+/// happened, and the answer still goes out; the claim lapses after its
+/// lease.
+pub async fn settle(store: &Store, scope: &RequestScope, response: Response) -> Response {
+    let Some(claim) = scope.take_claim() else {
+        return response;
+    };
+    let status = response.status();
+    if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        if let Err(error) = store.idempotency().release(&claim).await {
+            tracing::warn!(%error, "could not free an Idempotency-Key");
+        }
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            tracing::error!(%error, "could not read an answer to keep it");
+            return ApiError::internal("unreadable answer").into_response();
+        }
+    };
+    let outcome = if bytes.len() > MAX_KEPT_BODY {
+        tracing::warn!(
+            bytes = bytes.len(),
+            "answer too large to keep; Idempotency-Key freed"
+        );
+        store.idempotency().release(&claim).await
+    } else {
+        let answer = Answer {
+            status: status.as_u16(),
+            headers: KEPT_HEADERS
+                .iter()
+                .filter_map(|name| {
+                    let value = parts.headers.get(name)?.to_str().ok()?;
+                    Some((name.as_str().to_owned(), value.to_owned()))
+                })
+                .collect(),
+            body: bytes.to_vec(),
+        };
+        let until = claim.at + millis(RETENTION);
+        store.idempotency().answer(&claim, &answer, until).await
+    };
+    if let Err(error) = outcome {
+        tracing::warn!(%error, "could not keep the answer of an Idempotency-Key");
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// A kept answer, sent again.
+fn replay(answer: Answer) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, answer.body).into_response();
+    let headers = response.headers_mut();
+    headers.remove(header::CONTENT_TYPE);
+    for (name, value) in answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    headers.insert(REPLAYED, HeaderValue::from_static("true"));
+    response
+}
+
+fn unix_ms(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(method: Method, uri: &str, content_type: Option<&str>) -> http::request::Parts {
+        let mut builder = http::Request::builder().method(method).uri(uri);
+        if let Some(ct) = content_type {
+            builder = builder.header(header::CONTENT_TYPE, ct);
+        }
+        builder.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn keys_are_one_to_255_printable_ascii_characters() {
+        let ok = |s: &str| well_formed(&HeaderValue::from_str(s).unwrap()).is_some();
+        assert!(ok("a"));
+        assert!(ok("order 42/retry#1 ~!"));
+        assert!(ok(&"k".repeat(255)));
+        assert!(!ok(""));
+        assert!(!ok(&"k".repeat(256)));
+        assert!(!ok("tab\there"));
+        assert!(!ok(" leading") && !ok("trailing "));
+        assert!(well_formed(&HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap()).is_none());
+    }
+
+    #[test]
+    fn the_fingerprint_covers_method_path_query_and_body() {
+        let base = fingerprint(&parts(Method::POST, "/api/v1/sites", None), b"{\"a\":1}");
+        assert_eq!(base.len(), 64);
+        assert_eq!(
+            base,
+            fingerprint(&parts(Method::POST, "/api/v1/sites", None), b"{\"a\":1}")
+        );
+        for other in [
+            fingerprint(&parts(Method::POST, "/api/v1/sites", None), b"{\"a\":2}"),
+            fingerprint(&parts(Method::POST, "/api/v1/trucks", None), b"{\"a\":1}"),
+            fingerprint(
+                &parts(Method::POST, "/api/v1/sites?x=1", None),
+                b"{\"a\":1}",
+            ),
+            fingerprint(&parts(Method::PUT, "/api/v1/sites", None), b"{\"a\":1}"),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
+
+    #[test]
+    fn a_multipart_fingerprint_ignores_the_boundary_but_not_the_parts() {
+        let form = |boundary: &str, content: &str| {
+            let body = format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n{content}\r\n--{boundary}--\r\n"
+            );
+            let ct = format!("multipart/form-data; boundary={boundary}");
+            fingerprint(&parts(Method::POST, "/w", Some(&ct)), body.as_bytes())
+        };
+        assert_eq!(form("AAAA", "bytes"), form("zz-other-boundary", "bytes"));
+        assert_ne!(form("AAAA", "bytes"), form("AAAA", "other"));
+    }
+
+    #[test]
+    fn split_cuts_at_every_separator() {
+        let pieces: Vec<&[u8]> = split(b"a--b----c", b"--").collect();
+        assert_eq!(pieces, [&b"a"[..], b"b", b"", b"c"]);
+        let whole: Vec<&[u8]> = split(b"abc", b"--").collect();
+        assert_eq!(whole, [&b"abc"[..]]);
+    }
+
+    #[tokio::test]
+    async fn a_replay_carries_the_kept_status_headers_and_body() {
+        let response = replay(Answer {
+            status: 201,
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("location".into(), "/api/v1/sites/x".into()),
+            ],
+            body: b"{\"data\":{}}".to_vec(),
+        });
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let headers = response.headers();
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert_eq!(headers[header::LOCATION], "/api/v1/sites/x");
+        assert_eq!(headers[REPLAYED], "true");
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"{\"data\":{}}");
+    }
+}

@@ -1,0 +1,498 @@
+//! `Idempotency-Key` on POST: a retry with the same key and request gets
+//! the first answer without running again; another request with the key is
+//! 422 `idempotency_key_reused`; a key still in flight is 409
+//! `idempotency_key_in_flight`; keys belong to one API key and last 24 h.
+//! The walk over every POST of the description is `every_post_*` below.
+
+use api_tests::{Reply, TestOrg, call, harness, new_key, org, run, send, unique};
+use http::Method;
+use serde_json::{Value, json};
+use shared::auth::Scope;
+use shared::http::idempotency;
+
+use crate::isolation::{Owner, everything_read, request};
+
+const SITES: &str = "/api/v1/sites";
+
+async fn post(key: &str, path: &str, idempotency_key: &str, body: &Value) -> Reply {
+    call(Method::POST, path)
+        .key(key)
+        .header("idempotency-key", idempotency_key)
+        .json(body)
+        .send()
+        .await
+}
+
+async fn sites_named(t: &TestOrg, name: &str) -> Vec<String> {
+    let reply = send(t, Method::GET, "/api/v1/sites?limit=100", None).await;
+    reply.expect(200, None);
+    reply.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == name)
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn key_id(t: &TestOrg, key: &str) -> uuid::Uuid {
+    let store = harness().await.store();
+    let hash = shared::auth::key::KeyHash::of(key);
+    let keys = store.api_keys().list(t.id()).await.unwrap();
+    keys.into_iter()
+        .find(|k| k.key_hash == hash.to_hex())
+        .expect("the key's summary")
+        .key_id
+}
+
+/// The fingerprint the service takes of a JSON POST.
+fn fingerprint_of(path: &str, body: &Value) -> String {
+    let (parts, ()) = http::Request::builder()
+        .method(Method::POST)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap()
+        .into_parts();
+    idempotency::fingerprint(&parts, body.to_string().as_bytes())
+}
+
+/// The id of the record an answer holds.
+fn id(reply: &Reply) -> String {
+    reply.body["data"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a record: {}", reply.text))
+        .to_owned()
+}
+
+fn millis_now() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_retry_with_the_same_key_and_body_answers_the_first_answer_and_creates_once() {
+    run(async {
+        let t = org().await;
+        let name = unique("Once");
+        let body = json!({"name": name});
+        let key = unique("create-site");
+        let first = post(&t.key, SITES, &key, &body).await;
+        first.expect(201, None);
+        assert_eq!(first.header("idempotent-replayed"), "");
+        let again = post(&t.key, SITES, &key, &body).await;
+        again.expect(201, None);
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, first.text);
+        assert_eq!(again.header("location"), first.header("location"));
+        assert_eq!(again.header("content-type"), "application/json");
+        // Fresh rate-limit headers: the retry is a request of its own.
+        assert_ne!(again.header("x-ratelimit-remaining"), "");
+        assert_ne!(again.header("x-request-id"), first.header("x-request-id"));
+        assert_eq!(sites_named(&t, &name).await, [id(&first)]);
+    });
+}
+
+#[test]
+fn a_replay_reads_nothing_but_the_key_and_its_claim() {
+    run(async {
+        let t = org().await;
+        let body = json!({"name": unique("Cost")});
+        let plain = send(&t, Method::POST, SITES, Some(body.clone())).await;
+        plain.expect(201, None);
+        let key = unique("cost");
+        let body = json!({"name": unique("Cost")});
+        let first = post(&t.key, SITES, &key, &body).await;
+        first.expect(201, None);
+        // The claim before the handler, the kept answer after it.
+        assert_eq!(first.ddb_calls, plain.ddb_calls + 2);
+        assert_eq!(first.round_trips, plain.round_trips + 2);
+        let again = post(&t.key, SITES, &key, &body).await;
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!((again.ddb_calls, again.round_trips), (2, 2));
+    });
+}
+
+#[test]
+fn the_same_key_with_another_body_is_422_idempotency_key_reused_and_creates_nothing() {
+    run(async {
+        let t = org().await;
+        let key = unique("reused");
+        let first_name = unique("First");
+        post(&t.key, SITES, &key, &json!({"name": first_name}))
+            .await
+            .expect(201, None);
+        let other_name = unique("Other");
+        let reused = post(&t.key, SITES, &key, &json!({"name": other_name})).await;
+        reused.expect(422, Some("idempotency_key_reused"));
+        assert!(sites_named(&t, &other_name).await.is_empty());
+        // Another path with the key is another request too.
+        let elsewhere = post(
+            &t.key,
+            "/api/v1/factories",
+            &key,
+            &json!({"name": first_name}),
+        )
+        .await;
+        elsewhere.expect(422, Some("idempotency_key_reused"));
+        // The first answer is still kept.
+        let again = post(&t.key, SITES, &key, &json!({"name": first_name})).await;
+        again.expect(201, None);
+        assert_eq!(again.header("idempotent-replayed"), "true");
+    });
+}
+
+#[test]
+fn a_key_still_in_flight_is_409_idempotency_key_in_flight() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        let key = unique("in-flight");
+        let body = json!({"name": unique("Flight")});
+        let now = millis_now();
+        let claimed = store
+            .idempotency()
+            .claim(
+                key_id(&t, &t.key).await,
+                &key,
+                &fingerprint_of(SITES, &body),
+                now,
+                now + 30_000,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            claimed,
+            shared::store::idempotency::Claimed::Ours(_)
+        ));
+        let reply = post(&t.key, SITES, &key, &body).await;
+        reply.expect(409, Some("idempotency_key_in_flight"));
+        assert!(
+            sites_named(&t, body["name"].as_str().unwrap())
+                .await
+                .is_empty()
+        );
+        // Another body with the key is still another request.
+        post(&t.key, SITES, &key, &json!({"name": "x"}))
+            .await
+            .expect(422, Some("idempotency_key_reused"));
+    });
+}
+
+#[test]
+fn a_claim_whose_lease_lapsed_is_taken_over() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        let key = unique("lapsed");
+        let body = json!({"name": unique("Lapsed")});
+        let now = millis_now();
+        store
+            .idempotency()
+            .claim(
+                key_id(&t, &t.key).await,
+                &key,
+                &fingerprint_of(SITES, &body),
+                now - 60_000,
+                now - 30_000,
+            )
+            .await
+            .unwrap();
+        let reply = post(&t.key, SITES, &key, &body).await;
+        reply.expect(201, None);
+        assert_eq!(reply.header("idempotent-replayed"), "");
+    });
+}
+
+#[test]
+fn an_answer_kept_past_24_hours_is_not_replayed() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        let key = unique("old");
+        let name = unique("Old");
+        let body = json!({"name": name});
+        let first = post(&t.key, SITES, &key, &body).await;
+        first.expect(201, None);
+        // Age the kept answer: its retention ended a moment ago (the
+        // emulator never deletes it; the service judges by the time).
+        let key_id = key_id(&t, &t.key).await;
+        let now = millis_now();
+        let item = store
+            .idempotency()
+            .get(key_id, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        let until: u64 = item["until"].as_n().unwrap().parse().unwrap();
+        assert!(until >= now + 23 * 3600 * 1000, "kept about 24 h: {until}");
+        age(key_id, &key).await;
+        let second = post(&t.key, SITES, &key, &body).await;
+        second.expect(201, None);
+        assert_eq!(second.header("idempotent-replayed"), "");
+        assert_ne!(id(&second), id(&first));
+        assert_eq!(sites_named(&t, &name).await.len(), 2);
+    });
+}
+
+/// Sets a kept answer's retention to have ended a second ago.
+async fn age(key_id: uuid::Uuid, idempotency_key: &str) {
+    let h = harness().await;
+    let db = shared::store::Store::client(&h.sdk);
+    db.update_item()
+        .table_name(&h.state.config.table_name)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(shared::store::keys::idempotency_pk(key_id)),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S(shared::store::keys::idempotency_sk(
+                idempotency_key,
+            )),
+        )
+        .update_expression("SET #until = :until")
+        .expression_attribute_names("#until", "until")
+        .expression_attribute_values(
+            ":until",
+            aws_sdk_dynamodb::types::AttributeValue::N((millis_now() - 1000).to_string()),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+#[test]
+fn keys_belong_to_one_api_key() {
+    run(async {
+        let t = org().await;
+        let second_key = new_key(t.id(), &[Scope::All]).await;
+        let key = unique("shared");
+        let name = unique("PerKey");
+        let body = json!({"name": name});
+        let first = post(&t.key, SITES, &key, &body).await;
+        first.expect(201, None);
+        let other = post(&second_key, SITES, &key, &body).await;
+        other.expect(201, None);
+        assert_eq!(other.header("idempotent-replayed"), "");
+        assert_ne!(id(&other), id(&first));
+        // Another organization's key with the same key and body: its own.
+        let stranger = org().await;
+        let foreign = post(&stranger.key, SITES, &key, &body).await;
+        foreign.expect(201, None);
+        assert!(!foreign.text.contains(&id(&first)));
+    });
+}
+
+#[test]
+fn an_error_answer_is_kept_and_replayed() {
+    run(async {
+        let t = org().await;
+        let key = unique("invalid");
+        let body = json!({"name": ""});
+        let first = post(&t.key, SITES, &key, &body).await;
+        first.expect(422, Some("validation_error"));
+        let again = post(&t.key, SITES, &key, &body).await;
+        again.expect(422, Some("validation_error"));
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, first.text);
+        // So is a conflict: a restore of a site that is not archived.
+        let site = id(&send(&t, Method::POST, SITES, Some(json!({"name": unique("R")}))).await);
+        let restore = format!("{SITES}/{site}/restore");
+        let key = unique("restore");
+        let first = call(Method::POST, &restore)
+            .key(&t.key)
+            .header("idempotency-key", &key)
+            .send()
+            .await;
+        first.expect(409, Some("not_archived"));
+        send(&t, Method::DELETE, &format!("{SITES}/{site}"), None)
+            .await
+            .expect(200, None);
+        let again = call(Method::POST, &restore)
+            .key(&t.key)
+            .header("idempotency-key", &key)
+            .send()
+            .await;
+        again.expect(409, Some("not_archived"));
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        let site_now = send(&t, Method::GET, &format!("{SITES}/{site}"), None).await;
+        assert_eq!(
+            site_now.body["data"]["status"], "archived",
+            "the replay restored nothing"
+        );
+    });
+}
+
+#[test]
+fn a_malformed_key_is_400_invalid_idempotency_key_after_authentication() {
+    run(async {
+        let t = org().await;
+        let name = unique("Malformed");
+        for bad in ["", &"k".repeat(256), "tab\there"] {
+            let reply = post(&t.key, SITES, bad, &json!({"name": name})).await;
+            reply.expect(400, Some("invalid_idempotency_key"));
+        }
+        let longest = post(&t.key, SITES, &"k".repeat(255), &json!({"name": name})).await;
+        longest.expect(201, None);
+        assert_eq!(sites_named(&t, &name).await.len(), 1);
+        let unauthenticated = call(Method::POST, SITES)
+            .header("idempotency-key", "")
+            .json(&json!({"name": name}))
+            .send()
+            .await;
+        unauthenticated.expect(401, Some("missing_api_key"));
+    });
+}
+
+#[test]
+fn the_header_is_ignored_on_other_methods() {
+    run(async {
+        let t = org().await;
+        let site = id(&send(&t, Method::POST, SITES, Some(json!({"name": unique("P")}))).await);
+        let key = unique("patch");
+        for name in ["One", "Two"] {
+            let reply = call(Method::PATCH, &format!("{SITES}/{site}"))
+                .key(&t.key)
+                .header("idempotency-key", &key)
+                .json(&json!({"name": name}))
+                .send()
+                .await;
+            reply.expect(200, None);
+            assert_eq!(reply.body["data"]["name"], name);
+            assert_eq!(reply.header("idempotent-replayed"), "");
+        }
+    });
+}
+
+/// Every POST of the description, with the owner's records: it documents
+/// the header, a retry gets its first answer (read back with no write),
+/// and the key with another request is 422. Nothing the owner reads
+/// changes through the retries.
+#[test]
+fn every_post_of_the_description_replays_its_first_answer() {
+    run(async {
+        let owner = Owner::new().await;
+        let mut problems = Vec::new();
+        let mut firsts = Vec::new();
+        for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
+            let Some(op) = item.get("post") else { continue };
+            let documented = op["parameters"].as_array().is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["$ref"] == "#/components/parameters/IdempotencyKey")
+            });
+            if !documented {
+                problems.push(format!("POST {path} does not document Idempotency-Key"));
+            }
+            let key = unique("walk");
+            let (request, target, _) = request(&owner, &Method::POST, path, item, op, None);
+            let first = request
+                .key(&owner.t.key)
+                .header("idempotency-key", &key)
+                .send()
+                .await;
+            firsts.push((path.clone(), item, op, target, key, first));
+        }
+        assert!(
+            firsts.len() >= 18,
+            "walked {} POST operations",
+            firsts.len()
+        );
+        let before = everything_read(&owner).await;
+        for (path, item, op, target, key, first) in &firsts {
+            let again = request(&owner, &Method::POST, path, item, op, None)
+                .0
+                .key(&owner.t.key)
+                .header("idempotency-key", key)
+                .send()
+                .await;
+            let status = first.status.as_u16();
+            if first.status.is_server_error() || status == 429 {
+                // Not kept: the retry ran anew.
+                if again.header("idempotent-replayed") == "true" {
+                    problems.push(format!("POST {target}: a {status} was kept"));
+                }
+                continue;
+            }
+            if again.status != first.status
+                || again.text != first.text
+                || again.header("idempotent-replayed") != "true"
+                || again.header("location") != first.header("location")
+            {
+                problems.push(format!(
+                    "POST {target}: first {status} {}, retry {} {} (replayed: {:?})",
+                    first.text,
+                    again.status,
+                    again.text,
+                    again.header("idempotent-replayed")
+                ));
+            }
+            // The key's admission and the claim; a refusal also gives its
+            // rate-limit slot back.
+            let cost = if first.status.is_success() { 2 } else { 3 };
+            if (again.ddb_calls, again.round_trips) != (cost, cost) {
+                problems.push(format!(
+                    "POST {target}: the replay cost {} calls in {} round trips",
+                    again.ddb_calls, again.round_trips
+                ));
+            }
+            let other = request(&owner, &Method::POST, path, item, op, Some("other=1"))
+                .0
+                .key(&owner.t.key)
+                .header("idempotency-key", key)
+                .send()
+                .await;
+            if other.status != 422 || other.code() != "idempotency_key_reused" {
+                problems.push(format!(
+                    "POST {target}?other=1: {} {}",
+                    other.status, other.text
+                ));
+            }
+        }
+        let created = firsts
+            .iter()
+            .filter(|(.., first)| first.status.is_success())
+            .count();
+        let statuses: Vec<String> = firsts
+            .iter()
+            .map(|(path, .., first)| format!("{} {path}", first.status.as_u16()))
+            .collect();
+        assert!(
+            created >= 10,
+            "only {created} POSTs succeeded at first: {statuses:?}"
+        );
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        let after = everything_read(&owner).await;
+        for (target, seen) in &before {
+            assert_eq!(
+                unsigned(&after[target]),
+                unsigned(seen),
+                "a retry changed {target}"
+            );
+        }
+    });
+}
+
+/// `value` without what each read signs anew (presigned links and their
+/// expiry).
+fn unsigned(value: &Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(name, _)| name.as_str() != "url_expires_at")
+                .map(|(name, field)| (name.clone(), unsigned(field)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(unsigned).collect()),
+        Value::String(s) if s.contains("X-Amz-Signature=") => {
+            json!(s.split('?').next().unwrap_or_default())
+        }
+        other => other.clone(),
+    }
+}
