@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test conformance chromium lint bench load build deploy emulator stop-emulator clean
+.PHONY: run watch test conformance fuzz chromium lint bench load build deploy emulator stop-emulator clean
 
 # The Lambda functions (one crate and binary each, as in infra/template.yaml).
 FUNCTIONS ?= docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks webhook-dispatcher places geocode support
@@ -34,6 +34,10 @@ test: $(VENV)/.installed chromium
 ## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium)
 conformance: $(VENV)/.installed chromium
 	tests/conformance/run.sh
+
+## fuzz: every fuzz target (JSON bodies, query strings, uploads, cursors, API keys, Idempotency-Key) for FUZZ_SECONDS each (60; `make test` runs 2 s of each), failing inputs kept in tests/fuzz-regressions/
+fuzz: $(VENV)/.installed
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} cargo test -p api-tests --test api -- fuzz:: --test-threads 1 --nocapture
 
 # Headless Chromium for the reference check: Debian's package, installed when missing.
 chromium:

@@ -17,6 +17,8 @@ use crate::error::ApiError;
 type HmacSha256 = Hmac<Sha256>;
 
 const VERSION: u8 = 1;
+/// Longer tokens are no cursor of ours (the description's `maxLength`).
+pub const MAX_TOKEN_LEN: usize = 2048;
 
 #[derive(Serialize, Deserialize)]
 struct Envelope<T> {
@@ -87,6 +89,9 @@ impl<'a> CursorCodec<'a> {
             message: "cursor: is not a cursor of this list (same organization and filters); pass meta.next_cursor unchanged".into(),
         }
         };
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(invalid());
+        }
         let (payload, tag) = token.split_once('.').ok_or_else(invalid)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
@@ -125,6 +130,25 @@ mod tests {
                 .unwrap(),
             position()
         );
+    }
+
+    #[test]
+    fn the_largest_position_fits_and_longer_tokens_are_refused() {
+        let codec = CursorCodec::new(b"k");
+        let org = Uuid::new_v4();
+        // Four key attributes of 120 characters: more than any index's.
+        let position: BTreeMap<String, String> = ["pk", "sk", "gsi1pk", "gsi1sk"]
+            .iter()
+            .map(|name| (name.to_string(), "x".repeat(120)))
+            .collect();
+        let filters = "report=loads&from=2026-01-01&to=2026-12-31&status=delivered";
+        let token = codec.encode(org, filters, &position);
+        assert!(token.len() <= MAX_TOKEN_LEN, "{}", token.len());
+        let long = format!("{token}{}", "A".repeat(MAX_TOKEN_LEN));
+        let refused = codec
+            .decode::<BTreeMap<String, String>>(org, filters, &long)
+            .unwrap_err();
+        assert_eq!(refused.code(), "invalid_cursor");
     }
 
     #[test]

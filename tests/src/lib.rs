@@ -23,6 +23,7 @@ use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
 pub mod logs;
+pub mod mutate;
 pub mod providers;
 pub mod webhooks;
 

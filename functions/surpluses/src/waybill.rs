@@ -136,6 +136,9 @@ pub struct Confirm {
     storage_path: String,
 }
 
+/// Longer than any form's `storage_path` (about 125 characters).
+const MAX_STORAGE_PATH: usize = 200;
+
 /// POST /api/v1/surpluses/{surplusId}/waybill/confirm — write:data — the
 /// object uploaded with a form becomes the waybill once it checks out
 /// (size, image by content); one that does not is deleted (422). A retry
@@ -145,6 +148,7 @@ pub async fn confirm(
     PathId(id, _): PathId<SurplusId>,
     JsonBody(body): JsonBody<Confirm>,
 ) -> ApiResult<Json<Data<Surplus>>> {
+    shared::model::validate::max_len("storage_path", &body.storage_path, MAX_STORAGE_PATH)?;
     let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
     let not_found = || {
         ApiError::Unprocessable {

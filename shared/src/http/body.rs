@@ -36,6 +36,11 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             "the request body is empty; send a JSON object".into(),
         ));
     }
+    if nests_deeper_than(bytes, MAX_DEPTH) {
+        return Err(ApiError::InvalidJson(format!(
+            "the request body nests arrays and objects more than {MAX_DEPTH} levels deep"
+        )));
+    }
     let bytes = replace_lone_surrogates(bytes);
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::InvalidJson(format!("the request body is not valid JSON: {e}")))?;
@@ -65,6 +70,40 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             ApiError::validation(&path, problem)
         }
     })
+}
+
+/// The deepest nesting of arrays and objects a body may have (the body
+/// itself is the first level; no request schema goes past 4).
+pub const MAX_DEPTH: usize = 32;
+
+/// Whether JSON text nests arrays and objects more than `max` deep
+/// (brackets inside strings do not count). A linear pass before parsing,
+/// so no parser recurses past it.
+fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// JSON may escape a lone UTF-16 surrogate (`"\ud86d"`), which is no
@@ -120,6 +159,26 @@ mod tests {
     struct Body {
         #[allow(dead_code)]
         name: String,
+    }
+
+    #[test]
+    fn json_nests_at_most_32_levels() {
+        // The object itself is the first level.
+        let nested = |levels: usize| {
+            format!(
+                "{{\"name\": \"x\", \"extra\": {}{}}}",
+                "[".repeat(levels - 1),
+                "]".repeat(levels - 1)
+            )
+        };
+        assert!(parse::<Body>(nested(MAX_DEPTH).as_bytes()).is_ok());
+        let error = parse::<Body>(nested(MAX_DEPTH + 1).as_bytes()).unwrap_err();
+        assert_eq!(error.code(), "invalid_json");
+        // Brackets inside strings are text, not nesting.
+        let text = format!("{{\"name\": \"{}\"}}", "[{".repeat(100));
+        assert!(parse::<Body>(text.as_bytes()).is_ok());
+        let escaped = format!("{{\"name\": \"\\\"{}\"}}", "[".repeat(100));
+        assert!(parse::<Body>(escaped.as_bytes()).is_ok());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod contract;
 mod deliveries;
 mod factories;
 mod faults;
+mod fuzz;
 mod geocode;
 mod grants;
 mod health;
