@@ -131,21 +131,17 @@ async fn serve(
 
 /// How long the request may take: until Lambda's deadline, less the time
 /// the answer needs to get out. None outside Lambda (dev server, tests:
-/// nothing cuts a request off there), or when no deadline is given.
+/// nothing cuts a request off there), and None for a deadline already
+/// past on arrival, which no Lambda gives: `cargo lambda watch` sends
+/// 600000 (ten minutes after 1970).
 fn time_left(request: &Request) -> Option<Duration> {
     use lambda_http::RequestExt;
-    let deadline = request
-        .lambda_context_ref()
-        .map(|context| context.deadline)
-        .filter(|&ms| ms > 0)?;
+    let deadline = Duration::from_millis(request.lambda_context_ref()?.deadline);
     let now = SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    Some(
-        Duration::from_millis(deadline)
-            .saturating_sub(now)
-            .saturating_sub(ANSWER_RESERVE),
-    )
+    let left = deadline.checked_sub(now).filter(|left| !left.is_zero())?;
+    Some(left.saturating_sub(ANSWER_RESERVE))
 }
 
 /// Time kept back from Lambda's deadline to send the answer.

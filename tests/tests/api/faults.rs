@@ -107,19 +107,25 @@ fn with_dynamodb_gone_every_operation_is_a_clean_500() {
     });
 }
 
+/// An endpoint that takes connections and never answers (abort the task
+/// to close it).
+async fn silent_endpoint() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (endpoint, silent)
+}
+
 #[test]
 fn with_dynamodb_silent_every_operation_is_a_clean_500_in_time() {
     run(async {
         let t = org().await;
-        // Takes connections and never answers.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let silent = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                held.push(socket);
-            }
-        });
+        let (endpoint, silent) = silent_endpoint().await;
         let api = api_against(&endpoint).await;
         every_operation_fails_cleanly(&api, &t, "silent").await;
         silent.abort();
@@ -134,14 +140,7 @@ fn with_dynamodb_silent_every_operation_is_a_clean_500_in_time() {
 fn a_request_answers_a_clean_500_before_the_lambda_deadline() {
     run(async {
         let t = org().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let silent = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                held.push(socket);
-            }
-        });
+        let (endpoint, silent) = silent_endpoint().await;
         let api = api_against(&endpoint).await;
         // 700 ms left of the invocation: less than one call's bound.
         let left = Duration::from_millis(700);
@@ -202,5 +201,24 @@ fn a_throttled_call_is_tried_max_attempts_times_then_a_clean_500() {
                 "{path}"
             );
         }
+    });
+}
+
+/// `cargo lambda watch` gives every invocation the deadline 600000 (ten
+/// minutes after 1970): a deadline already past on arrival is no Lambda's,
+/// and the request runs as it would without one.
+#[test]
+fn a_deadline_already_past_on_arrival_is_ignored() {
+    run(async {
+        let t = org().await;
+        let mut context = lambda_http::Context::default();
+        context.deadline = 600_000;
+        let reply = call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .extension(context)
+            .json(&serde_json::json!({"name": "Watched"}))
+            .send()
+            .await;
+        reply.expect(201, None);
     });
 }

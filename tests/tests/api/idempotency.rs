@@ -147,25 +147,38 @@ fn the_same_key_with_another_body_is_422_idempotency_key_reused_and_creates_noth
     });
 }
 
+/// Claims `idempotency_key` of `t`'s key straight in the store, as a
+/// request creating a site with `body` at `at` would, leased until `until`.
+async fn claim_site(
+    t: &TestOrg,
+    idempotency_key: &str,
+    body: &Value,
+    at: u64,
+    until: u64,
+) -> shared::store::idempotency::Claimed {
+    harness()
+        .await
+        .store()
+        .idempotency()
+        .claim(
+            key_id(t, &t.key).await,
+            idempotency_key,
+            &fingerprint_of(SITES, body),
+            at,
+            until,
+        )
+        .await
+        .unwrap()
+}
+
 #[test]
 fn a_key_still_in_flight_is_409_idempotency_key_in_flight() {
     run(async {
         let t = org().await;
-        let store = harness().await.store();
         let key = unique("in-flight");
         let body = json!({"name": unique("Flight")});
         let now = millis_now();
-        let claimed = store
-            .idempotency()
-            .claim(
-                key_id(&t, &t.key).await,
-                &key,
-                &fingerprint_of(SITES, &body),
-                now,
-                now + 30_000,
-            )
-            .await
-            .unwrap();
+        let claimed = claim_site(&t, &key, &body, now, now + 30_000).await;
         assert!(matches!(
             claimed,
             shared::store::idempotency::Claimed::Ours(_)
@@ -188,21 +201,10 @@ fn a_key_still_in_flight_is_409_idempotency_key_in_flight() {
 fn a_claim_whose_lease_lapsed_is_taken_over() {
     run(async {
         let t = org().await;
-        let store = harness().await.store();
         let key = unique("lapsed");
         let body = json!({"name": unique("Lapsed")});
         let now = millis_now();
-        store
-            .idempotency()
-            .claim(
-                key_id(&t, &t.key).await,
-                &key,
-                &fingerprint_of(SITES, &body),
-                now - 60_000,
-                now - 30_000,
-            )
-            .await
-            .unwrap();
+        claim_site(&t, &key, &body, now - 60_000, now - 30_000).await;
         let reply = post(&t.key, SITES, &key, &body).await;
         reply.expect(201, None);
         assert_eq!(reply.header("idempotent-replayed"), "");
