@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::item::{from_item, get_s, key, s};
 use super::records::{Record, sk};
-use super::{Store, keys, query_all, sdk_error};
+use super::{Store, keys, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::grant::{Grant, GrantScope};
 use crate::model::org::STATUS_ACTIVE;
@@ -74,11 +74,7 @@ impl Grants<'_> {
     pub async fn issued(&self, granter: Uuid) -> ApiResult<Vec<Grant>> {
         let store = self.0;
         let query = store.prefix_query(keys::org_pk(granter), "GRANT#");
-        let mut grants: Vec<Grant> = query_all(query)
-            .await?
-            .into_iter()
-            .map(from_item)
-            .collect::<ApiResult<_>>()?;
+        let mut grants: Vec<Grant> = query_records(query).await?;
         grants.sort_by_key(|g| (g.created_at, g.id));
         Ok(grants)
     }

@@ -24,6 +24,44 @@ pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item).map_err(|e| ApiError::internal(format!("item decoding: {e}")))
 }
 
+/// The attributes `from_item::<T>` reads: the field names of `T`'s derived
+/// `Deserialize`, renames applied, as serde declares them. `None` when `T`
+/// declares none (a map, a struct with a flattened field): a read of it
+/// then needs every attribute.
+pub fn attributes<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut fields = None;
+    let _ = T::deserialize(FieldNames(&mut fields));
+    fields
+}
+
+/// A deserializer that decodes nothing: it notes the fields a struct asks
+/// for and stops.
+struct FieldNames<'a>(&'a mut Option<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some(fields);
+        Err(serde::de::Error::custom("field names only"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
@@ -89,5 +127,39 @@ mod tests {
         let mut old = to_item(&record).unwrap();
         old.insert("city".into(), AttributeValue::Null(true));
         assert_eq!(from_item::<Record>(old).unwrap(), record);
+    }
+
+    #[test]
+    fn a_records_attributes_are_its_fields_as_serde_names_them() {
+        #[derive(Deserialize)]
+        #[allow(dead_code)]
+        struct Renamed {
+            id: String,
+            #[serde(rename = "type")]
+            kind: String,
+            #[serde(default)]
+            version: u64,
+        }
+        assert_eq!(
+            attributes::<Record>(),
+            Some(&["name", "city", "note"][..])
+        );
+        assert_eq!(
+            attributes::<Renamed>(),
+            Some(&["id", "type", "version"][..])
+        );
+    }
+
+    #[test]
+    fn a_map_or_a_flattened_struct_needs_every_attribute() {
+        #[derive(Deserialize)]
+        #[allow(dead_code)]
+        struct Open {
+            id: String,
+            #[serde(flatten)]
+            rest: HashMap<String, String>,
+        }
+        assert_eq!(attributes::<Open>(), None);
+        assert_eq!(attributes::<HashMap<String, String>>(), None);
     }
 }

@@ -13,7 +13,7 @@ use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
 use super::tx::{put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error};
+use super::{Store, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::archive::{self, StatusFilter};
 
@@ -83,7 +83,7 @@ impl<'a, R: Record> Records<'a, R> {
         if listing == StatusFilter::Active {
             query = query.filter_expression("attribute_not_exists(archived_at)");
         }
-        query_all(query).await?.into_iter().map(from_item).collect()
+        query_records(query).await
     }
 
     /// Stores a new record with its geo entries.

@@ -18,7 +18,7 @@ use super::outbox::OutboxRecord;
 use super::records::{Record, item, sk};
 use super::rollups;
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error};
+use super::{Store, project, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::receiving_point::ReceivingPointRecord;
@@ -477,7 +477,7 @@ impl Surpluses<'_> {
     pub async fn entries(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
         let store = self.0;
         let query = store.prefix_query(keys::org_pk(org), &keys::surplus_log_prefix(id));
-        query_all(query).await?.into_iter().map(from_item).collect()
+        query_records(query).await
     }
 
     /// Archives a load (an operator's command): 404 from then on, and out
@@ -585,6 +585,7 @@ pub(super) async fn read_page(
     drops: Drops,
     index: Option<&str>,
 ) -> ApiResult<Page> {
+    let query = project::<SurplusRecord>(query);
     let mut rows: Vec<SurplusRecord> = Vec::new();
     let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
     loop {

@@ -14,7 +14,7 @@ use super::keys::{self, TRUCK_PREFIX, UNIQUE_SK};
 use super::members::{Membership, hold_truck, release_driver, release_truck};
 use super::records::{Record, item, sk};
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error};
+use super::{Store, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::factory::FactoryRecord;
@@ -146,7 +146,7 @@ impl Trucks<'_> {
             .prefix_query(keys::org_pk(org), TRUCK_PREFIX)
             .filter_expression("attribute_not_exists(retired_at)")
             .scan_index_forward(false);
-        query_all(query).await?.into_iter().map(from_item).collect()
+        query_records(query).await
     }
 
     /// Reads, in one batch, the driver membership and the factory a write

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::item::{from_item, key, to_item};
 use super::keys::{self, UNIQUE_SK, WEBHOOK_PREFIX};
 use super::tx::{delete, put, transact};
-use super::{Store, query_all};
+use super::{Store, query_records};
 use crate::error::{ApiError, ApiResult};
 use crate::model::webhook::WebhookRecord;
 
@@ -72,11 +72,7 @@ impl Webhooks<'_> {
     pub async fn list(&self, org: Uuid) -> ApiResult<Vec<WebhookRecord>> {
         let store = self.0;
         let query = store.prefix_query(keys::org_pk(org), WEBHOOK_PREFIX);
-        let mut hooks: Vec<WebhookRecord> = query_all(query)
-            .await?
-            .into_iter()
-            .map(from_item)
-            .collect::<ApiResult<_>>()?;
+        let mut hooks: Vec<WebhookRecord> = query_records(query).await?;
         hooks.sort_by_key(|hook| (hook.created_at, hook.id));
         Ok(hooks)
     }
