@@ -9,7 +9,8 @@
 #   ARCH=arm64      aarch64-unknown-linux-gnu (Graviton, the template's
 #   ARCH=x86_64     default) or x86_64, cross-linked by Zig (the ziglang
 #                   package that cargo-lambda brings into .venv); the
-#                   target's standard library comes from rustup
+#                   target's standard library comes from rustup, or else
+#                   from Debian's rustc-web (RUSTC=/usr/bin/rustc)
 #
 # Artifacts: ${CARGO_TARGET_DIR:-target}/lambda/<function>/bootstrap.zip.
 set -euo pipefail
@@ -31,23 +32,40 @@ case "${ARCH:-}" in
 arm64 | aarch64)
     arch=(--arm64)
     triple=aarch64-unknown-linux-gnu
+    debian_arch=arm64
     ;;
 x86_64 | x86-64 | amd64)
     arch=(--x86-64)
     triple=x86_64-unknown-linux-gnu
+    debian_arch=amd64
     ;;
 *)
     echo "ARCH=$ARCH: use arm64, x86_64, or nothing for this machine's architecture" >&2
     exit 2
     ;;
 esac
-if [ -n "${ARCH:-}" ] && ! rustup target list --installed | grep -qx "$triple"; then
-    echo "==> adding the $triple standard library (rustup target add $triple)"
-    rustup target add "$triple" || {
-        echo "The $triple standard library is missing and rustup could not fetch it." >&2
-        echo "Build on a machine that has it (rustup target add $triple), or leave ARCH unset." >&2
-        exit 1
-    }
+if [ -n "${ARCH:-}" ]; then
+    # The compiler cargo runs (RUSTC, else rustc) needs the target's std.
+    has_std() { [ -d "$("$1" --print sysroot)/lib/rustlib/$triple/lib" ]; }
+    if ! has_std "${RUSTC:-rustc}"; then
+        echo "==> adding the $triple standard library (rustup target add $triple)"
+        if rustup target add "$triple"; then
+            :
+        elif [ -x /usr/bin/rustc ] && has_std /usr/bin/rustc; then
+            # Debian bookworm: rustc-web (bookworm-security) and, by
+            # multiarch, libstd-rust-web-dev:<arch> (README, "Build").
+            export RUSTC=/usr/bin/rustc
+            echo "==> rustup could not fetch it: using Debian's $("$RUSTC" -V)"
+        else
+            echo "The $triple standard library is missing and rustup could not fetch it." >&2
+            echo "On Debian bookworm: dpkg --add-architecture $debian_arch && apt-get update &&" >&2
+            echo "  apt-get install rustc-web libstd-rust-web-dev:$debian_arch, then run this again." >&2
+            exit 1
+        fi
+    fi
+    # Checked above for the compiler in use; cargo-lambda's own check only
+    # asks rustup (and would try to download into rustup's toolchain).
+    arch+=(--skip-target-check)
 fi
 
 echo "==> cargo lambda build --release ($triple): $*"
