@@ -140,10 +140,7 @@ mod tests {
             #[serde(default)]
             version: u64,
         }
-        assert_eq!(
-            attributes::<Record>(),
-            Some(&["name", "city", "note"][..])
-        );
+        assert_eq!(attributes::<Record>(), Some(&["name", "city", "note"][..]));
         assert_eq!(
             attributes::<Renamed>(),
             Some(&["id", "type", "version"][..])
