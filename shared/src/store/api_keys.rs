@@ -166,10 +166,7 @@ impl ApiKeys<'_> {
     ) -> ApiResult<KeyState> {
         let store = self.0;
         let result = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)))
+            .update(keys::api_key_pk(hash), API_KEY_SK)
             .update_expression("ADD #now :one REMOVE #old")
             .condition_expression(
                 "attribute_exists(pk) AND attribute_not_exists(revoked_at) \
@@ -219,10 +216,7 @@ impl ApiKeys<'_> {
         let store = self.0;
         unless_condition_failed(
             store
-                .db
-                .update_item()
-                .table_name(store.table())
-                .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)))
+                .update(keys::api_key_pk(hash), API_KEY_SK)
                 .update_expression("ADD #now :minus_one")
                 .condition_expression("#now > :zero")
                 .expression_attribute_names("#now", counter(window))
@@ -236,11 +230,7 @@ impl ApiKeys<'_> {
     /// Removes counters of windows long gone (after a key was idle).
     async fn remove_counters(&self, hash: &KeyHash, names: &[String]) -> ApiResult<()> {
         let store = self.0;
-        let mut request = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::api_key_pk(hash), API_KEY_SK)));
+        let mut request = store.update(keys::api_key_pk(hash), API_KEY_SK);
         let mut placeholders = Vec::new();
         for (i, name) in names.iter().enumerate() {
             placeholders.push(format!("#s{i}"));

@@ -139,10 +139,7 @@ impl Deliveries<'_> {
         let free =
             "attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)";
         let update = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::delivery_pk(id), DELIVERY_SK)))
+            .update(keys::delivery_pk(id), DELIVERY_SK)
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":until", n(until))
             .return_values(ReturnValue::AllNew)

@@ -42,10 +42,7 @@ impl Grants<'_> {
         let now = crate::model::now();
         let new_id = Uuid::now_v7();
         let out = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::org_pk(granter), grant_sk(grantee))))
+            .update(keys::org_pk(granter), grant_sk(grantee))
             .update_expression(
                 "SET id = if_not_exists(id, :id), created_at = if_not_exists(created_at, :now), updated_at = :now, \
                  #scope = :scope, granter_org_id = :granter, grantee_org_id = :grantee, gsi1pk = :gpk, gsi1sk = :gsk",

@@ -86,10 +86,7 @@ impl Idempotency<'_> {
             at: now,
         };
         let result = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(claim.pk.clone(), claim.sk.clone())))
+            .update(claim.pk.clone(), claim.sk.clone())
             .update_expression(
                 "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl \
                  REMOVE #status, #headers, #body",
@@ -128,10 +125,7 @@ impl Idempotency<'_> {
             .collect();
         unless_condition_failed(
             store
-                .db
-                .update_item()
-                .table_name(store.table())
-                .set_key(Some(key(claim.pk.clone(), claim.sk.clone())))
+                .update(claim.pk.clone(), claim.sk.clone())
                 .update_expression(
                     "SET #until = :until, #ttl = :ttl, #status = :status, \
                      #headers = :headers, #body = :body REMOVE #token",
@@ -163,10 +157,7 @@ impl Idempotency<'_> {
         let store = self.0;
         unless_condition_failed(
             store
-                .db
-                .update_item()
-                .table_name(store.table())
-                .set_key(Some(key(claim.pk.clone(), claim.sk.clone())))
+                .update(claim.pk.clone(), claim.sk.clone())
                 .update_expression("SET #until = :zero REMOVE #token")
                 .condition_expression("#token = :token")
                 .expression_attribute_names("#until", UNTIL)

@@ -87,6 +87,19 @@ impl Store {
             .consistent_read(true)
     }
 
+    /// An UpdateItem of the item at `pk`, `sk` (callers add the update,
+    /// its condition and what it returns).
+    pub(crate) fn update(
+        &self,
+        pk: impl Into<String>,
+        sk: impl Into<String>,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.db
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(item::key(pk, sk)))
+    }
+
     pub fn table(&self) -> &str {
         &self.table
     }

@@ -85,10 +85,7 @@ impl Outbox<'_> {
         let now = crate::model::now();
         let expires = (now + chrono::TimeDelta::days(KEEP_DAYS)).unix();
         store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::outbox_pk(id), keys::OUTBOX_SK)))
+            .update(keys::outbox_pk(id), keys::OUTBOX_SK)
             .update_expression("SET dispatched_at = :now, #ttl = :ttl REMOVE gsi1pk, gsi1sk")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#ttl", keys::TTL)

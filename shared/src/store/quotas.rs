@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{Item, get_u64, key, n};
+use super::item::{Item, get_u64, n};
 use super::keys::{QUOTA_SK, TTL};
 use super::{Store, new_or_old, unless_condition_failed};
 use crate::error::{ApiError, ApiResult};
@@ -114,10 +114,7 @@ impl Quotas<'_> {
         let store = self.0;
         let expires = now.div_ceil(1000) + quota.period.as_secs();
         let result = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(quota.pk.clone(), QUOTA_SK)))
+            .update(quota.pk.clone(), QUOTA_SK)
             .update_expression("SET #slot = :now, #ttl = :ttl")
             .condition_expression("attribute_not_exists(#slot) OR #slot <= :cutoff")
             .expression_attribute_names("#slot", slot_name(index))
@@ -138,10 +135,7 @@ impl Quotas<'_> {
         let store = self.0;
         unless_condition_failed(
             store
-                .db
-                .update_item()
-                .table_name(store.table())
-                .set_key(Some(key(slot.pk.clone(), QUOTA_SK)))
+                .update(slot.pk.clone(), QUOTA_SK)
                 .update_expression("REMOVE #slot")
                 .condition_expression("#slot = :at")
                 .expression_attribute_names("#slot", slot_name(slot.index))

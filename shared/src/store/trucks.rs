@@ -315,10 +315,7 @@ impl Trucks<'_> {
     ) -> ApiResult<TruckRecord> {
         let store = self.0;
         let out = store
-            .db
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::org_pk(org), keys::truck_sk(id))))
+            .update(keys::org_pk(org), keys::truck_sk(id))
             .update_expression(
                 "SET coordinates = :at, position_updated_at = :when ADD version :one",
             )
