@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, DurationRound, SecondsFormat, TimeDelta, Utc};
+use chrono::{DateTime, Datelike, DurationRound, SecondsFormat, TimeDelta, Timelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,16 +40,54 @@ impl std::ops::Add<TimeDelta> for Timestamp {
     }
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`: the width of every stored and shown time.
+const WIDTH: usize = 24;
+
+impl Timestamp {
+    /// The text, written digit by digit into `out` (pages show thousands
+    /// of times: no allocation, no format machinery). `None` outside years
+    /// 0 to 9999, which have no fixed-width form.
+    fn fixed_width(&self, out: &mut [u8; WIDTH]) -> Option<()> {
+        let at = self.0;
+        let year = u32::try_from(at.year()).ok().filter(|y| *y <= 9999)?;
+        let fields = [
+            (0, 4, year),
+            (5, 2, at.month()),
+            (8, 2, at.day()),
+            (11, 2, at.hour()),
+            (14, 2, at.minute()),
+            (17, 2, at.second()),
+            (20, 3, at.timestamp_subsec_millis().min(999)),
+        ];
+        *out = *b"0000-00-00T00:00:00.000Z";
+        for (start, digits, mut value) in fields {
+            for place in (start..start + digits).rev() {
+                out[place] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        }
+        Some(())
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The fixed RFC 3339 writer: no format string to interpret.
-        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+        let mut text = [0; WIDTH];
+        match self.fixed_width(&mut text) {
+            Some(()) => f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?),
+            None => f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true)),
+        }
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        let mut text = [0; WIDTH];
+        match self.fixed_width(&mut text) {
+            Some(()) => serializer
+                .serialize_str(std::str::from_utf8(&text).map_err(serde::ser::Error::custom)?),
+            None => serializer.collect_str(self),
+        }
     }
 }
 
@@ -91,5 +129,25 @@ mod tests {
         assert!(a < b);
         assert!(a.to_string() < b.to_string());
         assert_eq!(b.to_string(), "2026-11-21T05:00:38.500Z");
+    }
+
+    #[test]
+    fn fixed_width_text_matches_chrono() {
+        for text in [
+            "2026-11-21T05:00:38.123Z",
+            "0001-01-01T00:00:00.000Z",
+            "9999-12-31T23:59:59.999Z",
+            "2024-02-29T12:34:56.007Z",
+        ] {
+            let at: Timestamp = serde_json::from_value(text.into()).unwrap();
+            let chrono = at.0.to_rfc3339_opts(SecondsFormat::Millis, true);
+            assert_eq!(
+                (at.to_string(), serde_json::to_value(at).unwrap()),
+                (chrono.clone(), chrono.into())
+            );
+        }
+        // Beyond year 9999 there is no fixed width: chrono's form is kept.
+        let far = Timestamp(DateTime::from_timestamp(253_402_300_800, 0).unwrap());
+        assert_eq!(far.to_string(), "+10000-01-01T00:00:00.000Z");
     }
 }
