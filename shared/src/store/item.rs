@@ -1,4 +1,4 @@
-//! Item mapping helpers over serde_dynamo.
+//! Item mapping helpers: serde_dynamo writes items, `decode` reads them.
 
 use std::collections::HashMap;
 
@@ -20,8 +20,9 @@ pub fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
     Ok(item)
 }
 
+/// `item` as a `T` (`decode`: serde_dynamo's meaning, without its copy).
 pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
-    serde_dynamo::from_item(item).map_err(|e| ApiError::internal(format!("item decoding: {e}")))
+    super::decode::decode(item).map_err(|e| ApiError::internal(format!("item decoding: {e}")))
 }
 
 /// The attributes `from_item::<T>` reads: the field names of `T`'s derived

@@ -6,6 +6,7 @@ pub mod archivable;
 pub mod batch;
 pub mod calls;
 pub mod deactivation;
+mod decode;
 pub mod deliveries;
 pub mod geo;
 pub mod grants;
