@@ -7,7 +7,6 @@ mod html;
 use std::borrow::Cow;
 use std::sync::{LazyLock, OnceLock};
 
-use axum::Json;
 use axum::Router;
 use axum::extract::State;
 use axum::http::header;
@@ -15,6 +14,7 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use serde_json::{Value, json};
 use shared::AppState;
+use shared::http::Json;
 
 /// The OpenAPI 3 description, kept beside this crate.
 pub const OPENAPI_YAML: &str = include_str!("../openapi.yaml");

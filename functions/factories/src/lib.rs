@@ -3,13 +3,13 @@
 //! the sites' paths: GET and DELETE /api/v1/factories/{factoryId},
 //! POST /api/v1/factories/{factoryId}/restore.
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{FactoryId, PathId};

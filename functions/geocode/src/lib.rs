@@ -4,11 +4,11 @@
 
 pub mod google;
 
-use axum::Json;
 use axum::Router;
 use axum::routing::post;
 use shared::auth::ReadData;
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::model::geocode::{GeocodeRequest, GeocodeResult};

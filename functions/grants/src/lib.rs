@@ -3,12 +3,12 @@
 //! Revocation: DELETE /api/v1/org-access-grants/{granteeOrgId} (one grant
 //! per grantee), 204.
 
-use axum::Json;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{GranteeOrgId, PathId};

@@ -2,7 +2,6 @@
 //! active membership), read, partial update, leave (DELETE), role set and
 //! reset. Contract: api-v1.md, "Member", "Membership" and "Members".
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
@@ -10,6 +9,7 @@ use axum::routing::{get, put};
 use shared::auth::password;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{MemberId, PathId};

@@ -1,13 +1,13 @@
 //! Organizations: the key's organization, its direct children, sub-organization
 //! creation and self-update. Contract: api-v1.md, "Organizations".
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use shared::auth::{ReadOrgs, WriteOrgsSelf};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{OrgId, PathId};

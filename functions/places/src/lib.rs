@@ -2,11 +2,11 @@
 //! point, nearest first, from the geo index. Contract: api-v1.md, "Nearby
 //! places"; result rows: docs/decisions.md, "Nearby places".
 
-use axum::Json;
 use axum::Router;
 use axum::routing::get;
 use shared::auth::ReadData;
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::envelope::List;
 use shared::http::query::QueryPairs;
 use shared::model::place::{NearbyQuery, Place};

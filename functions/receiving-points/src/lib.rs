@@ -2,13 +2,13 @@
 //! hours and signed photo links), partial update, archive, restore.
 //! Contract: api-v1.md, "Receiving points" and "Archivable records".
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{PathId, ReceivingPointId};

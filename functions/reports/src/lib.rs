@@ -5,7 +5,6 @@
 
 mod csv_rows;
 
-use axum::Json;
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -13,6 +12,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use shared::auth::ReadData;
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::envelope::{Data, Page};
 use shared::http::query::QueryParams;
 use shared::model::report::{AdditiveUsage, Summary, Window, WindowQuery};

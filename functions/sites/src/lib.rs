@@ -2,13 +2,13 @@
 //! update, archive, restore, people. Contract: api-v1.md, "Sites" and
 //! "Archivable records". A partner granted access reads sites by id.
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{PathId, SiteId};

@@ -7,12 +7,12 @@ pub mod github;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::Json;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
 use shared::auth::WriteData;
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::model::support::{CreateTicket, QUOTA_PERIOD, QUOTA_TICKETS, Ticket};

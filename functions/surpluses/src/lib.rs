@@ -6,13 +6,13 @@
 
 mod waybill;
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List, Page};
 use shared::http::path::{PathId, SurplusId};

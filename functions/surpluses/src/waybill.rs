@@ -7,12 +7,12 @@
 //! an upload never confirmed does not stay; confirmation copies the object
 //! to the same name under `waybills/` and removes the upload.
 
-use axum::Json;
 use serde::{Deserialize, Serialize};
 use shared::auth::WriteData;
 use shared::files::post_policy::UploadForm;
 use shared::files::{ImageKind, MAX_FILE_BYTES, SNIFF_BYTES};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::http::multipart::{self, ImageUpload};

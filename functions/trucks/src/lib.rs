@@ -2,13 +2,13 @@
 //! partial update. Contract: api-v1.md, "Truck" and "Trucks". Positions and
 //! taking a truck out of service are the operator's (admin CLI).
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{PathId, TruckId};

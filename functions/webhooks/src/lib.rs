@@ -3,13 +3,13 @@
 //! webhook's recent delivery attempts and a retry of one delivery.
 //! Contract: api-v1.md, "Webhooks", "Events"; docs/webhooks.md.
 
-use axum::Json;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
+use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List, Page};
 use shared::http::path::{DeliveryId, PathId, WebhookId};

@@ -5,6 +5,7 @@ pub mod body;
 pub mod ctx;
 pub mod envelope;
 pub mod idempotency;
+pub mod json;
 pub mod middleware;
 pub mod multipart;
 pub mod path;
@@ -15,6 +16,7 @@ use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use ctx::Ctx;
+pub use json::Json;
 
 use crate::state::AppState;
 
