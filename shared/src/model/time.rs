@@ -48,7 +48,8 @@ impl Timestamp {
     /// of times: no allocation, no format machinery). `None` outside years
     /// 0 to 9999, which have no fixed-width form.
     fn fixed_width(&self, out: &mut [u8; WIDTH]) -> Option<()> {
-        let at = self.0;
+        // Each accessor of a `DateTime` would recompute its local time.
+        let at = self.0.naive_utc();
         let year = u32::try_from(at.year()).ok().filter(|y| *y <= 9999)?;
         let fields = [
             (0, 4, year),
@@ -57,7 +58,7 @@ impl Timestamp {
             (11, 2, at.hour()),
             (14, 2, at.minute()),
             (17, 2, at.second()),
-            (20, 3, at.timestamp_subsec_millis().min(999)),
+            (20, 3, (at.nanosecond() / 1_000_000).min(999)),
         ];
         *out = *b"0000-00-00T00:00:00.000Z";
         for (start, digits, mut value) in fields {
