@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use chrono::NaiveDate;
+use serde::Deserialize;
 use uuid::Uuid;
 
 use super::item::{get_s, key, n};
 use super::keys::{self, DAY_PREFIX};
-use super::{Store, query_all, sdk_error};
+use super::{Store, query_all, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::surplus::{SurplusRecord, SurplusStatus};
 use crate::model::volume::Litres;
@@ -23,6 +24,16 @@ use crate::model::volume::Litres;
 pub struct DayFigures {
     pub loads: u64,
     pub litres: Litres,
+}
+
+/// A day's counters as a summary reads them (counters never go below
+/// zero: a negative one does not decode).
+#[derive(Deserialize)]
+struct Counters {
+    #[serde(default)]
+    loads: u64,
+    #[serde(default)]
+    litres: u64,
 }
 
 /// Changes of figures, per organization and day: (loads, litres).
@@ -98,18 +109,8 @@ impl Rollups<'_> {
         from: NaiveDate,
         to: NaiveDate,
     ) -> ApiResult<BTreeMap<NaiveDate, DayFigures>> {
-        let store = self.0;
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", super::item::s(keys::rollup_pk(org)))
-            .expression_attribute_values(":from", super::item::s(keys::day_rollup_sk(from)))
-            .expression_attribute_values(":to", super::item::s(keys::day_rollup_sk(to)))
-            .consistent_read(true);
         let mut days = BTreeMap::new();
-        for item in query_all(query).await? {
+        for item in query_all(self.window(org, from, to)).await? {
             let day = get_s(&item, keys::SK)
                 .and_then(|sk| sk.strip_prefix(DAY_PREFIX))
                 .and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
@@ -121,6 +122,43 @@ impl Rollups<'_> {
             days.insert(day, figures);
         }
         Ok(days)
+    }
+
+    /// The figures of `org` from `from` to `to` (both included) added up,
+    /// and the days read: the same Query, reading only the counters.
+    pub async fn totals(
+        &self,
+        org: Uuid,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> ApiResult<(DayFigures, usize)> {
+        let days: Vec<Counters> = query_records(self.window(org, from, to)).await?;
+        let total = days
+            .iter()
+            .fold(DayFigures::default(), |total, day| DayFigures {
+                loads: total.loads + day.loads,
+                litres: Litres(total.litres.0 + day.litres),
+            });
+        Ok((total, days.len()))
+    }
+
+    /// The day items of `org` from `from` to `to`, both included.
+    fn window(
+        &self,
+        org: Uuid,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        let store = self.0;
+        store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", super::item::s(keys::rollup_pk(org)))
+            .expression_attribute_values(":from", super::item::s(keys::day_rollup_sk(from)))
+            .expression_attribute_values(":to", super::item::s(keys::day_rollup_sk(to)))
+            .consistent_read(true)
     }
 
     /// Adds what `loads` (new to the store, written outside a transaction
