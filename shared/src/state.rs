@@ -14,8 +14,15 @@ use crate::store::Store;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The state every handler reaches through `Ctx`: one `Arc`, so that the
+/// router's clones of it on each request cost a reference count (its
+/// clients hold SDK configurations and keys that are dearer to copy).
+/// Reads go through `Deref`; a change (tests only) copies the parts first.
 #[derive(Clone, Debug)]
-pub struct AppState {
+pub struct AppState(Arc<Parts>);
+
+#[derive(Clone, Debug)]
+pub struct Parts {
     pub config: Arc<Config>,
     pub store: Store,
     pub links: LinkSigner,
@@ -84,7 +91,7 @@ impl AppState {
             DeploymentKey::credential("geocoding API key", sdk, config.geocode.api_key.clone());
         let support_token =
             DeploymentKey::credential("issue tracker token", sdk, config.support.token.clone());
-        Self {
+        Self(Arc::new(Parts {
             queue,
             outbound: Outbound::default(),
             geocode_key,
@@ -95,6 +102,19 @@ impl AppState {
             cursors,
             files,
             sealer,
-        }
+        }))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Parts;
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut Parts {
+        Arc::make_mut(&mut self.0)
     }
 }
