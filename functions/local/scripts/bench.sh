@@ -33,7 +33,7 @@ BENCH_PORT=${BENCH_PORT:-3100}
 BINARIES=${BINARIES:-1}
 FUNCTIONS=(docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks places geocode support webhook-dispatcher)
 
-echo "==> building (dev server and driver: bench-server profile)"
+echo "==> building (dev server and driver: bench-server profile, LTO like the Lambda functions)"
 cargo build -q --profile bench-server -p local -p admin
 if [ "$BINARIES" != 0 ]; then
     echo "==> the release artifacts of ${#FUNCTIONS[@]} functions (make build)"

@@ -3,7 +3,7 @@
 # port of the caller's own): an emulator of their own, emptied, and the
 # dev server of the bench-server profile, both stopped on exit.
 
-bin=target/bench-server
+bin=${CARGO_TARGET_DIR:-target}/bench-server
 emulator=""
 server=""
 
