@@ -1,9 +1,67 @@
 //! Which addresses outbound calls may reach: only public unicast ones.
 //! Webhook URLs are checked with it when they are registered (an address
-//! literal), and the dispatcher checks every address a host name resolves
-//! to, at connect time, with the same rule.
+//! literal), and the dispatcher checks the URL's host again at send time,
+//! every address a host name resolves to, and the peer address of the
+//! connection itself, with the same rule.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The host a URL sends its request to, read with the WHATWG URL rules
+/// that the HTTP client (reqwest, through the `url` crate) applies:
+/// `0x7f.1`, `2130706433`, `0177.0.0.1` and `%31%32%37.0.0.1` are all the
+/// address 127.0.0.1, never a name. Judge a URL's host only through this:
+/// any other parser may read the same text as something else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UrlHost {
+    /// A DNS name (lowercase, IDNA-encoded), resolved when used.
+    Name(String),
+    /// An address literal, connected to without resolving.
+    Address(IpAddr),
+}
+
+/// The host of `url`, as the HTTP client will use it (None: no host).
+pub fn url_host(url: &url::Url) -> Option<UrlHost> {
+    Some(match url.host()? {
+        url::Host::Domain(name) => UrlHost::Name(name.to_owned()),
+        url::Host::Ipv4(ip) => UrlHost::Address(IpAddr::V4(ip)),
+        url::Host::Ipv6(ip) => UrlHost::Address(IpAddr::V6(ip)),
+    })
+}
+
+/// Every numeric spelling of a loopback or metadata address the WHATWG
+/// rules accept (hex, octal, dotted and undotted, mixed, percent-encoded,
+/// IPv4-mapped and -compatible IPv6), for the tests of every place that
+/// judges a URL.
+pub const NUMERIC_HOST_FORMS: &[(&str, &str)] = &[
+    ("0x7f.0x1", "127.0.0.1"),
+    ("0x7f.1", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"),
+    ("2130706433", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("127.0.1", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"),
+    ("0177.1", "127.0.0.1"),
+    ("017700000001", "127.0.0.1"),
+    ("0x7f.0.0.0x1", "127.0.0.1"),
+    ("0x7F.00.0.01", "127.0.0.1"),
+    ("%31%32%37.0.0.1", "127.0.0.1"),
+    ("0xa9.0xfe.0xa9.0xfe", "169.254.169.254"),
+    ("0xa9fea9fe", "169.254.169.254"),
+    ("2852039166", "169.254.169.254"),
+    ("0251.0376.0251.0376", "169.254.169.254"),
+    ("169.254.43518", "169.254.169.254"),
+    ("0xa9.254.0251.0xfe", "169.254.169.254"),
+    ("10.1", "10.0.0.1"),
+    ("0xa.0.0.1", "10.0.0.1"),
+    ("0xc0a80001", "192.168.0.1"),
+    ("0", "0.0.0.0"),
+    ("[::ffff:127.0.0.1]", "::ffff:127.0.0.1"),
+    ("[::ffff:7f00:1]", "::ffff:127.0.0.1"),
+    ("[::ffff:a9fe:a9fe]", "::ffff:169.254.169.254"),
+    ("[::127.0.0.1]", "::127.0.0.1"),
+    ("[0:0:0:0:0:ffff:7f00:0001]", "::ffff:127.0.0.1"),
+    ("[::1]", "::1"),
+];
 
 /// True for a public unicast address: not unspecified, loopback, private,
 /// shared (CGNAT), link-local (cloud metadata included), multicast,
@@ -73,6 +131,21 @@ mod tests {
 
     fn public(text: &str) -> bool {
         is_public(text.parse().unwrap())
+    }
+
+    #[test]
+    fn every_numeric_host_form_is_read_as_the_address_it_spells() {
+        for (host, address) in NUMERIC_HOST_FORMS {
+            let url = url::Url::parse(&format!("https://{host}/hook")).unwrap();
+            let expected: IpAddr = address.parse().unwrap();
+            assert_eq!(url_host(&url), Some(UrlHost::Address(expected)), "{host}");
+            assert!(!is_public(expected), "{host}");
+        }
+        let name = url::Url::parse("https://Hooks.Example.COM/x").unwrap();
+        assert_eq!(
+            url_host(&name),
+            Some(UrlHost::Name("hooks.example.com".into()))
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod payload;
+pub mod peer;
 pub mod policy;
 pub mod signature;
 

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::time::Timestamp;
 use crate::error::ApiError;
+use crate::net::UrlHost;
 
 /// The one event of v1.
 pub const SURPLUS_DELIVERED: &str = "surplus.delivered";
@@ -127,7 +128,9 @@ impl CreateWebhook {
 }
 
 /// The URL as registered: `https://`, a host (a name, or a public address),
-/// an optional port, path and query; no credentials, no fragment.
+/// an optional port, path and query; no credentials, no fragment. The host
+/// is judged as the sender reads it (`net::url_host`), so no spelling of
+/// a refused address (`0x7f.1`, `2130706433`) passes as a name.
 fn url(text: &str) -> Result<String, ApiError> {
     let bad = |problem: &str| ApiError::validation("url", problem);
     if text.len() > MAX_URL {
@@ -139,27 +142,25 @@ fn url(text: &str) -> Result<String, ApiError> {
     if text.contains('#') {
         return Err(bad("must not carry a fragment"));
     }
-    let uri: http::Uri = text
-        .parse()
-        .map_err(|_| bad("must name a valid public host"))?;
-    let authority = uri.authority().ok_or_else(|| bad("must name a host"))?;
-    if authority.as_str().contains('@') {
+    let parsed = url::Url::parse(text).map_err(|_| bad("must name a valid public host"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(bad("must not carry credentials"));
     }
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        if !crate::net::is_public(ip) {
-            return Err(bad(
-                "must not point at a loopback, private or reserved address",
-            ));
-        }
-    } else if !host_name(host) {
-        return Err(bad("must name a valid public host"));
+    match target(text) {
+        Some(UrlHost::Name(name)) if host_name(&name) => Ok(text.to_owned()),
+        Some(UrlHost::Address(ip)) if crate::net::is_public(ip) => Ok(text.to_owned()),
+        Some(UrlHost::Address(_)) => Err(bad(
+            "must not point at a loopback, private or reserved address",
+        )),
+        _ => Err(bad("must name a valid public host")),
     }
-    Ok(text.to_owned())
+}
+
+/// The host a delivery to `url` would reach, read as the sender reads it;
+/// None for a URL without one or that does not parse. Registration and
+/// every delivery judge it.
+pub fn target(url: &str) -> Option<UrlHost> {
+    crate::net::url_host(&url::Url::parse(url).ok()?)
 }
 
 /// `http(s)://` on `localhost`, a loopback address or `[::1]`, for a local
@@ -168,19 +169,14 @@ fn loopback_url(text: &str) -> Option<String> {
     if text.len() > MAX_URL || !(text.starts_with("http://") || text.starts_with("https://")) {
         return None;
     }
-    let uri: http::Uri = text.parse().ok()?;
-    let authority = uri.authority()?;
-    if authority.as_str().contains('@') {
+    let parsed = url::Url::parse(text).ok()?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
         return None;
     }
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let loopback = match crate::net::url_host(&parsed)? {
+        UrlHost::Name(name) => name == "localhost",
+        UrlHost::Address(ip) => ip.to_canonical().is_loopback(),
+    };
     loopback.then(|| text.to_owned())
 }
 
@@ -267,6 +263,34 @@ mod tests {
             assert_eq!(error.code(), "validation_error", "{url}");
             assert!(error.to_string().starts_with("url"), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn every_numeric_spelling_of_a_refused_address_is_refused() {
+        for (host, _) in crate::net::NUMERIC_HOST_FORMS {
+            for url in [
+                format!("https://{host}/h"),
+                format!("https://{host}:8443/x?y=1"),
+            ] {
+                let Err(error) = create(SURPLUS_DELIVERED, &url) else {
+                    panic!("{url} was accepted");
+                };
+                assert_eq!(error.code(), "validation_error", "{url}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_target_is_read_as_the_sender_reads_it() {
+        assert_eq!(
+            target("https://0x7f.0x1/h"),
+            Some(UrlHost::Address("127.0.0.1".parse().unwrap()))
+        );
+        assert_eq!(
+            target("https://hooks.example.com/h"),
+            Some(UrlHost::Name("hooks.example.com".into()))
+        );
+        assert_eq!(target("not a url"), None);
     }
 
     #[test]

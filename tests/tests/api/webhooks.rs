@@ -161,6 +161,28 @@ fn refusals_name_the_field_and_store_nothing() {
 }
 
 #[test]
+fn every_numeric_spelling_of_a_refused_address_is_refused_at_registration() {
+    run(async {
+        let t = org().await;
+        // The two the security review reproduced first, then every form.
+        let reproduced = ["0x7f.0x1", "0xa9.0xfe.0xa9.0xfe"];
+        let forms = shared::net::NUMERIC_HOST_FORMS
+            .iter()
+            .map(|(host, _)| *host);
+        for host in reproduced.into_iter().chain(forms) {
+            let url = format!("https://{host}/h");
+            let reply = register(&t, json!({"event": "surplus.delivered", "url": url})).await;
+            reply.expect(422, Some("validation_error"));
+            assert!(
+                reply.body["message"].as_str().unwrap().starts_with("url"),
+                "{url}"
+            );
+        }
+        assert_eq!(list(&t).await.body["data"], json!([]));
+    });
+}
+
+#[test]
 fn delete_removes_the_webhook_and_frees_its_url() {
     run(async {
         let t = org().await;
