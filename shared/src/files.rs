@@ -72,6 +72,18 @@ impl ImageKind {
 /// Bytes enough to tell the kinds apart.
 pub const SNIFF_BYTES: usize = 12;
 
+/// What `Files::peek` read of one version of an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peeked {
+    /// The whole object's size in bytes.
+    pub size: u64,
+    /// Its first `SNIFF_BYTES` (fewer when it is smaller).
+    pub head: Vec<u8>,
+    etag: Option<String>,
+    /// The version read, in a versioned bucket.
+    version: Option<String>,
+}
+
 /// The bucket, as the API's own role sees it.
 #[derive(Clone, Debug)]
 pub struct Files {
@@ -108,8 +120,9 @@ impl Files {
         Ok(())
     }
 
-    /// The object's size and first bytes, or `None` when there is none.
-    pub async fn peek(&self, key: &str) -> ApiResult<Option<(u64, Vec<u8>)>> {
+    /// The object's size and first bytes, or `None` when there is none,
+    /// with what names this very version of it (`Peeked`).
+    pub async fn peek(&self, key: &str) -> ApiResult<Option<Peeked>> {
         let out = self
             .s3
             .get_object()
@@ -124,35 +137,64 @@ impl Files {
             Err(e) => return Err(s3_error(e)),
         };
         // `Content-Range: bytes 0-11/12345` carries the whole size.
-        let total = out
+        let size = out
             .content_range()
             .and_then(|r| r.rsplit('/').next())
             .and_then(|n| n.parse().ok())
             .or(out.content_length().and_then(|n| u64::try_from(n).ok()))
             .unwrap_or(0);
+        let etag = out.e_tag().map(str::to_owned);
+        let version = out
+            .version_id()
+            .filter(|v| !v.is_empty() && *v != "null")
+            .map(str::to_owned);
         let head = out
             .body
             .collect()
             .await
             .map_err(ApiError::internal)?
             .into_bytes();
-        Ok(Some((total, head.to_vec())))
+        Ok(Some(Peeked {
+            size,
+            head: head.to_vec(),
+            etag,
+            version,
+        }))
     }
 
-    /// Copies `from` to `to` inside the bucket, typed as `kind`. Both keys
-    /// are the API's own (ASCII, no characters to escape).
-    pub async fn copy(&self, from: &str, to: &str, kind: ImageKind) -> ApiResult<()> {
-        self.s3
+    /// Copies exactly the version of `from` that `checked` read to `to`,
+    /// typed as `kind`: the copy names that version (a versioned bucket,
+    /// as deployed) and is conditioned on its ETag, so an object written
+    /// over `from` after the check is never what gets copied. `false` when
+    /// `from` changed since (nothing copied). Both keys are the API's own
+    /// (ASCII, no characters to escape).
+    pub async fn copy_checked(
+        &self,
+        from: &str,
+        checked: &Peeked,
+        to: &str,
+        kind: ImageKind,
+    ) -> ApiResult<bool> {
+        let source = match &checked.version {
+            Some(version) => format!("{}/{from}?versionId={version}", self.bucket),
+            None => format!("{}/{from}", self.bucket),
+        };
+        let copied = self
+            .s3
             .copy_object()
             .bucket(&self.bucket)
-            .copy_source(format!("{}/{from}", self.bucket))
+            .copy_source(source)
+            .set_copy_source_if_match(checked.etag.clone())
             .key(to)
             .content_type(kind.content_type())
             .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
             .send()
-            .await
-            .map_err(s3_error)?;
-        Ok(())
+            .await;
+        match copied {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(false),
+            Err(e) => Err(s3_error(e)),
+        }
     }
 
     pub async fn delete(&self, key: &str) -> ApiResult<()> {

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use shared::auth::WriteData;
 use shared::files::post_policy::UploadForm;
-use shared::files::{ImageKind, MAX_FILE_BYTES, SNIFF_BYTES};
+use shared::files::{ImageKind, MAX_FILE_BYTES, Peeked, SNIFF_BYTES};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
@@ -136,6 +136,23 @@ pub struct Confirm {
     storage_path: String,
 }
 
+/// Checks of an upload that keeps changing before confirmation gives up.
+const CHECK_TRIES: usize = 3;
+
+/// An upload that is no waybill: too large, empty, or not an image.
+fn check(peeked: &Peeked) -> ApiResult<ImageKind> {
+    if peeked.size > MAX_FILE_BYTES {
+        Err(ApiError::TooLarge {
+            code: "file_too_large",
+            message: format!("the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"),
+        })
+    } else if peeked.size == 0 {
+        multipart::image(&[])
+    } else {
+        multipart::image(&peeked.head[..peeked.head.len().min(SNIFF_BYTES)])
+    }
+}
+
 /// Longer than any form's `storage_path` (about 125 characters).
 const MAX_STORAGE_PATH: usize = 200;
 
@@ -168,25 +185,28 @@ pub async fn confirm(
         ctx.files.delete(upload).await?;
         return Ok(Json(Data(crate::view(&ctx, &load).await?)));
     }
-    let (size, head) = ctx.files.peek(upload).await?.ok_or_else(not_found)?;
-    let checked = if size > MAX_FILE_BYTES {
-        Err(ApiError::TooLarge {
-            code: "file_too_large",
-            message: format!("the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"),
-        })
-    } else if size == 0 {
-        multipart::image(&[])
-    } else {
-        multipart::image(&head[..head.len().min(SNIFF_BYTES)])
-    };
-    let kind = match checked {
-        Ok(kind) => kind,
-        Err(error) => {
-            ctx.files.delete(upload).await?;
-            return Err(error);
+    // The object is checked, then exactly the version checked is copied:
+    // an upload written over it in between (the form stays valid 15
+    // minutes) is checked in its turn, never copied unchecked.
+    let mut checked_copy = None;
+    for _ in 0..CHECK_TRIES {
+        let peeked = ctx.files.peek(upload).await?.ok_or_else(not_found)?;
+        let kind = match check(&peeked) {
+            Ok(kind) => kind,
+            Err(error) => {
+                ctx.files.delete(upload).await?;
+                return Err(error);
+            }
+        };
+        if ctx.files.copy_checked(upload, &peeked, &kept, kind).await? {
+            checked_copy = Some((peeked.size, kind));
+            break;
         }
-    };
-    ctx.files.copy(upload, &kept, kind).await?;
+    }
+    let (size, kind) = checked_copy.ok_or_else(|| ApiError::Conflict {
+        code: "concurrent_update",
+        message: "the upload kept changing while it was checked; confirm it again".into(),
+    })?;
     let waybill = StoredWaybill {
         storage_path: kept,
         content_type: kind.content_type().into(),

@@ -85,9 +85,11 @@ pub async fn ensure_table(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<
     Ok(true)
 }
 
-/// Creates the bucket unless it exists.
+/// Creates the bucket unless it exists, and versions it as the deployed
+/// one is (a waybill confirmation copies the version it checked).
 pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<bool, SetupError> {
     if s3.head_bucket().bucket(bucket).send().await.is_ok() {
+        version(s3, bucket).await?;
         return Ok(false);
     }
     let region = s3
@@ -109,7 +111,22 @@ pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<bool
         .send()
         .await
         .map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
+    version(s3, bucket).await?;
     Ok(true)
+}
+
+async fn version(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), SetupError> {
+    s3.put_bucket_versioning()
+        .bucket(bucket)
+        .versioning_configuration(
+            aws_sdk_s3::types::VersioningConfiguration::builder()
+                .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
+    Ok(())
 }
 
 /// Creates a queue (idempotent in SQS) and returns its URL.

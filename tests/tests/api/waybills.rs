@@ -38,6 +38,42 @@ async fn stored(path: &str) -> bool {
 }
 
 #[test]
+fn a_confirmation_copies_the_version_it_checked_not_one_written_over_it() {
+    run(async {
+        use shared::files::{Files, ImageKind};
+        let h = harness().await;
+        let files = Files::new(&h.sdk, &h.state.config.bucket_name);
+        let upload = format!(
+            "uploads/{}/{}/a.png",
+            uuid::Uuid::now_v7(),
+            uuid::Uuid::now_v7()
+        );
+        let kept = upload.replacen("uploads/", "waybills/", 1);
+        files
+            .put(&upload, PNG.to_vec().into(), ImageKind::Png)
+            .await
+            .unwrap();
+        let checked = files.peek(&upload).await.unwrap().unwrap();
+        let sniffed = PNG[..shared::files::SNIFF_BYTES].to_vec();
+        assert_eq!(checked.head, sniffed);
+        // The form is reused between the check and the copy.
+        let script = b"<script>not an image</script>".to_vec();
+        files
+            .put(&upload, script.into(), ImageKind::Png)
+            .await
+            .unwrap();
+        assert!(
+            files
+                .copy_checked(&upload, &checked, &kept, ImageKind::Png)
+                .await
+                .unwrap()
+        );
+        let copied = files.peek(&kept).await.unwrap().unwrap();
+        assert_eq!((copied.size, copied.head), (PNG.len() as u64, sniffed));
+    });
+}
+
+#[test]
 fn a_multipart_upload_stores_the_image_its_bytes_say() {
     run(async {
         let t = org().await;
