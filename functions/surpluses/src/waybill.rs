@@ -15,6 +15,7 @@ use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
+use shared::http::idempotency::SealAtRest;
 use shared::http::multipart::{self, ImageUpload};
 use shared::http::path::{PathId, SurplusId};
 use shared::model::surplus::{StoredWaybill, Surplus};
@@ -115,7 +116,7 @@ pub async fn upload_form(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SurplusId>,
     JsonBody(body): JsonBody<UploadRequest>,
-) -> ApiResult<Json<Data<UploadGrant>>> {
+) -> ApiResult<SealAtRest<Json<Data<UploadGrant>>>> {
     let kind = ImageKind::from_content_type(&body.content_type).ok_or_else(|| {
         ApiError::validation(
             "content_type",
@@ -125,10 +126,12 @@ pub async fn upload_form(
     ctx.store.surpluses().require(ctx.org_id, id).await?;
     let path = path(UPLOADS, ctx.org_id, id, &new_name(kind));
     let form = ctx.files.upload_form(&path, kind, FORM_LIFETIME).await?;
-    Ok(Json(Data(UploadGrant {
+    // The form carries signed temporary credentials: kept for a retry
+    // only sealed.
+    Ok(SealAtRest(Json(Data(UploadGrant {
         storage_path: path,
         form,
-    })))
+    }))))
 }
 
 #[derive(Debug, Deserialize)]

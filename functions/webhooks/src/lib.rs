@@ -12,6 +12,7 @@ use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List, Page};
+use shared::http::idempotency::SealAtRest;
 use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
 use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
@@ -60,14 +61,15 @@ async fn create(
     };
     ctx.store.webhooks().create(&record).await?;
     let location = format!("/api/v1/webhooks/{id}");
-    Ok((
+    // The secret is in the answer: kept for a retry only sealed.
+    Ok(SealAtRest((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
         Json(Data(CreatedWebhook {
             webhook: record.view(),
             secret,
         })),
-    ))
+    )))
 }
 
 /// DELETE /api/v1/webhooks/{webhookId} — write:data — 200 with the removed

@@ -96,7 +96,7 @@ where
             .into());
         }
         if let Some(s) = &request_scope {
-            idempotency::claim(&state.store, s, record.key_id).await?;
+            idempotency::claim(&state.store, &state.sealer, s, record.key_id).await?;
         }
         Ok(Ctx {
             org_id: record.org_id,

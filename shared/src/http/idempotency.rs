@@ -12,7 +12,10 @@
 //!    first answer with `Idempotent-Replayed: true`.
 //! 3. `settle` (the layer, after the handler): keeps the answer for 24 h
 //!    from the claim, or frees the key when the answer is a 5xx or a 429
-//!    (transient: a retry should run).
+//!    (transient: a retry should run). An answer that carries a secret
+//!    (`SealAtRest`: a webhook's secret, an upload form's credentials) is
+//!    kept sealed with the deployment's seal key, bound to its item, and
+//!    opened only to be replayed.
 //!
 //! A claim whose request died holds the key for `LEASE` at most.
 
@@ -26,8 +29,9 @@ use sha2::{Digest, Sha256};
 
 use super::scope::RequestScope;
 use crate::error::ApiError;
+use crate::sealed::Sealer;
 use crate::store::Store;
-use crate::store::idempotency::{Answer, Claimed};
+use crate::store::idempotency::{Answer, Claimed, item_of};
 
 pub const HEADER: &str = "idempotency-key";
 /// Set on a replayed answer.
@@ -43,6 +47,24 @@ pub const MAX_KEPT_BODY: usize = 256 * 1024;
 const MAX_KEY_LEN: usize = 255;
 /// The headers kept with an answer.
 const KEPT_HEADERS: [HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
+
+/// An answer that carries a secret (a webhook's secret, an upload form's
+/// temporary credentials): kept for an `Idempotency-Key` only sealed. A
+/// handler wraps such an answer in it; the marker rides in the response's
+/// extensions to `settle`.
+pub struct SealAtRest<R>(pub R);
+
+/// The marker `SealAtRest` leaves on the response.
+#[derive(Clone, Copy, Debug)]
+struct Sealed;
+
+impl<R: IntoResponse> IntoResponse for SealAtRest<R> {
+    fn into_response(self) -> Response {
+        let mut response = self.0.into_response();
+        response.extensions_mut().insert(Sealed);
+        response
+    }
+}
 
 /// An `Idempotency-Key` a request came with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,7 +195,12 @@ impl IntoResponse for NotRun {
 
 /// Step 2, for an admitted request of API key `key_id`: claims the key the
 /// request came with, if any.
-pub async fn claim(store: &Store, scope: &RequestScope, key_id: uuid::Uuid) -> Result<(), NotRun> {
+pub async fn claim(
+    store: &Store,
+    sealer: &Sealer,
+    scope: &RequestScope,
+    key_id: uuid::Uuid,
+) -> Result<(), NotRun> {
     let (key, fingerprint) = match scope.take_idempotency() {
         None => return Ok(()),
         Some(Presented::Malformed) => {
@@ -208,7 +235,17 @@ pub async fn claim(store: &Store, scope: &RequestScope, key_id: uuid::Uuid) -> R
             message: "a request with this Idempotency-Key is still running; retry later".into(),
         }
         .into()),
-        Claimed::Answered(answer) => Err(NotRun::Replayed(answer)),
+        Claimed::Answered(mut answer) => {
+            if answer.sealed {
+                let sealed = String::from_utf8(std::mem::take(&mut answer.body))
+                    .map_err(|_| ApiError::internal("a sealed answer is not text"))?;
+                answer.body = sealer
+                    .open(item_of(key_id, &key).as_bytes(), &sealed)
+                    .await?
+                    .into_bytes();
+            }
+            Err(NotRun::Replayed(answer))
+        }
     }
 }
 
@@ -216,7 +253,12 @@ pub async fn claim(store: &Store, scope: &RequestScope, key_id: uuid::Uuid) -> R
 /// the key. A failure to save is logged, never answered: the effect
 /// happened, and the answer still goes out; the claim lapses after its
 /// lease.
-pub async fn settle(store: &Store, scope: &RequestScope, response: Response) -> Response {
+pub async fn settle(
+    store: &Store,
+    sealer: &Sealer,
+    scope: &RequestScope,
+    response: Response,
+) -> Response {
     let Some(claim) = scope.take_claim() else {
         return response;
     };
@@ -242,24 +284,47 @@ pub async fn settle(store: &Store, scope: &RequestScope, response: Response) -> 
         );
         store.idempotency().release(&claim).await
     } else {
-        let answer = Answer {
-            status: status.as_u16(),
-            headers: KEPT_HEADERS
-                .iter()
-                .filter_map(|name| {
-                    let value = parts.headers.get(name)?.to_str().ok()?;
-                    Some((name.as_str().to_owned(), value.to_owned()))
-                })
-                .collect(),
-            body: bytes.to_vec(),
+        let sealed = parts.extensions.get::<Sealed>().is_some();
+        let body = if sealed {
+            seal(sealer, &claim.item(), &bytes).await
+        } else {
+            Ok(bytes.to_vec())
         };
-        let until = claim.at + millis(RETENTION);
-        store.idempotency().answer(&claim, &answer, until).await
+        match body {
+            Ok(body) => {
+                let answer = Answer {
+                    status: status.as_u16(),
+                    headers: KEPT_HEADERS
+                        .iter()
+                        .filter_map(|name| {
+                            let value = parts.headers.get(name)?.to_str().ok()?;
+                            Some((name.as_str().to_owned(), value.to_owned()))
+                        })
+                        .collect(),
+                    body,
+                    sealed,
+                };
+                let until = claim.at + millis(RETENTION);
+                store.idempotency().answer(&claim, &answer, until).await
+            }
+            // Never kept in the clear: the key is freed instead.
+            Err(error) => {
+                tracing::warn!(%error, "could not seal an answer; Idempotency-Key freed");
+                store.idempotency().release(&claim).await
+            }
+        }
     };
     if let Err(error) = outcome {
         tracing::warn!(%error, "could not keep the answer of an Idempotency-Key");
     }
     Response::from_parts(parts, Body::from(bytes))
+}
+
+/// `body` sealed for the idempotency item `item`.
+async fn seal(sealer: &Sealer, item: &str, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let text =
+        std::str::from_utf8(body).map_err(|_| ApiError::internal("a secret answer is not text"))?;
+    Ok(sealer.seal(item.as_bytes(), text).await?.into_bytes())
 }
 
 /// A kept answer, sent again.
@@ -365,6 +430,7 @@ mod tests {
                 ("location".into(), "/api/v1/sites/x".into()),
             ],
             body: b"{\"data\":{}}".to_vec(),
+            sealed: false,
         });
         assert_eq!(response.status(), StatusCode::CREATED);
         let headers = response.headers();

@@ -111,7 +111,7 @@ async fn serve(
             .scope(async {
                 tokio::join!(
                     give_back,
-                    idempotency::settle(&state.store, scope, response)
+                    idempotency::settle(&state.store, &state.sealer, scope, response)
                 )
             })
             .instrument(span.clone())

@@ -38,7 +38,10 @@ pub struct Answer {
     pub status: u16,
     /// The headers kept with it (lower-case names).
     pub headers: Vec<(String, String)>,
+    /// The body; sealed (`crate::sealed`, bound to the item) when `sealed`.
     pub body: Vec<u8>,
+    /// The body carries a secret and is kept sealed.
+    pub sealed: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +54,23 @@ pub enum Claimed {
     InFlight,
     /// A request with the key and this fingerprint was answered.
     Answered(Answer),
+}
+
+impl Claim {
+    /// What names the claim's item: the associated data of an answer
+    /// sealed in it, so a sealed answer moved to another item does not open.
+    pub fn item(&self) -> String {
+        item_name(&self.pk, &self.sk)
+    }
+}
+
+/// The item of `idempotency_key` of API key `key_id`, as `Claim::item`.
+pub fn item_of(key_id: Uuid, idempotency_key: &str) -> String {
+    item_name(&idempotency_pk(key_id), &idempotency_sk(idempotency_key))
+}
+
+fn item_name(pk: &str, sk: &str) -> String {
+    format!("idempotency\0{pk}\0{sk}")
 }
 
 impl PartialEq for Claim {
@@ -66,6 +86,7 @@ const TOKEN: &str = "token";
 const STATUS: &str = "status";
 const HEADERS: &str = "headers";
 const BODY: &str = "body";
+const SEALED: &str = "sealed";
 
 impl Idempotency<'_> {
     /// Claims `idempotency_key` of API key `key_id` for a request with
@@ -89,7 +110,7 @@ impl Idempotency<'_> {
             .update(claim.pk.clone(), claim.sk.clone())
             .update_expression(
                 "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl \
-                 REMOVE #status, #headers, #body",
+                 REMOVE #status, #headers, #body, #sealed",
             )
             .condition_expression("attribute_not_exists(pk) OR #until <= :now")
             .expression_attribute_names("#fp", FINGERPRINT)
@@ -99,6 +120,7 @@ impl Idempotency<'_> {
             .expression_attribute_names("#status", STATUS)
             .expression_attribute_names("#headers", HEADERS)
             .expression_attribute_names("#body", BODY)
+            .expression_attribute_names("#sealed", SEALED)
             .expression_attribute_values(":fp", s(fingerprint))
             .expression_attribute_values(":until", n(lease_until))
             .expression_attribute_values(":token", s(claim.token.to_string()))
@@ -128,7 +150,7 @@ impl Idempotency<'_> {
                 .update(claim.pk.clone(), claim.sk.clone())
                 .update_expression(
                     "SET #until = :until, #ttl = :ttl, #status = :status, \
-                     #headers = :headers, #body = :body REMOVE #token",
+                     #headers = :headers, #body = :body, #sealed = :sealed REMOVE #token",
                 )
                 .condition_expression("#token = :token")
                 .expression_attribute_names("#until", UNTIL)
@@ -136,8 +158,10 @@ impl Idempotency<'_> {
                 .expression_attribute_names("#status", STATUS)
                 .expression_attribute_names("#headers", HEADERS)
                 .expression_attribute_names("#body", BODY)
+                .expression_attribute_names("#sealed", SEALED)
                 .expression_attribute_names("#token", TOKEN)
                 .expression_attribute_values(":until", n(until))
+                .expression_attribute_values(":sealed", AttributeValue::Bool(answer.sealed))
                 .expression_attribute_values(":ttl", n(until.div_ceil(1000)))
                 .expression_attribute_values(":status", n(answer.status))
                 .expression_attribute_values(":headers", AttributeValue::M(headers))
@@ -202,9 +226,15 @@ fn judge(current: &Item, fingerprint: &str) -> Claimed {
         .and_then(|b| b.as_b().ok())
         .map(|b| b.as_ref().to_vec())
         .unwrap_or_default();
+    let sealed = current
+        .get(SEALED)
+        .and_then(|b| b.as_bool().ok())
+        .copied()
+        .unwrap_or(false);
     Claimed::Answered(Answer {
         status,
         headers,
         body,
+        sealed,
     })
 }

@@ -242,6 +242,81 @@ fn an_answer_kept_past_24_hours_is_not_replayed() {
     });
 }
 
+#[test]
+fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
+    run(async {
+        let t = org().await;
+        let store = harness().await.store();
+        let key_id = key_id(&t, &t.key).await;
+        let stored_body = |item: &shared::store::item::Item| {
+            assert_eq!(item["sealed"].as_bool().ok(), Some(&true), "{item:?}");
+            String::from_utf8(item["body"].as_b().unwrap().as_ref().to_vec()).unwrap()
+        };
+
+        // A webhook's secret, shown once: a retry of the same request gets
+        // the same answer, secret included; at rest it is sealed.
+        let key = unique("hook");
+        let url = format!("https://hooks.example.com/{}", unique("h"));
+        let body = json!({"event": "surplus.delivered", "url": url});
+        let first = post(&t.key, "/api/v1/webhooks", &key, &body).await;
+        first.expect(201, None);
+        let secret = first.body["data"]["secret"].as_str().unwrap().to_owned();
+        let again = post(&t.key, "/api/v1/webhooks", &key, &body).await;
+        again.expect(201, None);
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, first.text);
+        let item = store
+            .idempotency()
+            .get(key_id, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        let kept = stored_body(&item);
+        assert!(kept.starts_with("v1."), "{kept}");
+        assert!(!kept.contains(&secret[6..]) && !kept.contains("hooks.example.com"));
+
+        // An upload form's signed credentials, likewise.
+        let site = crate::sites::new_site(&t, json!({"name": "Origin"})).await;
+        let load = crate::surpluses::new_load(&t, &site).await;
+        let path = format!("/api/v1/surpluses/{load}/waybill/upload");
+        let key = unique("form");
+        let form_body = json!({"content_type": "image/png"});
+        let form = post(&t.key, &path, &key, &form_body).await;
+        form.expect(200, None);
+        let signature = form.body["data"]["fields"]["x-amz-signature"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let again = post(&t.key, &path, &key, &form_body).await;
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, form.text);
+        let item = store
+            .idempotency()
+            .get(key_id, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        let kept = stored_body(&item);
+        assert!(
+            !kept.contains(&signature) && !kept.contains("x-amz"),
+            "{kept}"
+        );
+
+        // Answers without secrets stay as they were.
+        let key = unique("site");
+        post(&t.key, SITES, &key, &json!({"name": unique("Plain")}))
+            .await
+            .expect(201, None);
+        let item = store
+            .idempotency()
+            .get(key_id, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(item["sealed"].as_bool().ok(), Some(&false));
+    });
+}
+
 /// Sets a kept answer's retention to have ended a second ago.
 async fn age(key_id: uuid::Uuid, idempotency_key: &str) {
     let h = harness().await;
