@@ -15,7 +15,7 @@ use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::envelope::{Data, Page};
 use shared::http::query::QueryParams;
-use shared::model::report::{AdditiveUsage, Summary, Window, WindowQuery};
+use shared::model::report::{AdditiveUsage, BilledLoad, Summary, Window, WindowQuery};
 use shared::{ApiError, ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -23,6 +23,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/reports/summary", get(summary))
         .route("/api/v1/reports/loads", get(loads))
         .route("/api/v1/billing/additive-usage", get(additive_usage))
+        .route("/api/v1/billing/additive-usage/loads", get(billed_loads))
 }
 
 pub fn router(state: AppState) -> Router {
@@ -122,4 +123,34 @@ async fn additive_usage(
     let window = query.window()?;
     let billed = ctx.store.reports().billed(ctx.org_id, window).await?;
     Ok(Json(Data(AdditiveUsage::new(window, billed))))
+}
+
+/// GET /api/v1/billing/additive-usage/loads — read:data — the loads behind
+/// the additive-usage figures: every load whose additive this organization
+/// is billed for (its own, or a partner's that named its truck under its
+/// `full` grant), billed in the window, oldest first, keyset pages
+/// (`limit` 1..1000, `cursor`); 422 `validation_error`, `invalid_cursor`.
+async fn billed_loads(
+    ctx: Ctx<ReadData>,
+    QueryParams(query): QueryParams<LoadsQuery>,
+) -> ApiResult<Json<Page<BilledLoad>>> {
+    let window = query.window()?;
+    let limit = query.limit()?;
+    let codec = ctx.cursors.codec().await?;
+    let filters = format!("report=billed&{}", window.filters());
+    let start = query
+        .cursor
+        .as_deref()
+        .map(|token| codec.decode(ctx.org_id, &filters, token))
+        .transpose()?;
+    let page = ctx
+        .store
+        .reports()
+        .billed_page(ctx.org_id, window, start, limit)
+        .await?;
+    let rows = page.rows.iter().map(BilledLoad::new).collect();
+    let next_cursor = page
+        .next
+        .map(|position| codec.encode(ctx.org_id, &filters, &position));
+    Ok(Json(Page { rows, next_cursor }))
 }

@@ -1,5 +1,8 @@
-//! Organization access grants: a granter lets a partner (grantee, e.g. a
-//! haulier) see its sites.
+//! Organization access grants: a granter lets a partner (grantee) see its
+//! sites and, with `full`, operate with its fleet: the grantee's loads may
+//! name the granter's trucks and bill the granter's additive to them. Only
+//! the granter's own act opens its trucks, drivers and bill to another
+//! organization.
 
 use super::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -13,7 +16,9 @@ pub enum GrantScope {
     /// Read the granter's sites by id (and their people).
     #[default]
     Read,
-    /// `read`, plus what surplus operations allow a full partner.
+    /// `read`, plus: the grantee's loads may name the granter's trucks in
+    /// service (and so their drivers) and bill the granter for additive
+    /// carried by them (`additive_billed_to: truck`).
     Full,
 }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::Timestamp;
-use super::surplus::{BilledTo, SurplusRecord};
+use super::surplus::{BilledTo, SurplusRecord, SurplusStatus};
 use super::volume::Litres;
 use crate::error::ApiError;
 
@@ -229,6 +229,47 @@ impl LoadRow {
             manufacturer: load.manufacturer.clone(),
             truck_id: load.truck_id,
             truck_license: names.truck_license.map(Into::into),
+        }
+    }
+}
+
+/// One row of `GET /api/v1/billing/additive-usage/loads`: a load whose
+/// additive this organization is billed for, from its own loads or
+/// another organization's that named its truck under its `full` grant.
+/// What the billed organization needs to check a charge, and nothing of
+/// the other organization's sites or people.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BilledLoad {
+    pub surplus_id: Uuid,
+    /// The load's organization: this one, or the partner that named its
+    /// truck.
+    pub org_id: Uuid,
+    /// The billing time: `delivered_at`, else `created_at`.
+    pub billed_at: Timestamp,
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    pub status: SurplusStatus,
+    pub additive_billed_to: Option<BilledTo>,
+    pub volume_m3: f64,
+    /// The volume rounded up to a whole m³, as the monthly figures count it.
+    pub additive_usage_m3: u64,
+    pub truck_id: Option<Uuid>,
+}
+
+impl BilledLoad {
+    /// The row of `load`, which bills someone (`billing()` is Some).
+    pub fn new(load: &SurplusRecord) -> Self {
+        BilledLoad {
+            surplus_id: load.id,
+            org_id: load.org_id,
+            billed_at: load.delivered_at.unwrap_or(load.created_at),
+            created_at: load.created_at,
+            delivered_at: load.delivered_at,
+            status: load.status,
+            additive_billed_to: load.additive_billed_to,
+            volume_m3: load.volume_m3,
+            additive_usage_m3: additive_usage(load).whole_m3_up(),
+            truck_id: load.truck_id,
         }
     }
 }

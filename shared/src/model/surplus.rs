@@ -187,6 +187,23 @@ impl SurplusRecord {
         Some((billed, self.delivered_at.unwrap_or(self.created_at)))
     }
 
+    /// The other organization whose bill this version of the load starts
+    /// or raises over `before` (billed to it where it was not, or more
+    /// litres): a change that must still have that organization's consent.
+    /// None when the load bills its own organization, or bills the other
+    /// one no more than before (a rejection, a lower volume, a delivery).
+    pub fn raises_charge_of(&self, before: &SurplusRecord) -> Option<Uuid> {
+        let (billed, _) = self.billing()?;
+        if billed == self.org_id {
+            return None;
+        }
+        let raised = match before.billing() {
+            Some((was, _)) if was == billed => self.litres() > before.litres(),
+            _ => true,
+        };
+        raised.then_some(billed)
+    }
+
     pub fn notes(&self) -> Option<String> {
         self.metadata.get(NOTES).cloned()
     }

@@ -19,6 +19,11 @@ fn grant_sk(grantee: Uuid) -> String {
     format!("GRANT#{grantee}")
 }
 
+/// The item of the grant `granter` issued to `grantee`.
+pub(super) fn grant_key(granter: Uuid, grantee: Uuid) -> super::item::Item {
+    key(keys::org_pk(granter), grant_sk(grantee))
+}
+
 fn grantee_pk(grantee: Uuid) -> String {
     format!("GRANTEE#{grantee}")
 }

@@ -110,6 +110,29 @@ impl Reports<'_> {
             .collect())
     }
 
+    /// One page of the loads whose additive `org` is billed for, billed
+    /// within `window`, oldest first (the billing index, `gsi3`).
+    pub async fn billed_page(
+        &self,
+        org: Uuid,
+        window: Window,
+        start: Option<Position>,
+        limit: usize,
+    ) -> ApiResult<Page> {
+        let store = self.0;
+        let (low, high) = window.bounds();
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .index_name("gsi3")
+            .key_condition_expression("gsi3pk = :pk AND gsi3sk BETWEEN :low AND :high")
+            .expression_attribute_values(":pk", s(keys::billing_pk(org)))
+            .expression_attribute_values(":low", s(low))
+            .expression_attribute_values(":high", s(high));
+        read_page(query, start, limit, Drops::Nothing, Some("gsi3")).await
+    }
+
     /// The loads whose additive `org` is billed for, billed within
     /// `window`: (billing time, litres) each.
     pub async fn billed(&self, org: Uuid, window: Window) -> ApiResult<Vec<(Timestamp, Litres)>> {

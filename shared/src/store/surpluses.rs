@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use uuid::Uuid;
 
-use super::batch::get_all;
 use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, SURPLUS_PREFIX};
 use super::outbox::OutboxRecord;
@@ -21,6 +20,7 @@ use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, project, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
+use crate::model::grant::GrantScope;
 use crate::model::receiving_point::ReceivingPointRecord;
 use crate::model::site::SiteRecord;
 use crate::model::surplus::{
@@ -56,8 +56,39 @@ fn receiving_point_archived() -> ApiError {
 fn truck_not_found() -> ApiError {
     ApiError::Unprocessable {
         code: "truck_not_found",
-        message: "truck_id names no truck in service of this organization or of a partner it granted access to".into(),
+        message: "truck_id names no truck in service of this organization or of an active partner that granted it full access".into(),
     }
+}
+
+fn truck_not_granted() -> ApiError {
+    ApiError::Unprocessable {
+        code: "truck_not_granted",
+        message: "the load's truck belongs to an organization that no longer grants this one full access: its bill cannot be charged more".into(),
+    }
+}
+
+/// The truck's organization's consent, checked inside a load's
+/// transaction: its `full` grant to the load's organization stands, and it
+/// is active. Only the truck's organization's own act lets another name
+/// its trucks or bill it.
+fn consent(table: &str, truck_org: Uuid, load_org: Uuid) -> ApiResult<[TransactWriteItem; 2]> {
+    let grant = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(super::grants::grant_key(truck_org, load_org)))
+        .condition_expression("#scope = :full")
+        .expression_attribute_names("#scope", "scope")
+        .expression_attribute_values(":full", s("full"))
+        .build()
+        .map_err(ApiError::internal)?;
+    let active = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(key(keys::org_pk(truck_org), keys::ORG_SK)))
+        .condition_expression("#status = :active")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_values(":active", s(crate::model::org::STATUS_ACTIVE))
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok([grant, active].map(|c| TransactWriteItem::builder().condition_check(c).build()))
 }
 
 fn waybill_locked() -> ApiError {
@@ -265,7 +296,9 @@ impl Surpluses<'_> {
     }
 
     /// A truck in service that the organization may name: its own, or one
-    /// of a partner it granted access to (422 `truck_not_found`).
+    /// of an active organization that granted it `full` access (422
+    /// `truck_not_found`). The grant is checked again in the load's
+    /// transaction (`consent`).
     async fn truck(&self, org: Uuid, truck: Uuid) -> ApiResult<TruckRecord> {
         let store = self.0;
         if let Some(own) = store.trucks().get(org, truck).await? {
@@ -275,18 +308,14 @@ impl Surpluses<'_> {
                 .then_some(own)
                 .ok_or_else(truck_not_found);
         }
-        let partners = store.grants().issued(org).await?;
-        let wanted = partners
-            .iter()
-            .map(|grant| key(keys::org_pk(grant.grantee_org_id), sk::<TruckRecord>(truck)))
-            .collect();
-        for found in get_all(store, wanted).await? {
-            let found: TruckRecord = from_item(found)?;
-            if found.retired_at.is_none() {
-                return Ok(found);
-            }
+        match store
+            .grants()
+            .granted_record::<TruckRecord>(org, truck)
+            .await?
+        {
+            Some((found, GrantScope::Full)) if found.retired_at.is_none() => Ok(found),
+            _ => Err(truck_not_found()),
         }
-        Err(truck_not_found())
     }
 
     /// Stores a new load with its first log entry, after resolving its
@@ -335,6 +364,12 @@ impl Surpluses<'_> {
                 key(keys::org_pk(truck.org_id), sk::<TruckRecord>(truck.id)),
                 "attribute_exists(pk) AND attribute_not_exists(retired_at)",
             )?);
+            if truck.org_id != org {
+                for action in consent(table, truck.org_id, org)? {
+                    conflicts.push((actions.len(), truck_not_found));
+                    actions.push(action);
+                }
+            }
         }
         transact(self.0, actions, &conflicts).await
     }
@@ -393,6 +428,12 @@ impl Surpluses<'_> {
                     updated.to_org_id = None;
                 }
                 _ => {}
+            }
+            // Billing another organization more needs its consent still.
+            if let Some(billed) = updated.raises_charge_of(&current) {
+                for action in consent(table, billed, org)? {
+                    checks.push((action, truck_not_granted));
+                }
             }
             updated.version = current.version + 1;
             let mut actions = vec![self.write(&updated, current.version)?];

@@ -254,13 +254,66 @@ pub(crate) async fn everything_read(owner: &Owner) -> BTreeMap<String, Value> {
     seen
 }
 
+/// The paths the description's examples cannot reach (their bodies name
+/// the owner's site, which is refused first): the other organization,
+/// having granted the owner `full` access itself (a one-sided act of its
+/// own), names the owner's truck on a load of its own site, billed to the
+/// truck. Each is refused with its code, and nothing of the owner's shows.
+async fn truck_paths(owner: &Owner, other: &TestOrg) -> Vec<String> {
+    let mut leaks = Vec::new();
+    let site = new_site(other, json!({"name": "Intruder"})).await;
+    let truck = &owner.by_field["truck_id"];
+    let charge = json!({"site_id": site, "volume_m3": 100, "additive": true,
+                        "additive_billed_to": "truck", "truck_id": truck});
+    let created = send(other, Method::POST, "/api/v1/surpluses", Some(charge)).await;
+    if created.status != 422 || created.code() != "truck_not_found" {
+        leaks.push(format!(
+            "POST /api/v1/surpluses naming the owner's truck: {} {}",
+            created.status, created.text
+        ));
+    }
+    let own = new_load(other, &site).await;
+    for body in [
+        json!({"additive": true, "additive_billed_to": "truck"}),
+        json!({"truck_id": truck}),
+        json!({"driver_id": owner.by_field["driver_id"]}),
+    ] {
+        let reply = send(
+            other,
+            Method::PATCH,
+            &format!("/api/v1/surpluses/{own}"),
+            Some(body.clone()),
+        )
+        .await;
+        if reply.status == 200
+            && (reply.text.contains(truck.as_str()) || reply.text.contains(&owner.marker))
+        {
+            leaks.push(format!(
+                "PATCH {body} shows the owner's truck: {}",
+                reply.text
+            ));
+        }
+    }
+    leaks
+}
+
 #[test]
 fn another_organizations_key_never_sees_or_changes_a_record() {
     run(async {
         let owner = Owner::new().await;
         let other = org().await;
+        // The other organization grants the owner full access: its own act,
+        // which must open nothing of the owner's to it.
+        send(
+            &other,
+            Method::POST,
+            "/api/v1/org-access-grants",
+            Some(json!({"grantee_org_id": owner.t.id(), "scope": "full"})),
+        )
+        .await
+        .expect(201, None);
         let before = everything_read(&owner).await;
-        let mut leaks = Vec::new();
+        let mut leaks = truck_paths(&owner, &other).await;
         let mut walked = 0;
         for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
             if !path.starts_with("/api/v1/") || NOT_ORGANIZATION_SCOPED.contains(&path.as_str()) {
@@ -290,9 +343,12 @@ fn another_organizations_key_never_sees_or_changes_a_record() {
                     "{target} {}",
                     sent.map(|s| s.to_string()).unwrap_or_default()
                 );
+                // The other organization's own grant names the owner.
+                let own_grant = path == "/api/v1/org-access-grants";
                 let foreign = owner
                     .ids()
                     .filter(|id| !asked.contains(id.as_str()))
+                    .filter(|id| !(own_grant && **id == owner.t.id().to_string()))
                     .find(|id| reply.text.contains(id.as_str()));
                 if reply.text.contains(&owner.marker) || foreign.is_some() {
                     leaks.push(format!(

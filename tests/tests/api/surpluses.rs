@@ -230,7 +230,8 @@ fn create_checks_the_site_the_destination_and_the_truck() {
         )
         .await
         .expect(422, Some("receiving_point_archived"));
-        // A truck: this organization's, or a partner's it granted access to.
+        // A truck: this organization's, or a partner's that granted it
+        // full access.
         let partner_truck = new_truck(&other, json!({"license": plate()})).await;
         create_load(
             &t,
@@ -239,10 +240,10 @@ fn create_checks_the_site_the_destination_and_the_truck() {
         .await
         .expect(422, Some("truck_not_found"));
         send(
-            &t,
+            &other,
             Method::POST,
             "/api/v1/org-access-grants",
-            Some(json!({"grantee_org_id": other.id()})),
+            Some(json!({"grantee_org_id": t.id(), "scope": "full"})),
         )
         .await
         .expect(201, None);
