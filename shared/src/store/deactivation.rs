@@ -31,21 +31,23 @@ impl Orgs<'_> {
                 .map(|u| TransactWriteItem::builder().update(u).build())
                 .map_err(ApiError::internal)
         };
-        let mut more: Vec<TransactWriteItem> = vec![
-            TransactWriteItem::builder()
-                .delete(
-                    Delete::builder()
-                        .table_name(table)
-                        .set_key(Some(key(
-                            keys::org_name_pk(org.parent_id, &name_key(&org.name)),
-                            UNIQUE_SK,
-                        )))
-                        .build()
-                        .map_err(ApiError::internal)?,
-                )
-                .build(),
-        ];
+        let mut more: Vec<TransactWriteItem> = Vec::new();
         if let Some(parent) = org.parent_id {
+            // The name is free again among the parent's children.
+            more.push(
+                TransactWriteItem::builder()
+                    .delete(
+                        Delete::builder()
+                            .table_name(table)
+                            .set_key(Some(key(
+                                keys::org_name_pk(parent, &name_key(&org.name)),
+                                UNIQUE_SK,
+                            )))
+                            .build()
+                            .map_err(ApiError::internal)?,
+                    )
+                    .build(),
+            );
             more.push(build(
                 Update::builder()
                     .table_name(table)

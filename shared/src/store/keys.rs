@@ -21,12 +21,10 @@ pub fn child_sk(child: Uuid) -> String {
 pub const CHILD_SK_PREFIX: &str = "ORG#CHILD#";
 
 /// Uniqueness item of an organization name (normalized) among the children
-/// of `parent`, or among top-level organizations.
-pub fn org_name_pk(parent: Option<Uuid>, normalized: &str) -> String {
-    match parent {
-        Some(parent) => format!("ORGNAME#{parent}#{normalized}"),
-        None => format!("ORGNAME#TOP#{normalized}"),
-    }
+/// of `parent`. Top-level organizations' names are not unique: one
+/// namespace across customers would tell each whether a name is taken.
+pub fn org_name_pk(parent: Uuid, normalized: &str) -> String {
+    format!("ORGNAME#{parent}#{normalized}")
 }
 pub const UNIQUE_SK: &str = "UNIQUE";
 
@@ -53,13 +51,16 @@ pub fn profile_pk(profile: Uuid) -> String {
     format!("PROFILE#{profile}")
 }
 pub const PROFILE_SK: &str = "PROFILE";
-/// Uniqueness item of a phone number (E.164).
-pub fn phone_pk(phone: &str) -> String {
-    format!("PHONE#{phone}")
+/// Uniqueness item of a phone number (E.164) among the members `org` made.
+/// Per organization: a platform-wide item would tell any organization
+/// whether a number belongs to another's member, and let it squat one.
+pub fn phone_pk(org: Uuid, phone: &str) -> String {
+    format!("PHONE#{org}#{phone}")
 }
-/// Uniqueness item of an e-mail address (compared in lowercase).
-pub fn email_pk(email: &str) -> String {
-    format!("EMAIL#{}", email.to_lowercase())
+/// Uniqueness item of an e-mail address (compared in lowercase) among the
+/// members `org` made (per organization, as phones).
+pub fn email_pk(org: Uuid, email: &str) -> String {
+    format!("EMAIL#{org}#{}", email.to_lowercase())
 }
 
 /// Truck (organization partition).
@@ -67,9 +68,11 @@ pub fn truck_sk(truck: Uuid) -> String {
     format!("{TRUCK_PREFIX}{truck}")
 }
 pub const TRUCK_PREFIX: &str = "TRUCK#";
-/// Uniqueness item of a plate: its country and normalized form.
-pub fn plate_pk(country: &str, normalized: &str) -> String {
-    format!("PLATE#{country}#{normalized}")
+/// Uniqueness item of a plate in `org`'s fleet: its country and normalized
+/// form. Per organization: a platform-wide item would tell any
+/// organization whether a plate is another's, and let it squat a rival's.
+pub fn plate_pk(org: Uuid, country: &str, normalized: &str) -> String {
+    format!("PLATE#{org}#{country}#{normalized}")
 }
 
 /// Support ticket quota of one API key (see `store/quotas.rs`).

@@ -202,7 +202,8 @@ pub(crate) fn hold_truck(
 
 impl Members<'_> {
     /// Creates a person (profile, phone and e-mail items) with an active
-    /// membership, in one transaction: 409 `phone_conflict`, `email_conflict`.
+    /// membership, in one transaction: 409 `phone_conflict`, `email_conflict`
+    /// when another member of this organization has the phone or address.
     pub async fn add(
         &self,
         org: Uuid,
@@ -241,7 +242,7 @@ impl Members<'_> {
         let mut actions = vec![
             put(
                 table,
-                to_item(&unique(keys::phone_pk(&new.phone), profile_id))?,
+                to_item(&unique(keys::phone_pk(org, &new.phone), profile_id))?,
                 fresh,
             )?,
             put(table, to_item(&profile)?, fresh)?,
@@ -252,7 +253,7 @@ impl Members<'_> {
             conflicts.push((actions.len(), email_conflict));
             actions.push(put(
                 table,
-                to_item(&unique(keys::email_pk(&login.email), profile_id))?,
+                to_item(&unique(keys::email_pk(org, &login.email), profile_id))?,
                 fresh,
             )?);
         }
@@ -430,7 +431,7 @@ impl Members<'_> {
         {
             let old_item = Delete::builder()
                 .table_name(table)
-                .set_key(Some(key(keys::phone_pk(old), UNIQUE_SK)))
+                .set_key(Some(key(keys::phone_pk(org, old), UNIQUE_SK)))
                 .condition_expression("profile_id = :me")
                 .expression_attribute_values(":me", s(profile.to_string()))
                 .build()
@@ -439,7 +440,7 @@ impl Members<'_> {
             conflicts.push((actions.len(), phone_conflict));
             actions.push(put(
                 table,
-                to_item(&unique(keys::phone_pk(new), profile))?,
+                to_item(&unique(keys::phone_pk(org, new), profile))?,
                 Some("attribute_not_exists(pk)"),
             )?);
         }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_all};
+use super::{Store, query_all, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
 
@@ -134,14 +134,8 @@ impl OrgItem {
     }
 }
 
-/// The uniqueness item of `name` among the children of `parent` (or among
-/// top-level organizations).
-fn name_item(
-    table: &str,
-    parent: Option<Uuid>,
-    name: &str,
-    org_id: Uuid,
-) -> ApiResult<TransactWriteItem> {
+/// The uniqueness item of `name` among the children of `parent`.
+fn name_item(table: &str, parent: Uuid, name: &str, org_id: Uuid) -> ApiResult<TransactWriteItem> {
     let item = to_item(&NameItem {
         pk: keys::org_name_pk(parent, &name_key(name)),
         sk: UNIQUE_SK.into(),
@@ -208,16 +202,17 @@ impl Orgs<'_> {
         let store = self.0;
         let at = crate::model::now();
         let item = OrgItem::new(Uuid::now_v7(), new, None, public_api, at);
-        let id = item.id;
-        let actions = vec![
-            put(
-                store.table(),
-                to_item(&item)?,
-                Some("attribute_not_exists(pk)"),
-            )?,
-            name_item(store.table(), None, &new.name, id)?,
-        ];
-        transact(store, actions, &[(1, ApiError::org_name_conflict)]).await?;
+        // Top-level names are not unique (keys::org_name_pk): operators
+        // tell customers apart by id and business code.
+        store
+            .db
+            .put_item()
+            .table_name(store.table())
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(sdk_error)?;
         Ok(item.into_record(Vec::new()).org)
     }
 
@@ -280,7 +275,7 @@ impl Orgs<'_> {
             .map_err(ApiError::internal)?;
         let mut actions = vec![
             put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))?,
-            name_item(table, Some(parent_id), &new.name, id)?,
+            name_item(table, parent_id, &new.name, id)?,
             TransactWriteItem::builder().update(count_child).build(),
             child_item(table, parent_id, &summary)?,
         ];
@@ -369,18 +364,20 @@ impl Orgs<'_> {
                 .build(),
         ];
         let mut conflicts: Vec<Conflict> = vec![(0, raced)];
-        if renamed {
+        // A child's name moves among its siblings; a top-level name is
+        // nobody else's business (no 409 tells whether another uses it).
+        if let (true, Some(parent)) = (renamed, current.parent_id) {
             let old = Delete::builder()
                 .table_name(table)
                 .set_key(Some(key(
-                    keys::org_name_pk(current.parent_id, &name_key(&current.name)),
+                    keys::org_name_pk(parent, &name_key(&current.name)),
                     UNIQUE_SK,
                 )))
                 .build()
                 .map_err(ApiError::internal)?;
             actions.push(TransactWriteItem::builder().delete(old).build());
             conflicts.push((actions.len(), ApiError::org_name_conflict));
-            actions.push(name_item(table, current.parent_id, &updated.name, id)?);
+            actions.push(name_item(table, parent, &updated.name, id)?);
         }
         if let (Some(parent), Some(_)) = (current.parent_id, &changes.name) {
             let summary = ChildOrg {

@@ -67,14 +67,14 @@ struct PlateItem {
 
 fn plate_key(truck: &TruckRecord) -> Item {
     key(
-        keys::plate_pk(truck.country.as_str(), &truck.plate_key),
+        keys::plate_pk(truck.org_id, truck.country.as_str(), &truck.plate_key),
         UNIQUE_SK,
     )
 }
 
 fn plate_item(table: &str, truck: &TruckRecord) -> ApiResult<TransactWriteItem> {
     let item = PlateItem {
-        pk: keys::plate_pk(truck.country.as_str(), &truck.plate_key),
+        pk: keys::plate_pk(truck.org_id, truck.country.as_str(), &truck.plate_key),
         sk: UNIQUE_SK,
         truck_id: truck.id,
     };

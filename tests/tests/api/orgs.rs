@@ -241,7 +241,7 @@ fn taken_name_is_409_and_nothing_is_stored() {
 }
 
 #[test]
-fn names_are_unique_among_siblings_and_among_top_level_organizations_only() {
+fn names_are_unique_among_siblings_only() {
     run(async {
         let t = org().await;
         let other = org().await;
@@ -257,14 +257,14 @@ fn names_are_unique_among_siblings_and_among_top_level_organizations_only() {
         create_child(&t, json!({"name": t.org.name}))
             .await
             .expect(201, None);
-        // Top-level organizations are one scope (the operator's).
+        // Top-level names are not unique: one namespace across customers
+        // would tell each whether another uses a name.
         let store = harness().await.store();
-        let taken = store
+        store
             .orgs()
             .create_top_level(&api_tests::named(&other.org.name.to_lowercase()), true)
             .await
-            .unwrap_err();
-        assert_eq!(taken.code(), "org_name_conflict");
+            .unwrap();
     });
 }
 
@@ -378,39 +378,52 @@ fn patch_updates_writable_fields() {
         // Stored.
         let read = get(&t, t.id()).await;
         assert_eq!(&read.body["data"], data);
-        // Among top-level organizations the old name is free again and the
-        // new one is taken.
-        let store = harness().await.store();
-        store
-            .orgs()
-            .create_top_level(&api_tests::named(&t.org.name), true)
-            .await
-            .unwrap();
-        let taken = store
-            .orgs()
-            .create_top_level(&api_tests::named(&name), true)
-            .await
-            .unwrap_err();
-        assert_eq!(taken.code(), "org_name_conflict");
     });
 }
 
 #[test]
-fn patch_rename_to_a_taken_name_is_409_and_changes_nothing() {
+fn patch_rename_to_a_siblings_name_is_409_and_changes_nothing() {
+    run(async {
+        let t = org().await;
+        let taken = create_child(&t, json!({"name": unique("Sibling")})).await;
+        let taken = taken.body["data"]["name"].as_str().unwrap().to_owned();
+        let child = create_child(&t, json!({"name": unique("Branch"), "city": "Oulu"})).await;
+        let id: Uuid = child.body["data"]["id"].as_str().unwrap().parse().unwrap();
+        let child_key = api_tests::new_key(id, &[shared::auth::Scope::All]).await;
+        let child_org = api_tests::TestOrg {
+            key: child_key,
+            org: serde_json::from_value(child.body["data"].clone()).unwrap(),
+        };
+        patch(
+            &child_org,
+            id,
+            json!({"name": taken.to_uppercase(), "city": "Vaasa"}),
+        )
+        .await
+        .expect(409, Some("org_name_conflict"));
+        let read = get(&t, id).await;
+        assert_eq!(read.body["data"]["city"], "Oulu");
+        // Changing only the letter case keeps the same name.
+        let upper = read.body["data"]["name"].as_str().unwrap().to_uppercase();
+        patch(&child_org, id, json!({"name": upper}))
+            .await
+            .expect(200, None);
+    });
+}
+
+#[test]
+fn a_top_level_rename_never_tells_whether_another_customer_uses_the_name() {
     run(async {
         let t = org().await;
         let other = org().await;
-        patch(&t, t.id(), json!({"name": other.org.name, "city": "Vaasa"}))
-            .await
-            .expect(409, Some("org_name_conflict"));
-        let read = get(&t, t.id()).await;
-        assert_eq!(read.body["data"]["name"], t.org.name);
-        assert_eq!(read.body["data"]["city"], "Helsinki");
-        // Changing only the letter case keeps the same name.
-        let upper = t.org.name.to_uppercase();
-        patch(&t, t.id(), json!({"name": upper}))
-            .await
-            .expect(200, None);
+        let reply = patch(&t, t.id(), json!({"name": other.org.name, "city": "Vaasa"})).await;
+        reply.expect(200, None);
+        assert_eq!(reply.body["data"]["name"], other.org.name);
+        // Both keep working under the one name.
+        assert_eq!(
+            get(&other, other.id()).await.body["data"]["name"],
+            other.org.name
+        );
     });
 }
 

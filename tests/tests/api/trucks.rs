@@ -27,14 +27,14 @@ pub fn plate() -> String {
     format!("T{}-{}", n % 1000, (n / 1000) % 1_000_000)
 }
 
-async fn plate_taken(country: &str, normalized: &str) -> bool {
+async fn plate_taken(org: uuid::Uuid, country: &str, normalized: &str) -> bool {
     let h = harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     db.get_item()
         .table_name(h.store().table())
         .key(
             "pk",
-            shared::store::item::s(shared::store::keys::plate_pk(country, normalized)),
+            shared::store::item::s(shared::store::keys::plate_pk(org, country, normalized)),
         )
         .key("sk", shared::store::item::s("UNIQUE"))
         .consistent_read(true)
@@ -95,7 +95,7 @@ fn create_returns_201_with_the_truck() {
             "create cost {} calls",
             reply.ddb_calls
         );
-        assert!(plate_taken("se", &normalized(&license)).await);
+        assert!(plate_taken(t.id(), "se", &normalized(&license)).await);
         let read = truck(&t, id).await;
         read.expect(200, None);
         assert_eq!(&read.body["data"], d);
@@ -121,7 +121,7 @@ fn org_id_must_be_the_keys_organization() {
         create_truck(&t, json!({"orgId": other.id(), "license": license}))
             .await
             .expect(403, Some("org_id_mismatch"));
-        assert!(!plate_taken("fi", &normalized(&license)).await);
+        assert!(!plate_taken(t.id(), "fi", &normalized(&license)).await);
         assert_eq!(
             send(&t, Method::GET, "/api/v1/trucks", None).await.body["meta"]["count"],
             0
@@ -170,7 +170,7 @@ fn create_validation() {
 }
 
 #[test]
-fn a_plate_is_unique_per_country_in_any_spelling() {
+fn a_plate_is_unique_per_country_in_any_spelling_within_the_fleet() {
     run(async {
         let t = org().await;
         let other = org().await;
@@ -181,11 +181,16 @@ fn a_plate_is_unique_per_country_in_any_spelling() {
             license.replace('-', " "),
             license.replace('-', ""),
         ] {
-            let reply = create_truck(&other, json!({"license": spelling})).await;
+            let reply = create_truck(&t, json!({"license": spelling})).await;
             reply.expect(409, Some("license_conflict"));
         }
         // Another country's plate may read the same.
-        create_truck(&other, json!({"license": license, "country": "ee"}))
+        create_truck(&t, json!({"license": license, "country": "ee"}))
+            .await
+            .expect(201, None);
+        // Another organization's fleet is its own: no 409 tells it whose
+        // plate this is, and nobody can squat a rival's plates.
+        create_truck(&other, json!({"license": license}))
             .await
             .expect(201, None);
         assert_eq!(
@@ -361,7 +366,7 @@ fn list_shows_trucks_in_service_with_their_last_position() {
         )
         .await
         .expect(404, Some("truck_not_found"));
-        assert!(!plate_taken("fi", &normalized(&license)).await);
+        assert!(!plate_taken(t.id(), "fi", &normalized(&license)).await);
         new_truck(&t, json!({"license": license})).await;
     });
 }
@@ -483,20 +488,20 @@ fn patch_moves_the_plate_in_one_transaction() {
         .await
         .expect(409, Some("license_conflict"));
         assert!(
-            plate_taken("fi", &normalized(&old)).await,
+            plate_taken(t.id(), "fi", &normalized(&old)).await,
             "the old plate is still this truck's"
         );
         assert_eq!(truck(&t, &id).await.body["data"]["license"], old);
         let reply = send(&t, Method::PATCH, &path, Some(json!({"license": new}))).await;
         reply.expect(200, None);
-        assert!(!plate_taken("fi", &normalized(&old)).await);
-        assert!(plate_taken("fi", &normalized(&new)).await);
+        assert!(!plate_taken(t.id(), "fi", &normalized(&old)).await);
+        assert!(plate_taken(t.id(), "fi", &normalized(&new)).await);
         // A country change moves it too.
         send(&t, Method::PATCH, &path, Some(json!({"country": "ee"})))
             .await
             .expect(200, None);
-        assert!(!plate_taken("fi", &normalized(&new)).await);
-        assert!(plate_taken("ee", &normalized(&new)).await);
+        assert!(!plate_taken(t.id(), "fi", &normalized(&new)).await);
+        assert!(plate_taken(t.id(), "ee", &normalized(&new)).await);
         // The old plate is free for anyone.
         new_truck(&t, json!({"license": old})).await;
     });
