@@ -1,6 +1,12 @@
 //! The webhook queue: what is sent on it (an announcement of an outbox
 //! record, or one delivery to make) and the few SQS calls the API, the
 //! dispatcher and the local poller make on it.
+//!
+//! Every message is sent with its organization as `MessageGroupId`: on a
+//! standard queue that makes it an SQS fair queue, which serves other
+//! organizations' messages first while one organization has a backlog (a
+//! burst of deliveries to slow receivers), so one tenant's webhooks do not
+//! hold everyone's delivery slots. It imposes no order.
 
 use std::time::Duration;
 
@@ -65,28 +71,32 @@ impl WebhookQueue {
             .ok_or_else(|| ApiError::internal("WEBHOOK_QUEUE_URL is not set"))
     }
 
-    pub async fn send(&self, message: &QueueMessage) -> ApiResult<()> {
+    /// Sends `message` of organization `org`.
+    pub async fn send(&self, org: Uuid, message: &QueueMessage) -> ApiResult<()> {
         self.sqs
             .send_message()
             .queue_url(self.url()?)
             .message_body(message.body())
+            .message_group_id(org.to_string())
             .send()
             .await
             .map_err(sqs_error)?;
         Ok(())
     }
 
-    /// Sends `messages` ten to a call; an entry SQS refused is an error.
-    pub async fn send_all(&self, messages: &[QueueMessage]) -> ApiResult<()> {
+    /// Sends `messages`, each of its organization, ten to a call; an entry
+    /// SQS refused is an error.
+    pub async fn send_all(&self, messages: &[(Uuid, QueueMessage)]) -> ApiResult<()> {
         let url = self.url()?;
         for chunk in messages.chunks(SEND_BATCH) {
             let entries = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, message)| {
+                .map(|(i, (org, message))| {
                     SendMessageBatchRequestEntry::builder()
                         .id(i.to_string())
                         .message_body(message.body())
+                        .message_group_id(org.to_string())
                         .build()
                         .map_err(ApiError::internal)
                 })
@@ -150,6 +160,9 @@ impl WebhookQueue {
             .max_number_of_messages(max.clamp(1, 10))
             .message_system_attribute_names(
                 aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId,
             )
             .send()
             .await

@@ -150,28 +150,38 @@ impl Dispatcher {
             return Ok(0);
         };
         let hooks = store.webhooks().list(outbox.org_id).await?;
-        let mut queued = Vec::new();
-        for hook in hooks.iter().filter(|hook| hook.event == outbox.event) {
-            let delivery = DeliveryRecord::new(
-                outbox.id,
-                hook.id,
-                outbox.org_id,
-                outbox.surplus_id,
-                &outbox.event,
-            );
-            let fresh = store.deliveries().create(&delivery).await?
-                || store
-                    .deliveries()
-                    .get(delivery.id)
-                    .await?
-                    .is_some_and(|d| d.attempts == 0 && d.status == DeliveryStatus::Pending);
-            if fresh {
-                queued.push(QueueMessage::Deliver {
-                    delivery_id: delivery.id,
+        // One delivery per webhook (at most `MAX_WEBHOOKS`), made at once.
+        let outbox = &outbox;
+        let made = hooks
+            .iter()
+            .filter(|hook| hook.event == outbox.event)
+            .map(|hook| async move {
+                let delivery = DeliveryRecord::new(
+                    outbox.id,
+                    hook.id,
+                    outbox.org_id,
+                    outbox.surplus_id,
+                    &outbox.event,
+                );
+                let fresh =
+                    store.deliveries().create(&delivery).await?
+                        || store.deliveries().get(delivery.id).await?.is_some_and(|d| {
+                            d.attempts == 0 && d.status == DeliveryStatus::Pending
+                        });
+                ApiResult::Ok(fresh.then_some(delivery.id))
+            });
+        let queued: Vec<(Uuid, QueueMessage)> = futures::future::try_join_all(made)
+            .await?
+            .into_iter()
+            .flatten()
+            .map(|delivery_id| {
+                let message = QueueMessage::Deliver {
+                    delivery_id,
                     manual: false,
-                });
-            }
-        }
+                };
+                (outbox.org_id, message)
+            })
+            .collect();
         self.state.queue.send_all(&queued).await?;
         store.outbox().mark_dispatched(outbox.id).await?;
         Ok(queued.len())
@@ -331,10 +341,13 @@ impl Dispatcher {
             .outbox()
             .undispatched(self.policy.sweep_hours, settle)
             .await?;
-        let messages: Vec<QueueMessage> = unsent
+        let messages: Vec<(Uuid, QueueMessage)> = unsent
             .iter()
-            .map(|record| QueueMessage::Announce {
-                outbox_id: record.id,
+            .map(|record| {
+                let announce = QueueMessage::Announce {
+                    outbox_id: record.id,
+                };
+                (record.org_id, announce)
             })
             .collect();
         self.state.queue.send_all(&messages).await?;

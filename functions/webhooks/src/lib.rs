@@ -130,10 +130,13 @@ async fn retry(
     webhook?;
     let delivery = delivery?;
     ctx.queue
-        .send(&QueueMessage::Deliver {
-            delivery_id,
-            manual: true,
-        })
+        .send(
+            ctx.org_id,
+            &QueueMessage::Deliver {
+                delivery_id,
+                manual: true,
+            },
+        )
         .await?;
     Ok((
         StatusCode::ACCEPTED,

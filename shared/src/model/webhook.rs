@@ -15,6 +15,10 @@ pub const SURPLUS_DELIVERED: &str = "surplus.delivered";
 pub const SURPLUS_CREATED: &str = "surplus.created";
 /// Longest accepted URL, in bytes.
 pub const MAX_URL: usize = 2048;
+/// Webhooks an organization may have: each delivered load is one attempt
+/// per webhook, so the cap bounds what one organization's announcement
+/// costs everyone's dispatcher.
+pub const MAX_WEBHOOKS: u32 = 20;
 
 /// How a receiver recognises a delivery: an HMAC-SHA256 of the body keyed
 /// with the secret, or the secret itself as a bearer token.

@@ -1,15 +1,19 @@
 //! Webhooks (`ORG#<org>` / `WEBHOOK#<id>`) and their uniqueness per
 //! organization, event and URL (`WEBHOOK#<org>#<event>#<sha256(url)>` /
-//! `UNIQUE`), written and removed together in one transaction.
+//! `UNIQUE`), written and removed together in one transaction with the
+//! organization's count of them (`webhooks` on its item, at most
+//! `MAX_WEBHOOKS`).
 
 use uuid::Uuid;
 
-use super::item::{from_item, key, to_item};
-use super::keys::{self, UNIQUE_SK, WEBHOOK_PREFIX};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+
+use super::item::{from_item, key, n, to_item};
+use super::keys::{self, ORG_SK, UNIQUE_SK, WEBHOOK_PREFIX};
 use super::tx::{delete, put, transact};
 use super::{Store, query_records};
 use crate::error::{ApiError, ApiResult};
-use crate::model::webhook::WebhookRecord;
+use crate::model::webhook::{MAX_WEBHOOKS, WebhookRecord};
 
 pub struct Webhooks<'a>(pub(super) &'a Store);
 
@@ -18,6 +22,35 @@ pub fn webhook_not_found() -> ApiError {
         code: "webhook_not_found",
         message: "no webhook of this organization has this id",
     }
+}
+
+fn webhook_limit_reached() -> ApiError {
+    ApiError::Conflict {
+        code: "webhook_limit_reached",
+        message: format!(
+            "this organization has {MAX_WEBHOOKS} webhooks, the most it may have; delete one first"
+        ),
+    }
+}
+
+/// The organization's webhook count moved by `by` (+1 within the cap, -1).
+fn count(table: &str, org: Uuid, by: i64) -> ApiResult<TransactWriteItem> {
+    let mut update = Update::builder()
+        .table_name(table)
+        .set_key(Some(key(keys::org_pk(org), ORG_SK)))
+        .update_expression("ADD webhooks :by")
+        .expression_attribute_values(":by", n(by));
+    update = if by > 0 {
+        update
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(webhooks) OR webhooks < :cap)",
+            )
+            .expression_attribute_values(":cap", n(MAX_WEBHOOKS))
+    } else {
+        update.condition_expression("attribute_exists(pk)")
+    };
+    let update = update.build().map_err(ApiError::internal)?;
+    Ok(TransactWriteItem::builder().update(update).build())
 }
 
 fn webhook_already_exists() -> ApiError {
@@ -48,7 +81,8 @@ fn unique_key(record: &WebhookRecord) -> String {
 
 impl Webhooks<'_> {
     /// Stores a new webhook; 409 `webhook_already_exists` when the
-    /// organization has one for the same event and URL.
+    /// organization has one for the same event and URL,
+    /// `webhook_limit_reached` when it has `MAX_WEBHOOKS`.
     pub async fn create(&self, record: &WebhookRecord) -> ApiResult<()> {
         let table = self.0.table();
         let item = WebhookItem {
@@ -64,8 +98,13 @@ impl Webhooks<'_> {
         let actions = vec![
             put(table, to_item(&item)?, Some("attribute_not_exists(pk)"))?,
             put(table, to_item(&unique)?, Some("attribute_not_exists(pk)"))?,
+            count(table, record.org_id, 1)?,
         ];
-        transact(self.0, actions, &[(1, webhook_already_exists)]).await
+        let conflicts = [
+            (1, webhook_already_exists as fn() -> ApiError),
+            (2, webhook_limit_reached),
+        ];
+        transact(self.0, actions, &conflicts).await
     }
 
     /// The organization's webhooks, oldest first.
@@ -103,6 +142,7 @@ impl Webhooks<'_> {
                 Some("attribute_exists(pk)"),
             )?,
             delete(table, key(unique_key(&record), UNIQUE_SK), None)?,
+            count(table, org, -1)?,
         ];
         transact(self.0, actions, &[(0, webhook_not_found)]).await?;
         Ok(record)

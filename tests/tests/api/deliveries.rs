@@ -439,8 +439,9 @@ fn racing_deliveries_and_repeated_announcements_make_one_post() {
         let again = shared::queue::QueueMessage::Announce {
             outbox_id: ours[0].id,
         };
-        stack.state.queue.send(&again).await.unwrap();
-        stack.state.queue.send(&again).await.unwrap();
+        let org = ours[0].org_id;
+        stack.state.queue.send(org, &again).await.unwrap();
+        stack.state.queue.send(org, &again).await.unwrap();
 
         stack.drain().await;
 
@@ -938,5 +939,40 @@ fn a_claim_tells_an_attempt_in_flight_from_a_delivery_owned_elsewhere() {
         // An unknown delivery is nothing to do.
         let unknown = deliveries.claim(ids(), None, lease).await.unwrap();
         assert!(matches!(unknown, Claim::Done));
+    });
+}
+
+#[test]
+fn every_queue_message_is_grouped_by_its_organization() {
+    run(async {
+        // SQS fair queues: the group is the tenant, so one organization's
+        // backlog does not hold the others' messages.
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![]).await;
+        webhook_and_delivered_load(&stack, &t, &receiver).await;
+        let group = |message: &aws_sdk_sqs::types::Message| {
+            message
+                .attributes()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
+                })
+                .cloned()
+                .unwrap_or_default()
+        };
+        // The announcement of the delivery.
+        let announced = stack.state.queue.receive(10).await.unwrap();
+        assert_eq!(announced.len(), 1);
+        assert_eq!(group(&announced[0]), t.id().to_string());
+        let body: shared::queue::QueueMessage =
+            serde_json::from_str(announced[0].body().unwrap()).unwrap();
+        let shared::queue::QueueMessage::Announce { outbox_id } = body else {
+            panic!("an announcement: {body:?}");
+        };
+        // Its fan-out: one delivery per webhook.
+        assert_eq!(stack.dispatcher.announce(outbox_id).await.unwrap(), 1);
+        let delivering = stack.state.queue.receive(10).await.unwrap();
+        assert_eq!(delivering.len(), 1);
+        assert_eq!(group(&delivering[0]), t.id().to_string());
     });
 }

@@ -224,3 +224,42 @@ fn another_organization_never_sees_or_deletes_a_webhook() {
         assert_eq!(ids(&list(&t).await), [id]);
     });
 }
+
+#[test]
+fn an_organization_has_at_most_20_webhooks() {
+    run(async {
+        let t = org().await;
+        let url = |i: usize| format!("{URL}/{i}");
+        for i in 0..20 {
+            register(&t, json!({"event": "surplus.delivered", "url": url(i)}))
+                .await
+                .expect(201, None);
+        }
+        register(&t, json!({"event": "surplus.delivered", "url": url(20)}))
+            .await
+            .expect(409, Some("webhook_limit_reached"));
+        let listed = list(&t).await;
+        assert_eq!(listed.body["meta"]["count"], 20);
+        // Deleting one makes room for one.
+        let first = ids(&listed)[0].clone();
+        send(
+            &t,
+            Method::DELETE,
+            &format!("/api/v1/webhooks/{first}"),
+            None,
+        )
+        .await
+        .expect(200, None);
+        register(&t, json!({"event": "surplus.delivered", "url": url(20)}))
+            .await
+            .expect(201, None);
+        register(&t, json!({"event": "surplus.delivered", "url": url(21)}))
+            .await
+            .expect(409, Some("webhook_limit_reached"));
+        // Another organization counts its own.
+        let other = org().await;
+        register(&other, json!({"event": "surplus.delivered", "url": url(0)}))
+            .await
+            .expect(201, None);
+    });
+}
