@@ -56,6 +56,18 @@ pub struct RateLimitConfig {
     pub window: Duration,
 }
 
+/// Failed requests (admitted, answered other than 2xx) a key may make in
+/// one fixed window, as a multiple of `limit`: failures give their budget
+/// slot back, so without a ceiling of their own they would be unlimited.
+pub const FAILURES_PER_LIMIT: u32 = 5;
+
+impl RateLimitConfig {
+    /// The ceiling of failed requests per key and window.
+    pub fn failure_limit(&self) -> u32 {
+        self.limit.saturating_mul(FAILURES_PER_LIMIT)
+    }
+}
+
 /// The geocoding provider (Google's Geocoding API): configured when a key
 /// is given.
 #[derive(Clone, Debug)]

@@ -11,6 +11,13 @@
 //! refused by the weighted estimate is taken back at once, so a 429 never
 //! spends budget.
 //!
+//! Failures have a ceiling of their own (`RateLimitConfig::failure_limit`,
+//! five times the limit, in one fixed window): the slot a failure gives
+//! back is counted as a failure in the same write, and the admitting
+//! write refuses a key whose window holds that many (429, `Retry-After`
+//! the window's end), so 404 loops, paid provider calls that fail and
+//! password hashes that end in a 409 are bounded per key.
+//!
 //! The headers: `X-RateLimit-Remaining` is the budget left after this
 //! request; `X-RateLimit-Reset` is the Unix time at which, with no further
 //! requests, none of the key's requests so far counts any more (the full
@@ -37,6 +44,9 @@ pub struct RateLimitDecision {
     pub reset: u64,
     /// Seconds until the next request is admitted (refused requests).
     pub retry_after: u64,
+    /// Refused because the key's failed requests reached their ceiling
+    /// (`RateLimitConfig::failure_limit`) in this window.
+    pub failures: bool,
 }
 
 /// A slot counted for an admitted request, given back unless it succeeds.
@@ -57,6 +67,7 @@ impl RateLimitDecision {
             remaining: config.limit,
             reset: window.end(),
             retry_after: 0,
+            failures: false,
         }
     }
 
@@ -165,6 +176,7 @@ fn decision(
         remaining: config.limit.saturating_sub(estimate),
         reset: window.reset(current),
         retry_after: 0,
+        failures: false,
     }
 }
 
@@ -196,6 +208,20 @@ pub async fn settle(
         }
     };
     let (current, previous) = (found.current, found.previous);
+    if !found.counted && found.failed >= config.failure_limit() {
+        // Too many failed requests: nothing more until this window ends.
+        let wait = window.len - window.elapsed;
+        return Ok((
+            RateLimitDecision {
+                allowed: false,
+                remaining: 0,
+                retry_after: wait.div_ceil(1000).max(1),
+                failures: true,
+                ..decision(config, window, current, previous)
+            },
+            None,
+        ));
+    }
     if !found.counted {
         // The key may make the request, so what refused it was the window.
         return Ok((refused(current.max(limit), previous), None));
@@ -223,11 +249,12 @@ pub fn standing(config: &RateLimitConfig, window: Window, found: &KeyState) -> R
     decision(config, window, found.current, found.previous)
 }
 
-/// Gives back the slot of a request that did not succeed.
+/// Gives back the slot of a request that did not succeed, and counts it
+/// against the key's ceiling of failed requests.
 pub async fn release(store: &Store, reservation: Reservation) -> ApiResult<()> {
     store
         .api_keys()
-        .uncount(&reservation.key, reservation.window)
+        .failed(&reservation.key, reservation.window)
         .await
 }
 

@@ -362,6 +362,35 @@ pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
     key
 }
 
+/// The id of `t`'s key.
+pub async fn key_id(t: &TestOrg) -> uuid::Uuid {
+    let hash = shared::auth::key::KeyHash::of(&t.key).to_hex();
+    let keys = harness().await.store().api_keys().list(t.id()).await;
+    keys.expect("the keys")
+        .into_iter()
+        .find(|k| k.key_hash == hash)
+        .expect("the key's summary")
+        .key_id
+}
+
+/// Sets the uses of `t`'s key's current window of `quota` to `used`, as
+/// that many requests would have.
+pub async fn use_quota(t: &TestOrg, quota: &shared::model::quota::KeyQuota, used: u32) {
+    let h = harness().await;
+    let period = u64::try_from(quota.period.as_millis()).unwrap();
+    let window = shared::model::now().unix_millis() / period;
+    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let pk = shared::store::keys::key_quota_pk(quota.kind, key_id(t).await);
+    db.put_item()
+        .table_name(h.store().table())
+        .item("pk", shared::store::item::s(pk))
+        .item("sk", shared::store::item::s(format!("W#{window}")))
+        .item("uses", shared::store::item::n(used))
+        .send()
+        .await
+        .expect("quota item");
+}
+
 /// A request with `t`'s key and, if given, a JSON body.
 pub async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {
     let mut c = call(method, path).key(&t.key);

@@ -12,6 +12,7 @@ use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::model::geocode::{GeocodeRequest, GeocodeResult};
+use shared::model::quota::GEOCODING;
 use shared::{ApiError, ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -23,7 +24,8 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// POST /api/v1/geocode — read:data — `address`, or `street_address` +
-/// `postal_code` + `city`; 404 `geocode_not_found`, 503
+/// `postal_code` + `city`; 404 `geocode_not_found`, 429
+/// `geocode_rate_limited` (200 an hour per key), 503
 /// `geocode_not_configured`, 502 `geocode_provider_error`, 504
 /// `geocode_timeout`.
 async fn geocode(
@@ -37,5 +39,7 @@ async fn geocode(
             message: "geocoding is not configured in this deployment",
         });
     }
+    // Every provider call costs, found or not: counted before it is made.
+    ctx.spend(&GEOCODING).await?;
     Ok(Json(Data(google::geocode(&ctx, &query).await?)))
 }

@@ -17,6 +17,7 @@ use shared::http::query::QueryParams;
 use shared::model::member::{
     CreateMember, ListMembers, Member, MemberChanges, PatchMember, PutRole, Role,
 };
+use shared::model::quota::PASSWORD_HASHING;
 use shared::store::members::{Membership, StoredLogin};
 use shared::{ApiResult, AppState};
 
@@ -50,7 +51,9 @@ async fn list(
     Ok(Json(List(members.iter().map(Membership::view).collect())))
 }
 
-/// POST /api/v1/members — write:data — 201; 409 `phone_conflict`, `email_conflict`.
+/// POST /api/v1/members — write:data — 201; 409 `phone_conflict`,
+/// `email_conflict`; 429 `password_rate_limited` (100 with a password an
+/// hour per key).
 async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateMember>,
@@ -59,6 +62,8 @@ async fn create(
     let login = match &new.login {
         None => None,
         Some(login) => {
+            // Each hash costs CPU and memory, created or not: counted first.
+            ctx.spend(&PASSWORD_HASHING).await?;
             let plain = login.password.clone();
             let password_hash = tokio::task::spawn_blocking(move || password::hash(&plain))
                 .await

@@ -57,7 +57,8 @@ where
         // counts the request at once; a plain read where nothing may count.
         let keys = state.store.api_keys();
         let found = if limits.enabled && config.public_api_enabled {
-            keys.admit(&hash, S::SCOPE, window.index, limits.limit, at)
+            let failures = limits.failure_limit();
+            keys.admit(&hash, S::SCOPE, window.index, limits.limit, failures, at)
                 .await?
         } else {
             keys.read(&hash, window.index).await?
@@ -89,6 +90,14 @@ where
                 s.reserve(reservation);
             }
         }
+        if decision.failures {
+            return Err(ApiError::QuotaExceeded {
+                code: "rate_limited",
+                message: "this key made too many failed requests in this minute",
+                retry_after: decision.retry_after,
+            }
+            .into());
+        }
         if !decision.allowed {
             return Err(ApiError::RateLimited {
                 retry_after: decision.retry_after,
@@ -104,5 +113,35 @@ where
             state,
             _scope: PhantomData,
         })
+    }
+}
+
+impl<S> Ctx<S> {
+    /// Spends one use of `quota` for this request's key: 429 with the
+    /// quota's code (and `Retry-After`) when the key has none left in the
+    /// current window. Call it just before the work the quota bounds.
+    pub async fn spend(&self, quota: &crate::model::quota::KeyQuota) -> Result<u32, ApiError> {
+        use crate::store::quotas::{Counted, WindowQuota};
+        let counted = self
+            .state
+            .store
+            .quotas()
+            .count(
+                &WindowQuota {
+                    pk: crate::store::keys::key_quota_pk(quota.kind, self.key_id),
+                    uses: quota.uses,
+                    period: quota.period,
+                },
+                crate::model::now().unix_millis(),
+            )
+            .await?;
+        match counted {
+            Counted::Within { remaining } => Ok(remaining),
+            Counted::Full { retry_after } => Err(ApiError::QuotaExceeded {
+                code: quota.code,
+                message: quota.message,
+                retry_after,
+            }),
+        }
     }
 }

@@ -14,6 +14,7 @@ pub mod open_hours;
 pub mod org;
 pub mod patch;
 pub mod place;
+pub mod quota;
 pub mod receiving_point;
 pub mod report;
 pub mod site;

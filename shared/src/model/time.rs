@@ -24,6 +24,11 @@ impl Timestamp {
     pub fn unix(&self) -> i64 {
         self.0.timestamp()
     }
+
+    /// Unix milliseconds (0 before 1970).
+    pub fn unix_millis(&self) -> u64 {
+        u64::try_from(self.0.timestamp_millis()).unwrap_or(0)
+    }
 }
 
 impl From<DateTime<Utc>> for Timestamp {

@@ -152,8 +152,8 @@ impl ApiKeys<'_> {
     /// Admits one request of the key with hash `hash` (one conditional
     /// UpdateItem): counts it in window `window` only if the key exists, is
     /// neither revoked nor expired at `now`, its organization is active and
-    /// entitled, it has scope `needed`, and the window holds fewer than
-    /// `cap` requests. Answers with the key and its counters either way (as
+    /// entitled, it has scope `needed`, the window holds fewer than `cap`
+    /// requests and fewer than `failure_cap` failed ones. Answers with the key and its counters either way (as
     /// written when counted, as they stood when not); an unknown key is
     /// answered `record: None` and nothing is written.
     pub async fn admit(
@@ -162,6 +162,7 @@ impl ApiKeys<'_> {
         needed: Scope,
         window: u64,
         cap: u32,
+        failure_cap: u32,
         now: Timestamp,
     ) -> ApiResult<KeyState> {
         let store = self.0;
@@ -174,10 +175,13 @@ impl ApiKeys<'_> {
                  AND (attribute_not_exists(org_active) OR org_active = :yes) \
                  AND public_api = :yes \
                  AND (contains(scopes, :scope) OR contains(scopes, :all)) \
-                 AND (attribute_not_exists(#now) OR #now < :cap)",
+                 AND (attribute_not_exists(#now) OR #now < :cap) \
+                 AND (attribute_not_exists(#failed) OR #failed < :failure_cap)",
             )
             .expression_attribute_names("#now", counter(window))
             .expression_attribute_names("#old", counter(window.saturating_sub(2)))
+            .expression_attribute_names("#failed", failures(window))
+            .expression_attribute_values(":failure_cap", n(failure_cap))
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":at", timestamp(now))
             .expression_attribute_values(":yes", AttributeValue::Bool(true))
@@ -210,8 +214,8 @@ impl ApiKeys<'_> {
         KeyState::of(item, window, false)
     }
 
-    /// Takes back one request counted in `window` (its answer was not a
-    /// success, or the sliding estimate refused it).
+    /// Takes back one request counted in `window` (the sliding estimate
+    /// refused it).
     pub async fn uncount(&self, hash: &KeyHash, window: u64) -> ApiResult<()> {
         let store = self.0;
         unless_condition_failed(
@@ -221,6 +225,25 @@ impl ApiKeys<'_> {
                 .condition_expression("#now > :zero")
                 .expression_attribute_names("#now", counter(window))
                 .expression_attribute_values(":minus_one", n(-1))
+                .expression_attribute_values(":zero", n(0))
+                .send()
+                .await,
+        )
+    }
+
+    /// Takes back one request counted in `window` whose answer was not a
+    /// success, and counts it as failed there instead (one UpdateItem).
+    pub async fn failed(&self, hash: &KeyHash, window: u64) -> ApiResult<()> {
+        let store = self.0;
+        unless_condition_failed(
+            store
+                .update(keys::api_key_pk(hash), API_KEY_SK)
+                .update_expression("ADD #now :minus_one, #failed :one")
+                .condition_expression("#now > :zero")
+                .expression_attribute_names("#now", counter(window))
+                .expression_attribute_names("#failed", failures(window))
+                .expression_attribute_values(":minus_one", n(-1))
+                .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":zero", n(0))
                 .send()
                 .await,
@@ -377,16 +400,22 @@ pub struct KeyState {
     pub record: Option<ApiKeyRecord>,
     pub current: u32,
     pub previous: u32,
+    /// Failed requests in the current window.
+    pub failed: u32,
     pub counted: bool,
 }
 
 impl KeyState {
     fn of(item: Option<Item>, window: u64, counted: bool) -> ApiResult<Self> {
-        let count = |item: &Item, w: u64| {
-            u32::try_from(get_u64(item, &counter(w)).unwrap_or(0)).unwrap_or(u32::MAX)
+        let count = |item: &Item, name: String| {
+            u32::try_from(get_u64(item, &name).unwrap_or(0)).unwrap_or(u32::MAX)
         };
-        let (current, previous) = item.as_ref().map_or((0, 0), |item| {
-            (count(item, window), count(item, window.saturating_sub(1)))
+        let (current, previous, failed) = item.as_ref().map_or((0, 0, 0), |item| {
+            (
+                count(item, counter(window)),
+                count(item, counter(window.saturating_sub(1))),
+                count(item, failures(window)),
+            )
         });
         let record = item
             .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
@@ -395,6 +424,7 @@ impl KeyState {
             record,
             current,
             previous,
+            failed,
             counted,
         })
     }
@@ -405,13 +435,21 @@ fn counter(window: u64) -> String {
     format!("c{window}")
 }
 
-/// Counters of windows older than the previous one.
+/// The failed-requests counter of window `window`.
+fn failures(window: u64) -> String {
+    format!("f{window}")
+}
+
+/// Counters of windows older than the previous one (failures: older than
+/// this one).
 fn stale_counters(item: &Item, window: u64) -> Vec<String> {
     item.keys()
         .filter(|name| {
-            name.strip_prefix('c')
-                .and_then(|w| w.parse::<u64>().ok())
-                .is_some_and(|w| w + 1 < window)
+            let of = |prefix: char| {
+                name.strip_prefix(prefix)
+                    .and_then(|w| w.parse::<u64>().ok())
+            };
+            of('c').is_some_and(|w| w + 1 < window) || of('f').is_some_and(|w| w < window)
         })
         .cloned()
         .collect()
@@ -430,12 +468,24 @@ mod tests {
 
     #[test]
     fn only_counters_before_the_previous_window_are_stale() {
-        let item: Item = ["c7", "c8", "c9", "c10", "ttl", "pk", "sk", "created_at"]
-            .into_iter()
-            .map(|k| (k.to_owned(), n(1)))
-            .collect();
+        let item: Item = [
+            "c7",
+            "c8",
+            "c9",
+            "c10",
+            "f9",
+            "f10",
+            "ttl",
+            "pk",
+            "sk",
+            "created_at",
+            "fp",
+        ]
+        .into_iter()
+        .map(|k| (k.to_owned(), n(1)))
+        .collect();
         let mut stale = stale_counters(&item, 10);
         stale.sort();
-        assert_eq!(stale, vec!["c7", "c8"]);
+        assert_eq!(stale, vec!["c7", "c8", "f9"]);
     }
 }

@@ -80,6 +80,12 @@ pub fn support_quota_pk(key_id: Uuid) -> String {
     format!("SUPPORT#{key_id}")
 }
 pub const QUOTA_SK: &str = "QUOTA";
+/// A fixed-window quota of one API key (`store/quotas.rs`, `WindowQuota`):
+/// `kind` names what it counts (`geocode`, `password`); one item per
+/// window (`W#<window>`).
+pub fn key_quota_pk(kind: &str, key_id: Uuid) -> String {
+    format!("QUOTA#{kind}#{key_id}")
+}
 
 /// Idempotency records of one API key (see `store/idempotency.rs`), one
 /// per `Idempotency-Key`, named by the key's SHA-256 so any printable key

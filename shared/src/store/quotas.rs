@@ -1,5 +1,13 @@
-//! Exact quotas: at most `uses` uses per sliding `period` for one subject
-//! (the support tickets of an API key). The quota's item holds one slot
+//! Exact quotas of one subject (an API key). Two kinds:
+//!
+//! * `Quota`: at most `uses` uses per sliding `period` (support tickets,
+//!   five an hour), with slots, below;
+//! * `WindowQuota`: at most `uses` uses per fixed `period` window, one
+//!   conditional `ADD` on the window's item: for larger counts (geocoding
+//!   calls, password hashes), where a burst of twice the quota across a
+//!   window's edge is harmless and a slot per use would not fit an item.
+//!
+//! Slots: The quota's item holds one slot
 //! per use (`s0`, `s1`, ...), each the time of the use that holds it; a
 //! slot older than the period is free again. A use takes a free slot with
 //! one conditional UpdateItem, so concurrent requests never take more
@@ -62,7 +70,61 @@ impl Quota {
     }
 }
 
+/// A fixed-window quota of one subject: at most `uses` uses in each
+/// `period` (windows aligned to the Unix epoch).
+#[derive(Clone, Debug)]
+pub struct WindowQuota {
+    /// The quota's partition key (`keys::key_quota_pk`).
+    pub pk: String,
+    pub uses: u32,
+    pub period: Duration,
+}
+
+/// What `Quotas::count` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// This use was counted; `remaining` more fit in the window.
+    Within { remaining: u32 },
+    /// The window is full; the next one starts in `retry_after` seconds.
+    Full { retry_after: u64 },
+}
+
 impl Quotas<'_> {
+    /// Counts one use of `quota` at `now` (Unix milliseconds), unless its
+    /// window is full: one conditional UpdateItem, so concurrent uses never
+    /// pass the quota.
+    pub async fn count(&self, quota: &WindowQuota, now: u64) -> ApiResult<Counted> {
+        let store = self.0;
+        let period = u64::try_from(quota.period.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let window = now / period;
+        let ends = (window + 1) * period;
+        let result = store
+            .update(quota.pk.clone(), format!("W#{window}"))
+            .update_expression("ADD #uses :one SET #ttl = :ttl")
+            .condition_expression("attribute_not_exists(#uses) OR #uses < :cap")
+            .expression_attribute_names("#uses", "uses")
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":cap", n(quota.uses))
+            .expression_attribute_values(":ttl", n(ends.div_ceil(1000) + quota.period.as_secs()))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        Ok(match new_or_old(result)? {
+            Ok(item) => {
+                let used = u32::try_from(get_u64(&item, "uses").unwrap_or(0)).unwrap_or(u32::MAX);
+                Counted::Within {
+                    remaining: quota.uses.saturating_sub(used),
+                }
+            }
+            Err(_) => Counted::Full {
+                retry_after: (ends - now).div_ceil(1000).max(1),
+            },
+        })
+    }
+
     /// Takes a slot of `quota` for a use at `now` (Unix milliseconds).
     pub async fn reserve(&self, quota: &Quota, now: u64) -> ApiResult<Reserved> {
         let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);

@@ -288,3 +288,32 @@ fn geocoding_needs_read_data() {
         assert_eq!(provider.count(), 0);
     });
 }
+
+#[test]
+fn a_key_makes_at_most_200_geocoding_calls_an_hour_found_or_not() {
+    run(async {
+        let provider = StandIn::start(|_, _| google_zero_results()).await;
+        let api = configured(&provider, Duration::from_secs(5)).await;
+        let t = org().await;
+        let body = json!({"address": "Nowhere 1"});
+        api_tests::use_quota(&t, &shared::model::quota::GEOCODING, 198).await;
+        for _ in 0..2 {
+            geocode(&api, &t, body.clone())
+                .await
+                .expect(404, Some("geocode_not_found"));
+        }
+        let refused = geocode(&api, &t, body.clone()).await;
+        refused.expect(429, Some("geocode_rate_limited"));
+        let wait: u64 = refused.header("retry-after").parse().unwrap();
+        assert!((1..=3600).contains(&wait), "{wait}");
+        assert_eq!(provider.count(), 2, "the refused call reached no provider");
+        // Another key of the organization has its own quota.
+        let other = TestOrg {
+            key: new_key(t.id(), &[Scope::ReadData]).await,
+            org: t.org.clone(),
+        };
+        geocode(&api, &other, body)
+            .await
+            .expect(404, Some("geocode_not_found"));
+    });
+}

@@ -539,3 +539,37 @@ fn leaving_or_ceasing_to_drive_releases_the_truck() {
         assert_eq!(truck_driver(&t, &truck).await, json!(driver.profile_id));
     });
 }
+
+#[test]
+fn a_key_hashes_at_most_100_passwords_an_hour_created_or_not() {
+    run(async {
+        let t = org().await;
+        let with_password = |phone: &str| {
+            let mut b = body(phone);
+            b["email"] = json!(format!("{}@example.com", Uuid::new_v4()));
+            b["password"] = json!("correct horse battery");
+            b
+        };
+        api_tests::use_quota(&t, &shared::model::quota::PASSWORD_HASHING, 98).await;
+        let taken = unique_phone();
+        create_member(&t, with_password(&taken))
+            .await
+            .expect(201, None);
+        // A 409 after the hash still spent it.
+        create_member(&t, with_password(&taken))
+            .await
+            .expect(409, Some("phone_conflict"));
+        let refused = create_member(&t, with_password(&unique_phone())).await;
+        refused.expect(429, Some("password_rate_limited"));
+        assert!(!refused.header("retry-after").is_empty());
+        // Members without a password are not held back, and nothing of the
+        // refused one was stored.
+        create_member(&t, body(&unique_phone()))
+            .await
+            .expect(201, None);
+        assert_eq!(
+            list(&t, "?include_inactive=true").await.body["meta"]["count"],
+            2
+        );
+    });
+}

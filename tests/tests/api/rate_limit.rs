@@ -270,3 +270,34 @@ fn a_client_that_waits_retry_after_is_admitted() {
         }
     });
 }
+
+#[test]
+fn failed_requests_have_a_ceiling_of_their_own() {
+    run(async {
+        let t = org().await;
+        let other = org().await;
+        let h = harness().await;
+        away_from_window_edge(60, 15).await;
+        // A limit of 2: failed requests stop at 5 x 2 = 10 a window.
+        let small = h.router_with(|c| c.rate_limit.limit = 2);
+        let missing = format!("/api/v1/orgs/{}", uuid::Uuid::now_v7());
+        let get = |key: &str, path: &str| call(Method::GET, path).key(key).send_to(&small);
+        for _ in 0..10 {
+            let reply = get(&t.key, &missing).await;
+            reply.expect(404, Some("org_not_found"));
+            assert_eq!(reply.header("x-ratelimit-remaining"), "2");
+        }
+        let refused = get(&t.key, &missing).await;
+        refused.expect(429, Some("rate_limited"));
+        assert!(refused.body["message"].as_str().unwrap().contains("failed"));
+        assert_eq!(refused.header("x-ratelimit-remaining"), "0");
+        let wait: u64 = refused.header("retry-after").parse().unwrap();
+        assert!((1..=60).contains(&wait), "{wait}");
+        // Until the window ends, the key makes no request at all; another
+        // key is not affected.
+        get(&t.key, "/api/v1/orgs")
+            .await
+            .expect(429, Some("rate_limited"));
+        get(&other.key, "/api/v1/orgs").await.expect(200, None);
+    });
+}
