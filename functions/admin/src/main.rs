@@ -256,9 +256,10 @@ async fn run(cli: Cli) -> Result<()> {
                 .as_ref()
                 .is_err_and(|e| e.code() == "org_not_found")
             {
-                // Already deactivated (or none): finish its keys, in case an
-                // earlier run stopped between the organization and its keys.
+                // Already deactivated (or none): finish its keys and public
+                // points, in case an earlier run stopped before them.
                 store.orgs().keys_off(org).await?;
+                store.orgs().public_places_off(org).await?;
             }
             deactivated?;
             print(json!({"org_id": org, "status": shared::model::org::STATUS_DELETED}));

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{KeysAndAttributes, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{DeleteRequest, KeysAndAttributes, PutRequest, WriteRequest};
 
 use super::item::Item;
 use super::{Store, sdk_error};
@@ -74,17 +74,38 @@ async fn get_chunk(store: &Store, keys: Vec<Item>) -> ApiResult<Vec<Item>> {
 
 /// Writes `items`, 25 a call, until every one is stored.
 pub(crate) async fn put_all(store: &Store, items: Vec<Item>) -> ApiResult<()> {
-    for chunk in items.chunks(WRITE_BATCH) {
-        let mut pending: Vec<WriteRequest> = chunk
-            .iter()
-            .map(|item| {
-                let put = PutRequest::builder()
-                    .set_item(Some(item.clone()))
-                    .build()
-                    .map_err(ApiError::internal)?;
-                Ok(WriteRequest::builder().put_request(put).build())
-            })
-            .collect::<ApiResult<_>>()?;
+    let requests = items
+        .into_iter()
+        .map(|item| {
+            let put = PutRequest::builder()
+                .set_item(Some(item))
+                .build()
+                .map_err(ApiError::internal)?;
+            Ok(WriteRequest::builder().put_request(put).build())
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    write_all(store, requests).await
+}
+
+/// Deletes the items of `keys`, 25 a call, until every one is gone.
+pub(crate) async fn delete_all(store: &Store, keys: Vec<Item>) -> ApiResult<()> {
+    let requests = keys
+        .into_iter()
+        .map(|key| {
+            let delete = DeleteRequest::builder()
+                .set_key(Some(key))
+                .build()
+                .map_err(ApiError::internal)?;
+            Ok(WriteRequest::builder().delete_request(delete).build())
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    write_all(store, requests).await
+}
+
+/// Makes `requests`, 25 a call, retrying what DynamoDB left unprocessed.
+async fn write_all(store: &Store, requests: Vec<WriteRequest>) -> ApiResult<()> {
+    for chunk in requests.chunks(WRITE_BATCH) {
+        let mut pending: Vec<WriteRequest> = chunk.to_vec();
         let mut backoff = Backoff::new();
         while !pending.is_empty() {
             let output = store

@@ -4,17 +4,25 @@
 //! is freed; then every live key of it is marked so that authentication
 //! refuses it (403 `org_inactive`), 49 keys a transaction. Grants it
 //! issued stop working at once because the grantee's reads check the
-//! granter is active (`Grants::granted_record`). Its sub-organizations are
-//! organizations of their own and stay as they are.
+//! granter is active (`Grants::granted_record`), and its trucks and public
+//! receiving points stop being usable by others at once because the loads
+//! that name them check their organization is active. Last, its public
+//! receiving points leave the `PUBLIC` cells of everyone's nearby search.
+//! Its sub-organizations are organizations of their own and stay as they
+//! are.
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use uuid::Uuid;
 
+use super::batch;
+use super::geo::{self, GeoEntry};
 use super::item::{key, n, s};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
 use super::orgs::Orgs;
+use super::records::Record;
 use super::tx::{raced, transact};
 use crate::error::{ApiError, ApiResult};
+use crate::model::archive::StatusFilter;
 use crate::model::org::{STATUS_ACTIVE, STATUS_DELETED, name_key};
 
 impl Orgs<'_> {
@@ -85,7 +93,22 @@ impl Orgs<'_> {
         let mut actions = vec![build(org_update)?];
         actions.extend(more);
         transact(store, actions, &[(0, raced)]).await?;
-        self.keys_off(id).await
+        self.keys_off(id).await?;
+        self.public_places_off(id).await
+    }
+
+    /// Takes deactivated organization `id`'s public receiving points out of
+    /// the `PUBLIC` cells, so nobody's nearby search shows them. Running it
+    /// again finishes an interrupted run.
+    pub async fn public_places_off(&self, id: Uuid) -> ApiResult<()> {
+        let store = self.store();
+        let points = store.receiving_points().list(id, StatusFilter::All).await?;
+        let entries: Vec<GeoEntry> = points.iter().flat_map(Record::geo).collect();
+        let keys = geo::public_keys(&entries)
+            .into_iter()
+            .map(|(pk, sk)| key(pk, sk))
+            .collect();
+        batch::delete_all(store, keys).await
     }
 
     /// Marks every live key of deactivated organization `id` as refused

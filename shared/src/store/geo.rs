@@ -1,12 +1,16 @@
 //! Geo index entries: every record with coordinates has one entry per index
 //! precision in its organization's cells (and, for public receiving points,
 //! in the `PUBLIC` cells), written in the same transaction as the record.
+//! The `PUBLIC` cells are everyone's: an organization has at most
+//! `MAX_PUBLIC_PLACES` places there, counted on its item (`public_places`)
+//! in the same transaction, and a deactivated organization's are removed.
 
 use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::item::{Item, key, to_item};
+use super::item::{Item, key, n, to_item};
+use super::keys;
 use super::tx::put;
 use crate::error::{ApiError, ApiResult};
 use crate::model::geo::{Coordinates, INDEX_PRECISIONS};
@@ -14,6 +18,20 @@ use crate::model::place::PlaceKind;
 
 /// Scope of the cells holding public receiving points of every organization.
 pub const PUBLIC: &str = "PUBLIC";
+
+/// Places one organization may have in the `PUBLIC` cells (its public
+/// receiving points with coordinates): every organization's nearby search
+/// reads those cells.
+pub const MAX_PUBLIC_PLACES: u32 = 200;
+
+pub fn public_place_limit_reached() -> ApiError {
+    ApiError::Conflict {
+        code: "public_place_limit_reached",
+        message: format!(
+            "this organization has {MAX_PUBLIC_PLACES} public receiving points with coordinates, the most it may have"
+        ),
+    }
+}
 
 /// What a record puts in the index.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +60,13 @@ pub(crate) struct GeoItem {
 
 pub fn cell_pk(scope: &str, precision: usize, cell: &str) -> String {
     format!("GEO#{scope}#{precision}#{cell}")
+}
+
+/// Whether `pk` is a cell of the `PUBLIC` scope.
+pub fn is_public_cell(pk: &str) -> bool {
+    pk.strip_prefix("GEO#")
+        .and_then(|rest| rest.strip_prefix(PUBLIC))
+        .is_some_and(|rest| rest.starts_with('#'))
 }
 
 impl GeoEntry {
@@ -109,4 +134,45 @@ pub(crate) fn items(entries: &[GeoEntry]) -> ApiResult<Vec<Item>> {
         }
     }
     Ok(items)
+}
+
+/// The change to `org`'s count of places in the `PUBLIC` cells when its
+/// entries move from `old` to `new` (None when the count stays): the
+/// update of its item, conditioned on the cap when the count grows.
+pub(crate) fn public_count(
+    table: &str,
+    org: Uuid,
+    old: &[GeoEntry],
+    new: &[GeoEntry],
+) -> ApiResult<Option<TransactWriteItem>> {
+    let public = |entries: &[GeoEntry]| entries.iter().filter(|e| e.public).count() as i64;
+    let delta = public(new) - public(old);
+    if delta == 0 {
+        return Ok(None);
+    }
+    let mut update = aws_sdk_dynamodb::types::Update::builder()
+        .table_name(table)
+        .set_key(Some(key(keys::org_pk(org), keys::ORG_SK)))
+        .update_expression("ADD public_places :delta")
+        .expression_attribute_values(":delta", n(delta));
+    update = if delta > 0 {
+        update
+            .condition_expression("attribute_not_exists(public_places) OR public_places <= :room")
+            .expression_attribute_values(":room", n(i64::from(MAX_PUBLIC_PLACES) - delta))
+    } else {
+        update
+    };
+    let update = update.build().map_err(ApiError::internal)?;
+    Ok(Some(TransactWriteItem::builder().update(update).build()))
+}
+
+/// The keys of `entries` in the `PUBLIC` cells (for taking a deactivated
+/// organization's public places out of everyone's search).
+pub(crate) fn public_keys(entries: &[GeoEntry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter(|e| e.public)
+        .flat_map(GeoEntry::keys)
+        .filter(|(pk, _)| is_public_cell(pk))
+        .collect()
 }

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
-use super::tx::{put, raced, retry_races, transact};
+use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::archive::{self, StatusFilter};
@@ -94,8 +94,16 @@ impl<'a, R: Record> Records<'a, R> {
             self.item(record)?,
             Some("attribute_not_exists(pk)"),
         )?];
-        actions.extend(geo::changes(table, &[], &record.geo())?);
-        transact(self.store, actions, &[]).await
+        let mut conflicts = Vec::new();
+        geo_actions(
+            table,
+            record.org_id(),
+            &[],
+            &record.geo(),
+            &mut actions,
+            &mut conflicts,
+        )?;
+        transact(self.store, actions, &conflicts).await
     }
 
     /// Stores a new record under parent record `parent_id` of the same
@@ -120,8 +128,16 @@ impl<'a, R: Record> Records<'a, R> {
                 .condition_check(check)
                 .build(),
         ];
-        actions.extend(geo::changes(table, &[], &record.geo())?);
-        transact(self.store, actions, &[(1, archived)]).await
+        let mut conflicts: Vec<Conflict> = vec![(1, archived)];
+        geo_actions(
+            table,
+            record.org_id(),
+            &[],
+            &record.geo(),
+            &mut actions,
+            &mut conflicts,
+        )?;
+        transact(self.store, actions, &conflicts).await
     }
 
     /// Reads the record, applies `change` (which may refuse with an error)
@@ -150,8 +166,10 @@ impl<'a, R: Record> Records<'a, R> {
                     .put(put)
                     .build(),
             ];
-            actions.extend(geo::changes(table, &current.geo(), &updated.geo())?);
-            transact(self.store, actions, &[(0, raced)]).await?;
+            let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+            let (old, new) = (current.geo(), updated.geo());
+            geo_actions(table, org, &old, &new, &mut actions, &mut conflicts)?;
+            transact(self.store, actions, &conflicts).await?;
             Ok(updated)
         })
         .await
@@ -183,6 +201,25 @@ impl<'a, R: Record> Records<'a, R> {
     fn item(&self, record: &R) -> ApiResult<super::item::Item> {
         item(record)
     }
+}
+
+/// The actions that move a record's geo entries from `old` to `new`, and
+/// its organization's count of public places with them (409
+/// `public_place_limit_reached` past the cap).
+fn geo_actions(
+    table: &str,
+    org: Uuid,
+    old: &[geo::GeoEntry],
+    new: &[geo::GeoEntry],
+    actions: &mut Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
+    conflicts: &mut Vec<Conflict>,
+) -> ApiResult<()> {
+    actions.extend(geo::changes(table, old, new)?);
+    if let Some(count) = geo::public_count(table, org, old, new)? {
+        conflicts.push((actions.len(), geo::public_place_limit_reached));
+        actions.push(count);
+    }
+    Ok(())
 }
 
 /// The stored item of `record`: its attributes, keys and index attributes.

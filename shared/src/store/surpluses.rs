@@ -207,7 +207,11 @@ impl Destination {
 
     /// The receiving point is still as read: there, active, and this
     /// organization's or public.
-    fn check(&self, table: &str, org: Uuid) -> ApiResult<TransactWriteItem> {
+    fn checks(
+        &self,
+        table: &str,
+        org: Uuid,
+    ) -> ApiResult<Vec<(TransactWriteItem, fn() -> ApiError)>> {
         let condition = if self.point.org_id == org {
             "attribute_exists(pk) AND attribute_not_exists(archived_at)"
         } else {
@@ -228,9 +232,25 @@ impl Destination {
                 aws_sdk_dynamodb::types::AttributeValue::Bool(true),
             )
         };
-        Ok(TransactWriteItem::builder()
+        let point = TransactWriteItem::builder()
             .condition_check(check.build().map_err(ApiError::internal)?)
-            .build())
+            .build();
+        let mut checks: Vec<(TransactWriteItem, fn() -> ApiError)> =
+            vec![(point, receiving_point_archived)];
+        if self.point.org_id != org {
+            // Another organization's public point: while it is active.
+            let active = ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(key(keys::org_pk(self.point.org_id), keys::ORG_SK)))
+                .condition_expression("#status = :active")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":active", s(crate::model::org::STATUS_ACTIVE))
+                .build()
+                .map_err(ApiError::internal)?;
+            let active = TransactWriteItem::builder().condition_check(active).build();
+            checks.push((active, receiving_point_not_found));
+        }
+        Ok(checks)
     }
 }
 
@@ -354,8 +374,10 @@ impl Surpluses<'_> {
         ];
         let mut conflicts: Vec<Conflict> = vec![(2, ApiError::site_archived)];
         if let Some(destination) = &destination {
-            conflicts.push((actions.len(), receiving_point_archived));
-            actions.push(destination.check(table, org)?);
+            for (check, error) in destination.checks(table, org)? {
+                conflicts.push((actions.len(), error));
+                actions.push(check);
+            }
         }
         if let Some(truck) = &truck {
             conflicts.push((actions.len(), truck_not_found));
@@ -420,7 +442,7 @@ impl Surpluses<'_> {
                     let destination = destination?
                         .ok_or_else(|| ApiError::internal("the destination named was read"))?;
                     destination.apply(&mut updated);
-                    checks.push((destination.check(table, org)?, receiving_point_archived));
+                    checks.extend(destination.checks(table, org)?);
                 }
                 Some(None) => {
                     updated.to_receiving_point_id = None;

@@ -379,3 +379,162 @@ fn a_search_reads_its_cells_in_one_round_trip_of_parallel_queries() {
         assert_eq!(sites.ddb_calls, 1 + cells, "no public cells for sites");
     });
 }
+
+/// `items_read` of the "geo cells read" line of the request `reply` answered.
+fn items_read(reply: &Reply) -> usize {
+    let id = reply.header("x-request-id").to_owned();
+    let logs = api_tests::webhooks::logs();
+    let line = logs
+        .lines()
+        .find(|line| line.contains(&id) && line.contains("geo cells read"))
+        .unwrap_or_else(|| panic!("no geo log line for request {id}"));
+    line.split("items_read=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no items_read in {line}"))
+}
+
+#[test]
+fn a_public_cell_is_read_at_most_1000_entries_deep() {
+    run(async {
+        let t = org().await;
+        let center = somewhere(-50.0..50.0);
+        let center = Coordinates::new(center.lat, center.lng).unwrap();
+        // 1,100 public entries of others in the center's cell, as many
+        // organizations' public points crowded into one place would be.
+        let h = api_tests::harness().await;
+        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+        let pk = shared::store::geo::cell_pk(shared::store::geo::PUBLIC, 4, &center.geohash(4));
+        let item = |i: usize| {
+            use shared::store::item::{n, s};
+            let id = uuid::Uuid::now_v7();
+            aws_sdk_dynamodb::types::WriteRequest::builder()
+                .put_request(
+                    aws_sdk_dynamodb::types::PutRequest::builder()
+                        .item("pk", s(&pk))
+                        .item("sk", s(format!("RP#{id}")))
+                        .item("kind", s("RP"))
+                        .item("id", s(id.to_string()))
+                        .item("org_id", s(uuid::Uuid::now_v7().to_string()))
+                        .item("name", s(format!("Crowd {i}")))
+                        .item("lat", n(center.lat))
+                        .item("lng", n(center.lng))
+                        .build()
+                        .unwrap(),
+                )
+                .build()
+        };
+        let all: Vec<_> = (0..1100).map(item).collect();
+        for chunk in all.chunks(25) {
+            db.batch_write_item()
+                .request_items(h.store().table(), chunk.to_vec())
+                .send()
+                .await
+                .unwrap();
+        }
+        let reply = nearby(&t, center, "&radius_km=1&limit=50").await;
+        assert_eq!(names(&reply).len(), 50);
+        let read = items_read(&reply);
+        assert!(read <= 1000, "read {read} entries of one public cell");
+    });
+}
+
+#[test]
+fn a_deactivated_organizations_public_points_leave_everyones_search() {
+    run(async {
+        let owner = org().await;
+        let searcher = org().await;
+        let center = somewhere(-50.0..50.0);
+        let site = site_at(&owner, "Yard", at(center, 0.0, 1.0)).await;
+        let point = point_at(&owner, &site, "Open gate", at(center, 90.0, 1.0), true).await;
+        assert_eq!(
+            names(&nearby(&searcher, center, "&radius_km=5").await),
+            ["Open gate"]
+        );
+        api_tests::harness()
+            .await
+            .store()
+            .orgs()
+            .deactivate(owner.id())
+            .await
+            .unwrap();
+        assert!(names(&nearby(&searcher, center, "&radius_km=5").await).is_empty());
+        // Nor can a load go there any more.
+        let own_site = site_at(&searcher, "Origin", at(center, 180.0, 1.0)).await;
+        crate::surpluses::create_load(
+            &searcher,
+            json!({"site_id": own_site, "volume_m3": 1, "to_receiving_point_id": point}),
+        )
+        .await
+        .expect(422, Some("receiving_point_not_found"));
+    });
+}
+
+#[test]
+fn an_organization_has_at_most_200_public_places() {
+    run(async {
+        let t = org().await;
+        let center = somewhere(-50.0..50.0);
+        let site = site_at(&t, "Yard", at(center, 0.0, 1.0)).await;
+        // As if 199 public points with coordinates existed already.
+        let h = api_tests::harness().await;
+        aws_sdk_dynamodb::Client::new(&h.sdk)
+            .update_item()
+            .table_name(h.store().table())
+            .key("pk", shared::store::item::s(format!("ORG#{}", t.id())))
+            .key("sk", shared::store::item::s("ORG"))
+            .update_expression("SET public_places = :n")
+            .expression_attribute_values(":n", shared::store::item::n(199))
+            .send()
+            .await
+            .unwrap();
+        let last = point_at(&t, &site, "Last", at(center, 90.0, 1.0), true).await;
+        let body = |public: bool| json!({"site_id": site, "name": "More", "lat": center.lat, "lng": center.lng, "is_public": public});
+        let refused = send(
+            &t,
+            Method::POST,
+            "/api/v1/receiving-points",
+            Some(body(true)),
+        )
+        .await;
+        refused.expect(409, Some("public_place_limit_reached"));
+        // Private points, and public ones nobody can find by place, are not
+        // capped.
+        let private = point_at(&t, &site, "Private", at(center, 180.0, 1.0), false).await;
+        send(
+            &t,
+            Method::POST,
+            "/api/v1/receiving-points",
+            Some(json!({"site_id": site, "name": "Nowhere", "is_public": true})),
+        )
+        .await
+        .expect(201, None);
+        let publish = format!("/api/v1/receiving-points/{private}");
+        send(
+            &t,
+            Method::PATCH,
+            &publish,
+            Some(json!({"is_public": true})),
+        )
+        .await
+        .expect(409, Some("public_place_limit_reached"));
+        // Archiving a public point makes room.
+        send(
+            &t,
+            Method::DELETE,
+            &format!("/api/v1/receiving-points/{last}"),
+            None,
+        )
+        .await
+        .expect(200, None);
+        send(
+            &t,
+            Method::PATCH,
+            &publish,
+            Some(json!({"is_public": true})),
+        )
+        .await
+        .expect(200, None);
+    });
+}
