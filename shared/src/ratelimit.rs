@@ -4,10 +4,11 @@
 //!
 //! Only successful (2xx) requests spend budget, without losing the bound
 //! under concurrency: admission reserves a slot with one conditional write
-//! on the key's item, the same write that authenticates the request
-//! (`ApiKeys::admit`: the store refuses to count past the limit, so N
-//! parallel requests never admit more than the limit), and a request whose
-//! answer is not a success gives its slot back (`release`). A request
+//! on the key's counters, made at the same time as the read that
+//! authenticates the request (`ApiKeys::admit`: the store refuses to count
+//! past the limit, so N parallel requests never admit more than the
+//! limit), and a request whose answer is not a success gives its slot back
+//! (`release`). A request
 //! refused by the weighted estimate is taken back at once, so a 429 never
 //! spends budget.
 //!

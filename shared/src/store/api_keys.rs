@@ -1,11 +1,17 @@
-//! API keys: the auth item (looked up by hash, and the home of the key's
-//! rate-limit counters) and its summary in the organization partition (for
-//! listing, revoking and entitlement changes).
+//! API keys: the auth item (looked up by hash), its summary in the
+//! organization partition (for listing, revoking and entitlement changes),
+//! and its rate-limit counters in an item of their own (`RATE#<hash>`).
 //!
-//! One request costs one write here: `admit` counts the request in the
-//! key's current window only if the key may make it, and answers with the
-//! key and its counters either way, so authentication, authorization and
-//! the budget take one round trip.
+//! Only operators write key items: every API function's role is refused
+//! any write to them, so a compromised function can neither mint a key nor
+//! widen, un-revoke or re-entitle one. The API writes only the counters'
+//! item, which holds no authority.
+//!
+//! One request costs one round trip here: `admit` reads the key (strongly
+//! consistent, so a revocation takes effect on the very next request) and
+//! counts the request in the key's current window at once, in parallel; a
+//! count for a key that may not make the request is given back. So
+//! authentication, authorization and the budget take one round trip.
 //!
 //! The organization item counts its live keys (`live_keys`) and versions
 //! its set of keys (`keys_version`): creating or revoking a key bumps the
@@ -126,6 +132,16 @@ impl ApiKeys<'_> {
                 None,
             )?,
             TransactWriteItem::builder().update(org_update).build(),
+            // Its counters, so its first request counts like any other.
+            put(
+                table,
+                [
+                    (keys::PK.to_owned(), s(keys::rate_pk(&new.hash))),
+                    (keys::SK.to_owned(), s(keys::RATE_SK)),
+                ]
+                .into(),
+                Some("attribute_not_exists(pk)"),
+            )?,
         ];
         transact(store, actions, &[(2, raced)]).await?;
         Ok((new.plaintext, record))
@@ -149,13 +165,16 @@ impl ApiKeys<'_> {
             .transpose()
     }
 
-    /// Admits one request of the key with hash `hash` (one conditional
-    /// UpdateItem): counts it in window `window` only if the key exists, is
-    /// neither revoked nor expired at `now`, its organization is active and
-    /// entitled, it has scope `needed`, the window holds fewer than `cap`
-    /// requests and fewer than `failure_cap` failed ones. Answers with the key and its counters either way (as
-    /// written when counted, as they stood when not); an unknown key is
-    /// answered `record: None` and nothing is written.
+    /// Admits one request of the key with hash `hash`: reads the key and,
+    /// at the same time, counts the request in window `window` of its
+    /// counters (one conditional UpdateItem that refuses at `cap` requests
+    /// or `failure_cap` failed ones, and refuses a hash whose counters were
+    /// never made: an unknown key writes nothing). The count stands only
+    /// if the key exists, is neither revoked nor expired at `now`, its
+    /// organization is active and entitled, and it has scope `needed`; else
+    /// it is given back. Answers with the key and its counters either way.
+    /// A key made before counters had an item of their own gets it on its
+    /// first request (one more round trip, once).
     pub async fn admit(
         &self,
         hash: &KeyHash,
@@ -165,53 +184,81 @@ impl ApiKeys<'_> {
         failure_cap: u32,
         now: Timestamp,
     ) -> ApiResult<KeyState> {
-        let store = self.0;
-        let result = store
-            .update(keys::api_key_pk(hash), API_KEY_SK)
-            .update_expression("ADD #now :one REMOVE #old")
-            .condition_expression(
-                "attribute_exists(pk) AND attribute_not_exists(revoked_at) \
-                 AND (attribute_not_exists(expires_at) OR expires_at > :at) \
-                 AND (attribute_not_exists(org_active) OR org_active = :yes) \
-                 AND public_api = :yes \
-                 AND (contains(scopes, :scope) OR contains(scopes, :all)) \
-                 AND (attribute_not_exists(#now) OR #now < :cap) \
-                 AND (attribute_not_exists(#failed) OR #failed < :failure_cap)",
-            )
-            .expression_attribute_names("#now", counter(window))
-            .expression_attribute_names("#old", counter(window.saturating_sub(2)))
-            .expression_attribute_names("#failed", failures(window))
-            .expression_attribute_values(":failure_cap", n(failure_cap))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":at", timestamp(now))
-            .expression_attribute_values(":yes", AttributeValue::Bool(true))
-            .expression_attribute_values(":scope", s(needed.as_str()))
-            .expression_attribute_values(":all", s(Scope::All.as_str()))
-            .expression_attribute_values(":cap", n(cap))
-            .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match new_or_old(result)? {
-            Ok(item) => {
+        let limits = Limits {
+            window,
+            cap,
+            failure_cap,
+        };
+        let (record, counted) = futures::try_join!(
+            self.lookup(hash),
+            self.count(hash, limits, "attribute_exists(pk) AND ")
+        )?;
+        let may = record
+            .as_ref()
+            .is_some_and(|key| key.rejection(now).is_none() && key.refusal(needed, true).is_none());
+        let counted = match (counted, may) {
+            // The key's first request: its counters item is made now.
+            (Err(None), true) => self.count(hash, limits, "").await?,
+            (counted, _) => counted,
+        };
+        match counted {
+            Ok(item) if may => {
                 let stale = stale_counters(&item, window);
                 if !stale.is_empty() {
                     self.remove_counters(hash, &stale).await?;
                 }
-                KeyState::of(Some(item), window, true)
+                KeyState::of(record, Some(item), window, true)
             }
-            Err(old) => KeyState::of(old, window, false),
+            Ok(item) => {
+                // Counted for a key that may not make the request.
+                self.uncount(hash, window).await?;
+                let mut state = KeyState::of(record, Some(item), window, false)?;
+                state.current = state.current.saturating_sub(1);
+                Ok(state)
+            }
+            Err(old) => KeyState::of(record, old, window, false),
         }
+    }
+
+    /// Adds one request to window `limits.window` of the key's counters if
+    /// it holds fewer than the caps (and `exists` holds): the counters
+    /// after, or as they stood when refused (None: no counters item).
+    async fn count(
+        &self,
+        hash: &KeyHash,
+        limits: Limits,
+        exists: &str,
+    ) -> ApiResult<Result<Item, Option<Item>>> {
+        let window = limits.window;
+        let result = self
+            .0
+            .update(keys::rate_pk(hash), keys::RATE_SK)
+            .update_expression("ADD #now :one REMOVE #old")
+            .condition_expression(format!(
+                "{exists}(attribute_not_exists(#now) OR #now < :cap) \
+                 AND (attribute_not_exists(#failed) OR #failed < :failure_cap)"
+            ))
+            .expression_attribute_names("#now", counter(window))
+            .expression_attribute_names("#old", counter(window.saturating_sub(2)))
+            .expression_attribute_names("#failed", failures(window))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":cap", n(limits.cap))
+            .expression_attribute_values(":failure_cap", n(limits.failure_cap))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        new_or_old(result)
     }
 
     /// The key and its counters, read strongly consistently, counting
     /// nothing (where the rate limit or the versioned API is switched off).
     pub async fn read(&self, hash: &KeyHash, window: u64) -> ApiResult<KeyState> {
-        let item = self
-            .0
-            .get_item(key(keys::api_key_pk(hash), API_KEY_SK))
-            .await?;
-        KeyState::of(item, window, false)
+        let (record, counters) = futures::try_join!(
+            self.lookup(hash),
+            self.0.get_item(key(keys::rate_pk(hash), keys::RATE_SK))
+        )?;
+        KeyState::of(record, counters, window, false)
     }
 
     /// Takes back one request counted in `window` (the sliding estimate
@@ -220,7 +267,7 @@ impl ApiKeys<'_> {
         let store = self.0;
         unless_condition_failed(
             store
-                .update(keys::api_key_pk(hash), API_KEY_SK)
+                .update(keys::rate_pk(hash), keys::RATE_SK)
                 .update_expression("ADD #now :minus_one")
                 .condition_expression("#now > :zero")
                 .expression_attribute_names("#now", counter(window))
@@ -237,7 +284,7 @@ impl ApiKeys<'_> {
         let store = self.0;
         unless_condition_failed(
             store
-                .update(keys::api_key_pk(hash), API_KEY_SK)
+                .update(keys::rate_pk(hash), keys::RATE_SK)
                 .update_expression("ADD #now :minus_one, #failed :one")
                 .condition_expression("#now > :zero")
                 .expression_attribute_names("#now", counter(window))
@@ -253,7 +300,7 @@ impl ApiKeys<'_> {
     /// Removes counters of windows long gone (after a key was idle).
     async fn remove_counters(&self, hash: &KeyHash, names: &[String]) -> ApiResult<()> {
         let store = self.0;
-        let mut request = store.update(keys::api_key_pk(hash), API_KEY_SK);
+        let mut request = store.update(keys::rate_pk(hash), keys::RATE_SK);
         let mut placeholders = Vec::new();
         for (i, name) in names.iter().enumerate() {
             placeholders.push(format!("#s{i}"));
@@ -405,8 +452,22 @@ pub struct KeyState {
     pub counted: bool,
 }
 
+/// The caps one admission counts against.
+#[derive(Clone, Copy)]
+struct Limits {
+    window: u64,
+    cap: u32,
+    failure_cap: u32,
+}
+
 impl KeyState {
-    fn of(item: Option<Item>, window: u64, counted: bool) -> ApiResult<Self> {
+    fn of(
+        record: Option<ApiKeyRecord>,
+        counters: Option<Item>,
+        window: u64,
+        counted: bool,
+    ) -> ApiResult<Self> {
+        let item = counters;
         let count = |item: &Item, name: String| {
             u32::try_from(get_u64(item, &name).unwrap_or(0)).unwrap_or(u32::MAX)
         };
@@ -417,9 +478,6 @@ impl KeyState {
                 count(item, failures(window)),
             )
         });
-        let record = item
-            .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
-            .transpose()?;
         Ok(KeyState {
             record,
             current,

@@ -29,13 +29,21 @@ pub fn org_name_pk(parent: Uuid, normalized: &str) -> String {
 pub const UNIQUE_SK: &str = "UNIQUE";
 
 /// API key, looked up by the SHA-256 of the presented key. Only operators
-/// write these items (the deployment refuses the API's roles any write to a
-/// partition key with this prefix).
+/// write these items (the deployment refuses the API's roles every write to
+/// a partition key with this prefix: Put, Update, Delete, in transactions
+/// too).
 pub fn api_key_pk(hash: &KeyHash) -> String {
     format!("{API_KEY_PK_PREFIX}{}", hash.to_hex())
 }
 pub const API_KEY_PK_PREFIX: &str = "APIKEY#";
 pub const API_KEY_SK: &str = "APIKEY";
+/// A key's rate-limit counters, in an item of their own that the API
+/// writes (the key's item it only reads): an item here holds no authority,
+/// so a function that writes anything it likes here mints no key.
+pub fn rate_pk(hash: &KeyHash) -> String {
+    format!("RATE#{}", hash.to_hex())
+}
+pub const RATE_SK: &str = "RATE";
 /// Key summary in the organization partition (for listing and revoking).
 pub fn api_key_summary_sk(key_id: Uuid) -> String {
     format!("APIKEY#{key_id}")

@@ -114,7 +114,13 @@ fn a_replay_reads_nothing_but_the_key_and_its_claim() {
         assert_eq!(first.round_trips, plain.round_trips + 2);
         let again = post(&t.key, SITES, &key, &body).await;
         assert_eq!(again.header("idempotent-replayed"), "true");
-        assert_eq!((again.ddb_calls, again.round_trips), (2, 2));
+        // The key read and counted at once, then the claim.
+        assert_eq!(again.ddb_calls, 3);
+        assert!(
+            (2..=3).contains(&again.round_trips),
+            "{}",
+            again.round_trips
+        );
     });
 }
 
@@ -509,10 +515,13 @@ fn every_post_of_the_description_replays_its_first_answer() {
                     again.header("idempotent-replayed")
                 ));
             }
-            // The key's admission and the claim; a refusal also gives its
-            // rate-limit slot back.
+            // The key's admission (its read and its count at once) and the
+            // claim; a refusal also gives its rate-limit slot back. The
+            // admission's two calls share a round trip when they overlap,
+            // which a one-at-a-time emulator does not always let them do
+            // (round_trips.rs holds the budget itself).
             let cost = if first.status.is_success() { 2 } else { 3 };
-            if (again.ddb_calls, again.round_trips) != (cost, cost) {
+            if again.ddb_calls != cost + 1 || !(cost..=cost + 1).contains(&again.round_trips) {
                 problems.push(format!(
                     "POST {target}: the replay cost {} calls in {} round trips",
                     again.ddb_calls, again.round_trips

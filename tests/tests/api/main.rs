@@ -14,6 +14,7 @@ mod grants;
 mod health;
 mod idempotency;
 mod isolation;
+mod key_items;
 mod members;
 mod org_lifecycle;
 mod orgs;

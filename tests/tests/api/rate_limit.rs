@@ -24,7 +24,7 @@ async fn away_from_window_edge(window: u64, margin: u64) {
     }
 }
 
-/// The stored count of a key's current window (on the key's own item).
+/// The stored count of a key's current window (on its counters' item).
 async fn stored_count(key: &str, window_len: u64) -> u64 {
     let h = harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
@@ -37,8 +37,8 @@ async fn stored_count(key: &str, window_len: u64) -> u64 {
     let item = db
         .get_item()
         .table_name(h.store().table())
-        .key("pk", AttributeValue::S(format!("APIKEY#{hash}")))
-        .key("sk", AttributeValue::S("APIKEY".into()))
+        .key("pk", AttributeValue::S(format!("RATE#{hash}")))
+        .key("sk", AttributeValue::S("RATE".into()))
         .consistent_read(true)
         .send()
         .await
