@@ -193,6 +193,9 @@ fn check(table: &str, item_key: Item, condition: &str) -> ApiResult<TransactWrit
     Ok(TransactWriteItem::builder().condition_check(check).build())
 }
 
+/// A condition checked in a load's transaction, and the refusal it means.
+type Check = (TransactWriteItem, fn() -> ApiError);
+
 /// A resolved destination: the receiving point and its site and owner.
 struct Destination {
     point: ReceivingPointRecord,
@@ -207,11 +210,7 @@ impl Destination {
 
     /// The receiving point is still as read: there, active, and this
     /// organization's or public.
-    fn checks(
-        &self,
-        table: &str,
-        org: Uuid,
-    ) -> ApiResult<Vec<(TransactWriteItem, fn() -> ApiError)>> {
+    fn checks(&self, table: &str, org: Uuid) -> ApiResult<Vec<Check>> {
         let condition = if self.point.org_id == org {
             "attribute_exists(pk) AND attribute_not_exists(archived_at)"
         } else {
@@ -235,8 +234,7 @@ impl Destination {
         let point = TransactWriteItem::builder()
             .condition_check(check.build().map_err(ApiError::internal)?)
             .build();
-        let mut checks: Vec<(TransactWriteItem, fn() -> ApiError)> =
-            vec![(point, receiving_point_archived)];
+        let mut checks: Vec<Check> = vec![(point, receiving_point_archived)];
         if self.point.org_id != org {
             // Another organization's public point: while it is active.
             let active = ConditionCheck::builder()
