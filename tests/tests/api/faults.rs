@@ -194,11 +194,14 @@ fn a_throttled_call_is_tried_max_attempts_times_then_a_clean_500() {
             let before = seen.load(Ordering::SeqCst);
             let reply = call(Method::GET, path).key(&t.key).send_to(&api).await;
             reply.expect(500, Some("internal_error"));
-            // Authentication is the first call; nothing follows its failure.
-            assert_eq!(
-                seen.load(Ordering::SeqCst) - before,
-                LIMITS.max_attempts as usize,
-                "{path}"
+            // Authentication is the first round trip (the key's read and
+            // its count at once, each tried `max_attempts` times, the other
+            // dropped when one fails); nothing follows its failure.
+            let calls = seen.load(Ordering::SeqCst) - before;
+            let attempts = LIMITS.max_attempts as usize;
+            assert!(
+                (attempts..=2 * attempts).contains(&calls),
+                "{path}: {calls} calls"
             );
         }
     });

@@ -92,7 +92,10 @@ fn list_shows_direct_children() {
             children,
             &json!([{"id": child.body["data"]["id"], "name": name, "status": "active"}])
         );
-        assert_eq!(reply.ddb_calls, 2, "the key and its budget, then one query");
+        assert_eq!(
+            reply.ddb_calls, 3,
+            "the key and its budget at once, then one query"
+        );
         assert_eq!(reply.round_trips, 2);
     });
 }

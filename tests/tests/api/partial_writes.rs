@@ -148,7 +148,8 @@ impl Bench {
         reply.body["data"]["id"].as_str().unwrap().to_owned()
     }
 
-    /// Every item of the table, the key's request counters left out.
+    /// Every item of the table, the key's request counters (successes and
+    /// failures) left out.
     async fn snapshot(&self) -> BTreeSet<String> {
         let mut items = BTreeSet::new();
         let mut start = None;
@@ -166,7 +167,9 @@ impl Bench {
                 let kept: BTreeMap<&String, String> = item
                     .iter()
                     .filter(|(name, _)| {
-                        !(name.starts_with('c') && name[1..].bytes().all(|b| b.is_ascii_digit()))
+                        !((name.starts_with('c') || name.starts_with('f'))
+                            && name.len() > 1
+                            && name[1..].bytes().all(|b| b.is_ascii_digit()))
                     })
                     .map(|(name, value)| (name, canonical(value)))
                     .collect();
