@@ -9,7 +9,7 @@
 //! answer, and gives up after the policy's timeout. A development setting
 //! admits loopback (a local receiver).
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,17 +24,7 @@ use crate::policy::Policy;
 #[error("{0} resolves only to loopback, private or reserved addresses")]
 struct Refused(String);
 
-/// Which addresses a delivery may reach.
-#[derive(Clone, Copy, Debug)]
-pub struct Reach {
-    pub allow_loopback: bool,
-}
-
-impl Reach {
-    pub fn admits(self, ip: IpAddr) -> bool {
-        shared::net::is_public(ip) || (self.allow_loopback && ip.to_canonical().is_loopback())
-    }
-}
+pub use crate::peer::Reach;
 
 /// At most this much of a receiver's answer is read (its status is what
 /// counts); the rest is dropped with the connection, so a receiver that
@@ -181,6 +171,7 @@ fn classify(error: &reqwest::Error) -> AttemptError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     #[test]
     fn loopback_is_admitted_only_by_the_development_setting() {

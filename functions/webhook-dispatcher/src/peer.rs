@@ -12,9 +12,19 @@ use std::task::{Context, Poll};
 
 use hyper_util::client::legacy::connect::{Connection, HttpInfo};
 
-use crate::client::Reach;
-
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Which addresses a delivery may reach.
+#[derive(Clone, Copy, Debug)]
+pub struct Reach {
+    pub allow_loopback: bool,
+}
+
+impl Reach {
+    pub fn admits(self, ip: std::net::IpAddr) -> bool {
+        shared::net::is_public(ip) || (self.allow_loopback && ip.to_canonical().is_loopback())
+    }
+}
 
 /// The refusal, found again in the error chain.
 #[derive(Debug, thiserror::Error)]
