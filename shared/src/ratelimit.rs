@@ -185,7 +185,7 @@ fn decision(
 /// what the admitting write found: admitted with its reservation, or
 /// refused with `retry_after` (nothing spent: a request the weighted
 /// estimate refuses after it was counted is taken back).
-pub async fn settle(
+pub async fn decide(
     store: &Store,
     config: &RateLimitConfig,
     key: KeyHash,

@@ -1,28 +1,20 @@
 //! `Ctx<S>`: the authenticated caller of a `/api/v1/*` route that needs
-//! scope `S`. Extracting it runs the contract's order: the key (401), the
-//! key's organization (403 `org_inactive`), scope (403
-//! `insufficient_scope`), entitlement (403 `feature_not_enabled`),
-//! deployment switch (403 `public_api_disabled`), then the rate limit (429),
-//! in one DynamoDB round trip (`ApiKeys::admit`), so a read's own record is
-//! its second and last. A valid key's refusals show its true remaining
-//! budget; an admitted request holds a budget slot that the response layer
-//! gives back unless the answer is a success. An admitted POST with an
-//! `Idempotency-Key` then claims it (`idempotency::claim`): it runs, or
-//! gets the first answer to the same request again.
+//! scope `S`. Extracting it takes the request through stages 2 and 3 of
+//! its lifecycle (`lifecycle.rs`): the key admitted and counted in one
+//! round trip (401, 403, 429 in the contract's order), then its
+//! `Idempotency-Key` claimed (or the first answer replayed). A read's own
+//! record is then its second and last round trip.
 
 use std::marker::PhantomData;
-use std::time::SystemTime;
 
 use axum::extract::{FromRef, FromRequestParts};
 use http::request::Parts;
 use uuid::Uuid;
 
-use super::idempotency::{self, NotRun};
-use super::scope::SharedScope;
-use crate::auth::key;
+use super::idempotency::NotRun;
+use super::lifecycle::Arrived;
 use crate::auth::scope::RequiredScope;
 use crate::error::ApiError;
-use crate::ratelimit;
 use crate::state::AppState;
 
 pub struct Ctx<S> {
@@ -48,68 +40,13 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &St) -> Result<Self, NotRun> {
         let state = AppState::from_ref(state);
-        let config = &state.config;
-        let hash = key::presented(&parts.headers, &config.short_name.key_prefix())?;
-        let (now, at) = (SystemTime::now(), crate::model::now());
-        let limits = &config.rate_limit;
-        let window = ratelimit::Window::at(now, limits.window);
-        // One round trip: the write that authenticates, authorizes and
-        // counts the request at once; a plain read where nothing may count.
-        let keys = state.store.api_keys();
-        let found = if limits.enabled && config.public_api_enabled {
-            let failures = limits.failure_limit();
-            keys.admit(&hash, S::SCOPE, window.index, limits.limit, failures, at)
-                .await?
-        } else {
-            keys.read(&hash, window.index).await?
-        };
-        let record = found.record.as_ref().ok_or(ApiError::InvalidApiKey)?;
-        let stored = key::KeyHash::from_hex(&record.key_hash).ok_or(ApiError::InvalidApiKey)?;
-        if !stored.matches(&hash) {
-            return Err(ApiError::InvalidApiKey.into());
-        }
-        if let Some(rejected) = record.rejection(at) {
-            return Err(rejected.into());
-        }
-        // The key is valid: from here on every answer shows its budget.
-        let request_scope = parts.extensions.get::<SharedScope>().cloned();
-        if let Some(s) = &request_scope {
-            s.set_org(record.org_id);
-        }
-        if let Some(refused) = record.refusal(S::SCOPE, config.public_api_enabled) {
-            if let Some(s) = &request_scope {
-                s.set_rate(ratelimit::standing(limits, window, &found));
-            }
-            return Err(refused.into());
-        }
-        let (decision, reservation) =
-            ratelimit::settle(&state.store, limits, hash, window, &found).await?;
-        if let Some(s) = &request_scope {
-            s.set_rate(decision);
-            if let Some(reservation) = reservation {
-                s.reserve(reservation);
-            }
-        }
-        if decision.failures {
-            return Err(ApiError::QuotaExceeded {
-                code: "rate_limited",
-                message: "this key made too many failed requests in this minute",
-                retry_after: decision.retry_after,
-            }
-            .into());
-        }
-        if !decision.allowed {
-            return Err(ApiError::RateLimited {
-                retry_after: decision.retry_after,
-            }
-            .into());
-        }
-        if let Some(s) = &request_scope {
-            idempotency::claim(&state.store, &state.sealer, s, record.key_id).await?;
-        }
+        let arrived = Arrived::take(&mut parts.extensions)
+            .ok_or_else(|| ApiError::internal("the request did not pass the API layer"))?;
+        let admitted = arrived.admit(&state, &parts.headers, S::SCOPE).await?;
+        let (org_id, key_id) = admitted.claim(&state).await?;
         Ok(Ctx {
-            org_id: record.org_id,
-            key_id: record.key_id,
+            org_id,
+            key_id,
             state,
             _scope: PhantomData,
         })

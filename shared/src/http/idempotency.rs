@@ -1,16 +1,17 @@
 //! `Idempotency-Key` on `POST /api/v1/*`: a retry of a request with the
 //! same key and the same request gets the first answer again instead of
-//! running again. Three steps, each in the one place that can take it:
+//! running again. Three steps, each taken by its stage of the request's
+//! lifecycle (`lifecycle.rs`):
 //!
-//! 1. `read` (the layer, before routing): buffers the body and takes the
+//! 1. `read` (on arrival, before routing): buffers the body and takes the
 //!    request's fingerprint, SHA-256 over method, path and query, and body
 //!    (a multipart body without its boundary, which clients regenerate).
-//! 2. `claim` (`Ctx`, once the key is admitted): checks the header (400
+//! 2. `claim` (once the key is admitted): checks the header (400
 //!    `invalid_idempotency_key`) and claims the key for this API key with
 //!    one conditional write: this request runs, or it gets 422
 //!    `idempotency_key_reused`, 409 `idempotency_key_in_flight`, or the
 //!    first answer with `Idempotent-Replayed: true`.
-//! 3. `settle` (the layer, after the handler): keeps the answer for 24 h
+//! 3. `settle` (after the handler): keeps the answer for 24 h
 //!    from the claim, or frees the key when the answer is a 5xx or a 429
 //!    (transient: a retry should run). An answer that carries a secret
 //!    (`SealAtRest`: a webhook's secret, an upload form's credentials) is
@@ -27,11 +28,10 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use sha2::{Digest, Sha256};
 
-use super::scope::RequestScope;
 use crate::error::ApiError;
 use crate::sealed::Sealer;
 use crate::store::Store;
-use crate::store::idempotency::{Answer, Claimed, item_of};
+use crate::store::idempotency::{Answer, Claim, Claimed, item_of};
 
 pub const HEADER: &str = "idempotency-key";
 /// Set on a replayed answer.
@@ -79,38 +79,40 @@ pub enum Presented {
 }
 
 /// Step 1: a POST with the header has its body buffered (up to `limit`
-/// bytes, the largest body any route takes) and its fingerprint noted in
-/// `scope`. A body declared larger than `limit` is left alone: the route's
-/// own extractor refuses it, and there is nothing to replay.
+/// bytes, the largest body any route takes) and its fingerprint taken;
+/// the request comes back with what it presented. A body declared larger
+/// than `limit` is left alone: the route's own extractor refuses it, and
+/// there is nothing to replay.
 pub async fn read(
     request: Request,
-    scope: &RequestScope,
     limit: usize,
-) -> Result<Request, ApiError> {
+) -> Result<(Request, Option<Presented>), ApiError> {
     if request.method() != Method::POST {
-        return Ok(request);
+        return Ok((request, None));
     }
     let Some(value) = request.headers().get(HEADER) else {
-        return Ok(request);
+        return Ok((request, None));
     };
     let Some(key) = well_formed(value) else {
-        scope.present_idempotency(Presented::Malformed);
-        return Ok(request);
+        return Ok((request, Some(Presented::Malformed)));
     };
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     if declared.is_some_and(|length| length > limit) {
-        return Ok(request);
+        return Ok((request, None));
     }
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, limit)
         .await
         .map_err(|_| ApiError::PayloadTooLarge(limit))?;
     let fingerprint = fingerprint(&parts, &bytes);
-    scope.present_idempotency(Presented::Valid { key, fingerprint });
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    let presented = Presented::Valid { key, fingerprint };
+    Ok((
+        Request::from_parts(parts, Body::from(bytes)),
+        Some(presented),
+    ))
 }
 
 /// The key, if it is 1 to 255 printable ASCII characters.
@@ -194,15 +196,15 @@ impl IntoResponse for NotRun {
 }
 
 /// Step 2, for an admitted request of API key `key_id`: claims the key the
-/// request came with, if any.
+/// request came with (`presented`), if any: the claim this request holds.
 pub async fn claim(
     store: &Store,
     sealer: &Sealer,
-    scope: &RequestScope,
+    presented: Option<Presented>,
     key_id: uuid::Uuid,
-) -> Result<(), NotRun> {
-    let (key, fingerprint) = match scope.take_idempotency() {
-        None => return Ok(()),
+) -> Result<Option<Claim>, NotRun> {
+    let (key, fingerprint) = match presented {
+        None => return Ok(None),
         Some(Presented::Malformed) => {
             return Err(ApiError::Invalid {
                 code: "invalid_idempotency_key",
@@ -221,10 +223,7 @@ pub async fn claim(
         .claim(key_id, &key, &fingerprint, now, lease_until)
         .await?
     {
-        Claimed::Ours(claim) => {
-            scope.hold_claim(claim);
-            Ok(())
-        }
+        Claimed::Ours(claim) => Ok(Some(claim)),
         Claimed::Reused => Err(ApiError::Unprocessable {
             code: "idempotency_key_reused",
             message: "this Idempotency-Key was used for another request; use a new key".into(),
@@ -256,10 +255,10 @@ pub async fn claim(
 pub async fn settle(
     store: &Store,
     sealer: &Sealer,
-    scope: &RequestScope,
+    claim: Option<Claim>,
     response: Response,
 ) -> Response {
-    let Some(claim) = scope.take_claim() else {
+    let Some(claim) = claim else {
         return response;
     };
     let status = response.status();

@@ -1,11 +1,10 @@
 //! The layer around every route: request id, DynamoDB call accounting,
-//! `X-RateLimit-*` headers on `/api/v1/*`, `Idempotency-Key` (reading the
-//! request, keeping the answer), panics as 500, a 500 before Lambda's
-//! deadline rather than none at all, one log line
-//! (with `ddb_ms`, the time spent waiting on DynamoDB, and `round_trips`,
-//! the sequential round trips to it).
+//! the request's lifecycle around its handler (`lifecycle.rs`: arrival
+//! before routing, settlement after, with the `X-RateLimit-*` headers on
+//! `/api/v1/*`), panics as 500, a 500 before Lambda's deadline rather than
+//! none at all, and one log line (with `ddb_ms`, the time spent waiting on
+//! DynamoDB, and `round_trips`, the sequential round trips to it).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::extract::{MatchedPath, Request, State};
@@ -14,16 +13,15 @@ use axum::response::{IntoResponse, Response};
 use http::HeaderValue;
 use tracing::Instrument;
 
-use super::scope::RequestScope;
-use super::{idempotency, multipart};
+use super::lifecycle::{self, Arriving, Returned, Settled};
+use super::multipart;
 use crate::error::ApiError;
-use crate::ratelimit::{self, RateLimitDecision};
 use crate::state::AppState;
-use crate::store::calls::DynamoCalls;
+use crate::store::calls::{CallCounter, DynamoCalls};
 
 pub const REQUEST_ID: &str = "x-request-id";
 
-pub async fn around(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+pub async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");
@@ -33,100 +31,82 @@ pub async fn around(State(state): State<AppState>, mut request: Request, next: N
         .map_or("(none)", MatchedPath::as_str)
         .to_owned();
     let span = tracing::info_span!("request", %request_id, method = %request.method(), %route);
-    let scope = Arc::new(RequestScope::default());
-    request.extensions_mut().insert(scope.clone());
+    let calls = CallCounter::default();
     let time_left = time_left(&request);
+    let (arriving, mut returned) = lifecycle::begin();
 
-    let served = serve(&state, &scope, &span, versioned, request, next);
-    let mut response = match time_left {
+    let served = serve(
+        &state,
+        &calls,
+        &span,
+        versioned,
+        request,
+        next,
+        arriving,
+        &mut returned,
+    );
+    let (mut response, settled) = match time_left {
         None => served.await,
         Some(left) => match tokio::time::timeout(left, served).await {
-            Ok(response) => response,
-            Err(_) => out_of_time(&state, &scope, &span, versioned),
+            Ok(served) => served,
+            Err(_) => {
+                let mut response = out_of_time(&span);
+                let settled = returned.unsettled(&state, versioned, &mut response);
+                (response, settled)
+            }
         },
     };
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
     let cost = DynamoCalls {
-        calls: scope.calls.get(),
-        round_trips: scope.calls.round_trips(),
+        calls: calls.get(),
+        round_trips: calls.round_trips(),
     };
     response.extensions_mut().insert(cost);
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-            ddb_ms = scope.calls.waited().as_secs_f64() * 1000.0,
+            ddb_ms = calls.waited().as_secs_f64() * 1000.0,
             ddb_calls = cost.calls,
             round_trips = cost.round_trips,
-            org_id = scope.org().map(|o| o.to_string()),
+            org_id = settled.org.map(|o| o.to_string()),
             "request served"
         );
     });
     response
 }
 
-/// The request through its route, with what `/api/v1/*` adds after it.
+/// The request through its lifecycle: arrival, its route, settlement.
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     state: &AppState,
-    scope: &RequestScope,
+    calls: &CallCounter,
     span: &tracing::Span,
     versioned: bool,
     request: Request,
     next: Next,
-) -> Response {
+    arriving: Arriving,
+    returned: &mut Returned,
+) -> (Response, Settled) {
     let largest_body = state
         .config
         .max_body_bytes
         .max(multipart::MAX_REQUEST_BYTES);
-    let mut response = match idempotency::read(request, scope, largest_body).await {
+    let response = match arriving.arrive(request, largest_body).await {
         Ok(request) => {
-            scope
-                .calls
+            calls
                 .scope(next.run(request))
                 .instrument(span.clone())
                 .await
         }
         Err(refused) => refused.into_response(),
     };
-
-    if versioned {
-        let mut decision = scope.rate().unwrap_or_else(|| {
-            RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
-        });
-        // Only successes spend budget: an admitted request that did not
-        // succeed gives its slot back. At the same time, the answer of a
-        // request with an `Idempotency-Key` is kept (or the key freed).
-        let status = response.status();
-        let reservation = scope.take_reservation().filter(|_| !status.is_success());
-        let give_back = async {
-            match reservation {
-                Some(reservation) => Some(ratelimit::release(&state.store, reservation).await),
-                None => None,
-            }
-        };
-        let (given_back, settled) = scope
-            .calls
-            .scope(async {
-                tokio::join!(
-                    give_back,
-                    idempotency::settle(&state.store, &state.sealer, scope, response)
-                )
-            })
-            .instrument(span.clone())
-            .await;
-        response = settled;
-        match given_back {
-            Some(Ok(())) => decision = decision.released(),
-            Some(Err(error)) => {
-                span.in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot"))
-            }
-            None => {}
-        }
-        decision.write_headers(response.headers_mut());
-    }
-    response
+    calls
+        .scope(returned.settle(state, versioned, response, span))
+        .instrument(span.clone())
+        .await
 }
 
 /// How long the request may take: until Lambda's deadline, less the time
@@ -150,28 +130,15 @@ const ANSWER_RESERVE: Duration = Duration::from_millis(250);
 /// The answer of a request that ran out of time: 500 `internal_error`, as
 /// for any failure of the store, before Lambda cuts the invocation off and
 /// API Gateway answers without the contract's body. Nothing is given back
-/// or settled (that would take more time): a budget slot stays spent, and
-/// an `Idempotency-Key` claim lapses after its lease, as when a function
-/// dies, since the change may or may not have been made.
-fn out_of_time(
-    state: &AppState,
-    scope: &RequestScope,
-    span: &tracing::Span,
-    versioned: bool,
-) -> Response {
-    let mut response = span.in_scope(|| {
+/// or settled (that would take more time; `Returned::unsettled`): a budget
+/// slot stays spent, and an `Idempotency-Key` claim lapses after its
+/// lease, as when a function dies, since the change may or may not have
+/// been made.
+fn out_of_time(span: &tracing::Span) -> Response {
+    span.in_scope(|| {
         ApiError::internal("the request ran out of time before the invocation's deadline")
             .into_response()
-    });
-    if versioned {
-        scope
-            .rate()
-            .unwrap_or_else(|| {
-                RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
-            })
-            .write_headers(response.headers_mut());
-    }
-    response
+    })
 }
 
 /// API Gateway's request id when behind it; else a well-formed incoming

@@ -6,11 +6,11 @@ pub mod ctx;
 pub mod envelope;
 pub mod idempotency;
 pub mod json;
+pub mod lifecycle;
 pub mod middleware;
 pub mod multipart;
 pub mod path;
 pub mod query;
-pub mod scope;
 
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;

@@ -26,6 +26,7 @@ use aws_sdk_dynamodb::types::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::calls::CallCounter;
 use super::item::{Item, from_item, get_u64, key, n, s, to_item};
 use super::keys::{self, API_KEY_SK, ORG_SK};
 use super::tx::{put, raced, retry_races, transact};
@@ -189,10 +190,13 @@ impl ApiKeys<'_> {
             cap,
             failure_cap,
         };
-        let (record, counted) = futures::try_join!(
-            self.lookup(hash),
-            self.count(hash, limits, "attribute_exists(pk) AND ")
-        )?;
+        let (record, counted) = CallCounter::together(async {
+            futures::try_join!(
+                self.lookup(hash),
+                self.count(hash, limits, "attribute_exists(pk) AND ")
+            )
+        })
+        .await?;
         let may = record
             .as_ref()
             .is_some_and(|key| key.rejection(now).is_none() && key.refusal(needed, true).is_none());
@@ -254,10 +258,13 @@ impl ApiKeys<'_> {
     /// The key and its counters, read strongly consistently, counting
     /// nothing (where the rate limit or the versioned API is switched off).
     pub async fn read(&self, hash: &KeyHash, window: u64) -> ApiResult<KeyState> {
-        let (record, counters) = futures::try_join!(
-            self.lookup(hash),
-            self.0.get_item(key(keys::rate_pk(hash), keys::RATE_SK))
-        )?;
+        let (record, counters) = CallCounter::together(async {
+            futures::try_join!(
+                self.lookup(hash),
+                self.0.get_item(key(keys::rate_pk(hash), keys::RATE_SK))
+            )
+        })
+        .await?;
         KeyState::of(record, counters, window, false)
     }
 

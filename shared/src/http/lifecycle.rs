@@ -1,0 +1,373 @@
+//! What happens to every request before and after its handler, in order.
+//! Each stage is a type that only the stage before it can build, and one
+//! value is handed along (never left in a shared slot for a later step to
+//! find), so a step out of order does not compile:
+//!
+//! 1. `Arrived` (the layer, before routing): a return path to the layer is
+//!    opened (`begin`), and a `POST` with an `Idempotency-Key` has its body
+//!    read and fingerprinted (`idempotency::read`). It rides in the
+//!    request's extensions to the route.
+//! 2. `Admitted` (the `Ctx` extractor): the key presented is read and the
+//!    request counted in one round trip (`ApiKeys::admit`); 401, 403 or
+//!    429 otherwise, in the contract's order (`auth::decision`). It holds
+//!    the key's organization, the key, the rate-limit decision and the
+//!    budget slot the request holds.
+//! 3. `Claimed` (the `Ctx` extractor): the `Idempotency-Key`, if any, is
+//!    claimed, or the request does not run (the first answer is replayed,
+//!    or 400/409/422). The `Claimed` goes back to the layer, and the
+//!    handler runs.
+//! 4. `Settled` (the layer, after the handler, `Returned::settle`): the slot
+//!    is kept for a success or given back (and counted as a failure), the
+//!    answer is kept for its `Idempotency-Key` or the key freed, and the
+//!    `X-RateLimit-*` headers are written. A request refused before
+//!    admission shows the key's true budget, or the full budget when no
+//!    key was accepted.
+
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use axum::extract::Request;
+use axum::response::Response;
+use http::HeaderMap;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::idempotency::{self, NotRun, Presented};
+use crate::auth::key::{self, KeyHash};
+use crate::auth::scope::Scope;
+use crate::error::ApiError;
+use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
+use crate::state::AppState;
+use crate::store::idempotency::Claim;
+
+/// The layer's start of a request: the return path opened, the request
+/// not yet read.
+#[derive(Debug)]
+pub struct Arriving(oneshot::Sender<Handback>);
+
+/// Stage 1: a request that reached the layer, on its way to its route.
+#[derive(Debug)]
+pub struct Arrived {
+    idempotency: Option<Presented>,
+    back: oneshot::Sender<Handback>,
+}
+
+/// The layer's end of the return path, and what an answer cut off by the
+/// deadline shows (the budget the request was admitted with, if it got
+/// that far).
+#[derive(Debug)]
+pub struct Returned {
+    from: oneshot::Receiver<Handback>,
+    shown: Option<(Option<RateLimitDecision>, Option<Uuid>)>,
+}
+
+/// Opens a request's lifecycle, in the layer.
+pub fn begin() -> (Arriving, Returned) {
+    let (back, from) = oneshot::channel();
+    (Arriving(back), Returned { from, shown: None })
+}
+
+/// What the route hands back to the layer.
+#[derive(Debug)]
+enum Handback {
+    /// Refused before admission: the budget to show (None: no key was
+    /// accepted) and the key's organization, when known.
+    Refused {
+        rate: Option<RateLimitDecision>,
+        org: Option<Uuid>,
+    },
+    Claimed(Claimed),
+}
+
+/// Stage 2: a request whose key may make it, counted.
+#[derive(Debug)]
+pub struct Admitted {
+    pub org_id: Uuid,
+    pub key_id: Uuid,
+    rate: RateLimitDecision,
+    slot: Option<Reservation>,
+    idempotency: Option<Presented>,
+    back: oneshot::Sender<Handback>,
+}
+
+/// Stage 3: an admitted request about to run (or answered without
+/// running), as the layer settles it.
+#[derive(Debug)]
+pub struct Claimed {
+    org_id: Uuid,
+    rate: RateLimitDecision,
+    slot: Option<Reservation>,
+    claim: Option<Claim>,
+}
+
+impl Arriving {
+    /// Stage 1, in the layer: `request` with its `Arrived` in its
+    /// extensions (its body read first when it carries an
+    /// `Idempotency-Key`: at most `limit` bytes).
+    pub async fn arrive(self, request: Request, limit: usize) -> Result<Request, ApiError> {
+        let (mut request, idempotency) = idempotency::read(request, limit).await?;
+        let arrived = Arrived {
+            idempotency,
+            back: self.0,
+        };
+        request.extensions_mut().insert(InTransit::new(arrived));
+        Ok(request)
+    }
+}
+
+/// `Arrived` in the request's extensions, which hold only `Clone` values:
+/// the one value in a cell that the route takes out once.
+#[derive(Clone, Debug)]
+struct InTransit(Arc<Mutex<Option<Arrived>>>);
+
+impl InTransit {
+    fn new(arrived: Arrived) -> Self {
+        InTransit(Arc::new(Mutex::new(Some(arrived))))
+    }
+}
+
+impl Arrived {
+    /// The request's `Arrived`, taken out of its extensions (None: it did
+    /// not pass the layer, or its route took it already).
+    pub fn take(extensions: &mut http::Extensions) -> Option<Arrived> {
+        let in_transit = extensions.remove::<InTransit>()?;
+        let mut cell = in_transit.0.lock().unwrap_or_else(|e| e.into_inner());
+        cell.take()
+    }
+
+    /// Stage 2, in the extractor: admits the key `headers` present for a
+    /// route that needs `needed`.
+    pub async fn admit(
+        self,
+        state: &AppState,
+        headers: &HeaderMap,
+        needed: Scope,
+    ) -> Result<Admitted, NotRun> {
+        let Arrived { idempotency, back } = self;
+        match admission(state, headers, needed).await {
+            Ok((org_id, key_id, rate, slot)) => Ok(Admitted {
+                org_id,
+                key_id,
+                rate,
+                slot,
+                idempotency,
+                back,
+            }),
+            Err(refused) => {
+                let _ = back.send(Handback::Refused {
+                    rate: refused.rate,
+                    org: refused.org,
+                });
+                Err(refused.error.into())
+            }
+        }
+    }
+}
+
+/// Why admission refused, with what the answer shows.
+struct Refusal {
+    error: ApiError,
+    rate: Option<RateLimitDecision>,
+    org: Option<Uuid>,
+}
+
+impl From<ApiError> for Refusal {
+    fn from(error: ApiError) -> Self {
+        Refusal {
+            error,
+            rate: None,
+            org: None,
+        }
+    }
+}
+
+/// The contract's order: the key (401), its organization, scope,
+/// entitlement and the deployment switch (403), then the budget (429),
+/// from one round trip where the limit counts (a plain read elsewhere).
+async fn admission(
+    state: &AppState,
+    headers: &HeaderMap,
+    needed: Scope,
+) -> Result<(Uuid, Uuid, RateLimitDecision, Option<Reservation>), Refusal> {
+    let config = &state.config;
+    let hash: KeyHash = key::presented(headers, &config.short_name.key_prefix())?;
+    let (now, at) = (SystemTime::now(), crate::model::now());
+    let limits = &config.rate_limit;
+    let window = Window::at(now, limits.window);
+    let keys = state.store.api_keys();
+    let found = if limits.enabled && config.public_api_enabled {
+        let failures = limits.failure_limit();
+        keys.admit(&hash, needed, window.index, limits.limit, failures, at)
+            .await?
+    } else {
+        keys.read(&hash, window.index).await?
+    };
+    let record = found.record.as_ref().ok_or(ApiError::InvalidApiKey)?;
+    let stored = KeyHash::from_hex(&record.key_hash).ok_or(ApiError::InvalidApiKey)?;
+    if !stored.matches(&hash) {
+        return Err(ApiError::InvalidApiKey.into());
+    }
+    if let Some(rejected) = record.rejection(at) {
+        return Err(rejected.into());
+    }
+    // The key is valid: from here on every answer shows its budget.
+    let org = Some(record.org_id);
+    if let Some(refused) = record.refusal(needed, config.public_api_enabled) {
+        return Err(Refusal {
+            error: refused,
+            rate: Some(ratelimit::standing(limits, window, &found)),
+            org,
+        });
+    }
+    let (rate, slot) = ratelimit::decide(&state.store, limits, hash, window, &found)
+        .await
+        .map_err(|error| Refusal {
+            error,
+            rate: None,
+            org,
+        })?;
+    if !rate.allowed {
+        let error = if rate.failures {
+            ApiError::QuotaExceeded {
+                code: "rate_limited",
+                message: "this key made too many failed requests in this minute",
+                retry_after: rate.retry_after,
+            }
+        } else {
+            ApiError::RateLimited {
+                retry_after: rate.retry_after,
+            }
+        };
+        return Err(Refusal {
+            error,
+            rate: Some(rate),
+            org,
+        });
+    }
+    Ok((record.org_id, record.key_id, rate, slot))
+}
+
+impl Admitted {
+    /// Stage 3, in the extractor: claims the request's `Idempotency-Key`
+    /// (if any) for its key. Whether it then runs or not (a replay, a
+    /// refused key), the layer gets the `Claimed` to settle.
+    pub async fn claim(self, state: &AppState) -> Result<(Uuid, Uuid), NotRun> {
+        let Admitted {
+            org_id,
+            key_id,
+            rate,
+            slot,
+            idempotency,
+            back,
+        } = self;
+        let claimed = idempotency::claim(&state.store, &state.sealer, idempotency, key_id).await;
+        let (claim, outcome) = match claimed {
+            Ok(claim) => (claim, Ok((org_id, key_id))),
+            Err(not_run) => (None, Err(not_run)),
+        };
+        let _ = back.send(Handback::Claimed(Claimed {
+            org_id,
+            rate,
+            slot,
+            claim,
+        }));
+        outcome
+    }
+}
+
+/// What the layer learns of a request it settles.
+#[derive(Debug, Default)]
+pub struct Settled {
+    /// The key's organization, when a key was accepted.
+    pub org: Option<Uuid>,
+}
+
+impl Returned {
+    /// Stage 4, in the layer, after the handler: settles what came back
+    /// (nothing, for routes without a key) into `response` of a `/api/v1/*`
+    /// request (`versioned`; other paths carry no budget).
+    pub async fn settle(
+        &mut self,
+        state: &AppState,
+        versioned: bool,
+        response: Response,
+        span: &tracing::Span,
+    ) -> (Response, Settled) {
+        let untouched =
+            || RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now());
+        let (mut response, rate, org) = match self.from.try_recv().ok() {
+            None => (response, untouched(), None),
+            Some(Handback::Refused { rate, org }) => {
+                (response, rate.unwrap_or_else(untouched), org)
+            }
+            Some(Handback::Claimed(claimed)) => {
+                let org = Some(claimed.org_id);
+                self.shown = Some((Some(claimed.rate), org));
+                let (response, rate) = claimed.settle(state, response, span).await;
+                (response, rate, org)
+            }
+        };
+        if versioned {
+            rate.write_headers(response.headers_mut());
+        }
+        (response, Settled { org })
+    }
+
+    /// For an answer made without its route's (cut off by the deadline):
+    /// the headers of what came back, nothing given back or kept (the
+    /// change may or may not have been made).
+    pub fn unsettled(
+        mut self,
+        state: &AppState,
+        versioned: bool,
+        response: &mut Response,
+    ) -> Settled {
+        let (rate, org) = match self.from.try_recv().ok() {
+            Some(Handback::Refused { rate, org }) => (rate, org),
+            Some(Handback::Claimed(claimed)) => (Some(claimed.rate), Some(claimed.org_id)),
+            None => self.shown.take().unwrap_or((None, None)),
+        };
+        if versioned {
+            rate.unwrap_or_else(|| {
+                RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
+            })
+            .write_headers(response.headers_mut());
+        }
+        Settled { org }
+    }
+}
+
+impl Claimed {
+    /// The slot kept (a success) or given back; the answer kept for the
+    /// `Idempotency-Key` (or the key freed), both at once.
+    async fn settle(
+        self,
+        state: &AppState,
+        response: Response,
+        span: &tracing::Span,
+    ) -> (Response, RateLimitDecision) {
+        let Claimed {
+            rate, slot, claim, ..
+        } = self;
+        let slot = slot.filter(|_| !response.status().is_success());
+        let give_back = async {
+            match slot {
+                Some(slot) => Some(ratelimit::release(&state.store, slot).await),
+                None => None,
+            }
+        };
+        let (given_back, response) = tokio::join!(
+            give_back,
+            idempotency::settle(&state.store, &state.sealer, claim, response)
+        );
+        let rate = match given_back {
+            Some(Ok(())) => rate.released(),
+            Some(Err(error)) => {
+                span.in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot"));
+                rate
+            }
+            None => rate,
+        };
+        (response, rate)
+    }
+}
