@@ -20,7 +20,7 @@ use aws_sigv4::http_request::{
 };
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::sync::OnceCell;
 
 use crate::model::Timestamp;
@@ -30,13 +30,7 @@ use crate::error::{ApiError, ApiResult};
 /// How long a handed-out link stays valid.
 pub const LINK_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// `{storage_path, url, url_expires_at}` as responses show a file.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SignedLink {
-    pub storage_path: String,
-    pub url: String,
-    pub url_expires_at: Timestamp,
-}
+pub use crate::model::link::SignedLink;
 
 #[derive(Deserialize)]
 struct SignerSecret {

@@ -9,6 +9,7 @@ pub mod geocode;
 pub mod grant;
 pub mod id;
 pub mod integer;
+pub mod link;
 pub mod member;
 pub mod open_hours;
 pub mod org;

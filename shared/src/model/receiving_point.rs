@@ -10,11 +10,11 @@ use super::id::Id;
 use super::archive::{self, Status};
 use super::geo::Coordinates;
 use super::integer::Integer;
+use super::link::SignedLink;
 use super::open_hours::OpenHours;
 use super::patch::{self, Patch, assign};
 use super::validate;
 use crate::error::ApiError;
-use crate::links::SignedLink;
 
 pub const MAX_TEXT: usize = 500;
 /// Longer free texts: `notes`, `directions`.

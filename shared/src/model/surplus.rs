@@ -8,12 +8,12 @@ use uuid::Uuid;
 
 use super::id::Id;
 
+use super::link::SignedLink;
 use super::patch::{self, Patch, assign};
 use super::time::Timestamp;
 use super::validate;
 use super::volume::Litres;
 use crate::error::ApiError;
-use crate::links::SignedLink;
 
 pub const MAX_TEXT: usize = 500;
 pub const MAX_NOTE: usize = 2000;

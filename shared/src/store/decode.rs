@@ -17,7 +17,8 @@ use serde::de::{
     MapAccess, VariantAccess, Visitor,
 };
 
-use super::item::Item;
+/// A stored item: attribute names to values.
+pub type Item = std::collections::HashMap<String, AttributeValue>;
 
 /// `item` as a `T`.
 pub fn decode<T: DeserializeOwned>(item: Item) -> Result<T, Error> {

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 
-pub type Item = HashMap<String, AttributeValue>;
+pub use super::decode::Item;
 
 /// `value` as an item. Absent values (`None`) are left out instead of
 /// stored as NULL: items stay small, reads decode less, and
