@@ -245,6 +245,11 @@ impl ApiError {
     }
 }
 
+/// The cause of a 500, riding in its response's extensions to the one
+/// layer that logs it (`http::middleware`).
+#[derive(Clone, Debug)]
+pub struct InternalCause(pub std::sync::Arc<str>);
+
 #[derive(Serialize)]
 struct ErrorBody<'a> {
     error: &'a str,
@@ -255,10 +260,12 @@ struct ErrorBody<'a> {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
+        let cause = match &self {
+            ApiError::Internal(source) => Some(InternalCause(source.to_string().into())),
+            _ => None,
+        };
         let message = match &self {
-            ApiError::Internal(source) => {
-                // The request span carries the request id.
-                tracing::error!(error = %source, "internal error");
+            ApiError::Internal(_) => {
                 "an unexpected error occurred; quote the x-request-id header when reporting it"
                     .to_owned()
             }
@@ -270,6 +277,11 @@ impl IntoResponse for ApiError {
             code: self.code(),
         };
         let mut response = (status, Json(body)).into_response();
+        // Logged by the layer around the route, with the request's id and
+        // the store call to blame (never rendered).
+        if let Some(cause) = cause {
+            response.extensions_mut().insert(cause);
+        }
         if let ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after, .. } =
             self
         {

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::lifecycle::{self, Arriving, Returned, Settled};
 use super::multipart;
-use crate::error::ApiError;
+use crate::error::{ApiError, InternalCause};
 use crate::state::AppState;
 use crate::store::calls::{CallCounter, DynamoCalls};
 
@@ -64,6 +64,18 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         round_trips: calls.round_trips(),
     };
     response.extensions_mut().insert(cost);
+    if let Some(InternalCause(cause)) = response.extensions().get::<InternalCause>() {
+        let blamed = calls.blame();
+        span.in_scope(|| {
+            tracing::error!(
+                error = %cause,
+                store_operation = blamed.as_ref().map(|c| c.operation.as_str()),
+                key_shape = blamed.as_ref().map(|c| c.key_shape.as_str()),
+                store_call_failed = blamed.as_ref().map(|c| c.failed),
+                "internal error"
+            );
+        });
+    }
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),

@@ -4,8 +4,10 @@
 //! counter knows the calls made, the time during which at least one call
 //! was in flight (`waited`, what the request spent waiting on DynamoDB),
 //! and the sequential round trips: the number of separate stretches of that
-//! time (calls made in parallel share one). Outside a request (CLI, setup)
-//! nothing is counted.
+//! time (calls made in parallel share one). It also notes which operation
+//! and key shape each call had (`CallNote`), so a 500 can say which store
+//! call failed without a secret or a value in the log. Outside a request
+//! (CLI, setup) nothing is counted.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +35,18 @@ struct Flight {
 struct Calls {
     count: AtomicU32,
     flight: Mutex<Flight>,
+    /// The last call that failed, and the last call.
+    notes: Mutex<(Option<CallNote>, Option<CallNote>)>,
+}
+
+/// What a store call was, without its values: the DynamoDB operation and
+/// the shape of the keys it named (`ORG#* / SURPLUS#*`: the key's literal
+/// parts, every id, name or hash a `*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallNote {
+    pub operation: String,
+    pub key_shape: String,
+    pub failed: bool,
 }
 
 /// Counter of one request's DynamoDB calls (retries included).
@@ -59,6 +73,21 @@ impl CallCounter {
     /// Runs `future` with this counter as the current request's counter.
     pub async fn scope<F: Future>(&self, future: F) -> F::Output {
         CALLS.scope(self.clone(), future).await
+    }
+
+    /// The call to blame for a failure of the request: the last call that
+    /// failed, else the last call (a record it returned did not decode).
+    pub fn blame(&self) -> Option<CallNote> {
+        let notes = self.0.notes.lock().unwrap_or_else(|e| e.into_inner());
+        notes.0.clone().or_else(|| notes.1.clone())
+    }
+
+    fn note(&self, note: CallNote) {
+        let mut notes = self.0.notes.lock().unwrap_or_else(|e| e.into_inner());
+        if note.failed {
+            notes.0 = Some(note.clone());
+        }
+        notes.1 = Some(note);
     }
 
     fn flight(&self) -> std::sync::MutexGuard<'_, Flight> {
@@ -134,29 +163,129 @@ impl Intercept for CountCalls {
 
     fn read_before_attempt(
         &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
         _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let _ = CALLS.try_with(CallCounter::started);
+        // The serialized request is gone once sent: note its keys now.
+        let body = context
+            .request()
+            .body()
+            .bytes()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+            .unwrap_or_default();
+        cfg.interceptor_state()
+            .store_put(KeyShape(key_shape(&body)));
         Ok(())
     }
 
     /// Called once for every attempt `read_before_attempt` saw.
     fn read_after_attempt(
         &self,
-        _context: &FinalizerInterceptorContextRef<'_>,
+        context: &FinalizerInterceptorContextRef<'_>,
         _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let _ = CALLS.try_with(CallCounter::ended);
+        let _ = CALLS.try_with(|calls| {
+            calls.ended();
+            let operation = cfg
+                .load::<aws_smithy_runtime_api::client::orchestrator::Metadata>()
+                .map_or("?".to_owned(), |m| m.name().to_owned());
+            calls.note(CallNote {
+                operation,
+                key_shape: cfg
+                    .load::<KeyShape>()
+                    .map(|k| k.0.clone())
+                    .unwrap_or_default(),
+                failed: !matches!(context.output_or_error(), Some(Ok(_))),
+            });
+        });
         Ok(())
     }
+}
+
+/// A call's key shape, kept in its config bag from before it is sent to
+/// after it is answered.
+#[derive(Clone, Debug)]
+struct KeyShape(String);
+
+impl aws_smithy_types::config_bag::Storable for KeyShape {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
+}
+
+/// The shapes of the keys a request's JSON names (`pk` and `sk` of every
+/// `Key` or `Item`, a Query's `:pk`), each value's literal parts kept and
+/// the rest starred, distinct, in order.
+fn key_shape(body: &serde_json::Value) -> String {
+    fn starred(value: &str) -> String {
+        value
+            .split('#')
+            .map(|part| {
+                let literal =
+                    !part.is_empty() && part.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+                if literal { part } else { "*" }
+            })
+            .collect::<Vec<_>>()
+            .join("#")
+    }
+    fn walk(value: &serde_json::Value, shapes: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(fields) => {
+                if let Some(pk) = fields.get("pk").and_then(|v| v["S"].as_str()) {
+                    let mut shape = starred(pk);
+                    if let Some(sk) = fields.get("sk").and_then(|v| v["S"].as_str()) {
+                        shape = format!("{shape} / {}", starred(sk));
+                    }
+                    if !shapes.contains(&shape) {
+                        shapes.push(shape);
+                    }
+                    return;
+                }
+                for field in fields.values() {
+                    walk(field, shapes);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, shapes)),
+            _ => {}
+        }
+    }
+    let mut shapes = Vec::new();
+    if let Some(pk) = body["ExpressionAttributeValues"][":pk"]["S"].as_str() {
+        let index = body["IndexName"]
+            .as_str()
+            .map(|i| format!(" ({i})"))
+            .unwrap_or_default();
+        shapes.push(format!("{}{index}", starred(pk)));
+    }
+    walk(&body["Key"], &mut shapes);
+    walk(&body["Item"], &mut shapes);
+    walk(&body["TransactItems"], &mut shapes);
+    walk(&body["RequestItems"], &mut shapes);
+    shapes.join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_shapes_keep_the_literal_parts_only() {
+        let update =
+            serde_json::json!({"Key": {"pk": {"S": "ORG#0196aa"}, "sk": {"S": "SURPLUS#0196bb"}}});
+        assert_eq!(key_shape(&update), "ORG#* / SURPLUS#*");
+        let query = serde_json::json!({"IndexName": "gsi1", "ExpressionAttributeValues": {":pk": {"S": "ORG#x#SURPLUS#open"}}});
+        assert_eq!(key_shape(&query), "ORG#*#SURPLUS#* (gsi1)");
+        let tx = serde_json::json!({"TransactItems": [
+            {"Put": {"Item": {"pk": {"S": "PLATE#o#fi#ABC123"}, "sk": {"S": "UNIQUE"}, "truck_id": {"S": "t"}}}},
+            {"ConditionCheck": {"Key": {"pk": {"S": "GEO#PUBLIC#4#u6sc"}, "sk": {"S": "RP#1"}}}},
+            {"Update": {"Key": {"pk": {"S": "RATE#abcdef"}, "sk": {"S": "RATE"}}}},
+        ]});
+        assert_eq!(
+            key_shape(&tx),
+            "PLATE#*#*#* / UNIQUE, GEO#PUBLIC#*#* / RP#*, RATE#* / RATE"
+        );
+    }
 
     #[test]
     fn parallel_calls_share_a_round_trip() {

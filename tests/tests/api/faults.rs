@@ -225,3 +225,45 @@ fn a_deadline_already_past_on_arrival_is_ignored() {
         reply.expect(201, None);
     });
 }
+
+#[test]
+fn a_500_logs_the_store_call_that_failed_without_a_value() {
+    run(async {
+        let t = org().await;
+        // A table that does not exist: every call fails at DynamoDB itself.
+        let h = harness().await;
+        let mut config = (*h.state.config).clone();
+        config.table_name = format!("missing-{}", uuid::Uuid::new_v4());
+        let state = shared::AppState::new(config, &h.sdk);
+        let api = shared::http::app(local::routes(), state);
+        let reply = call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&api)
+            .await;
+        reply.expect(500, Some("internal_error"));
+        let id = reply.header("x-request-id").to_owned();
+        let logs = api_tests::webhooks::logs();
+        let line = logs
+            .lines()
+            .find(|line| line.contains(&id) && line.contains("internal error"))
+            .unwrap_or_else(|| panic!("no internal error line for {id}"));
+        assert!(
+            line.contains("store_operation=") && line.contains("key_shape="),
+            "{line}"
+        );
+        assert!(
+            line.contains("APIKEY#*") || line.contains("RATE#*"),
+            "{line}"
+        );
+        // The shape, never the key's hash.
+        let hash = shared::auth::key::KeyHash::of(&t.key).to_hex();
+        assert!(!line.contains(&hash), "{line}");
+        // One such line, logged by the layer.
+        assert_eq!(
+            logs.lines()
+                .filter(|line| line.contains(&id) && line.contains("internal error"))
+                .count(),
+            1
+        );
+    });
+}
