@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::deployment_key::{DeploymentKey, KeySource};
 use crate::error::ApiError;
+use crate::error::codes;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -84,10 +85,7 @@ impl<'a> CursorCodec<'a> {
         token: &str,
     ) -> Result<T, ApiError> {
         let invalid = || {
-            ApiError::Unprocessable {
-            code: "invalid_cursor",
-            message: "cursor: is not a cursor of this list (same organization and filters); pass meta.next_cursor unchanged".into(),
-        }
+            codes::INVALID_CURSOR.with("cursor: is not a cursor of this list (same organization and filters); pass meta.next_cursor unchanged")
         };
         if token.len() > MAX_TOKEN_LEN {
             return Err(invalid());

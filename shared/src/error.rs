@@ -1,10 +1,18 @@
-//! The one error type. Every contract error code lives here with its status;
-//! handlers return `Err(ApiError::…)` and never build an error body by hand.
+//! The one error type. Every code it answers is declared once, with its
+//! status and meaning, in the catalogue (`codes`); errors are built from
+//! there, and handlers return `Err(ApiError::…)` or `Err(codes::X.with(…))`,
+//! never an error body of their own.
+
+pub mod codes;
+
+use std::borrow::Cow;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
+
+pub use codes::Code;
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
@@ -12,19 +20,14 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    // 400
     /// A path id is not a UUID. `code` names the id (`invalid_org_id`, ...).
     #[error("{param} must be a UUID")]
     InvalidId {
-        code: &'static str,
+        code: &'static Code,
         param: &'static str,
     },
     #[error("{0}")]
     InvalidJson(String),
-    /// Another 400: `code` names the problem.
-    #[error("{message}")]
-    Invalid { code: &'static str, message: String },
-    // 401
     #[error("an API key is required: send `Authorization: Bearer <key>` or `X-Api-Key: <key>`")]
     MissingApiKey,
     #[error("the API key is not valid")]
@@ -35,7 +38,6 @@ pub enum ApiError {
     ApiKeyExpired,
     #[error("`Authorization` and `X-Api-Key` carry different keys; send one key")]
     ConflictingApiKeys,
-    // 403
     #[error("{0}")]
     OrgIdMismatch(&'static str),
     #[error("public API features are not enabled for this organization")]
@@ -46,129 +48,90 @@ pub enum ApiError {
     InsufficientScope(&'static str),
     #[error("the versioned API is disabled in this deployment")]
     PublicApiDisabled,
-    /// Another 403: `code` names the rule.
-    #[error("{message}")]
-    Forbidden {
-        code: &'static str,
-        message: &'static str,
-    },
-    // 404
-    #[error("{message}")]
-    NotFound {
-        code: &'static str,
-        message: &'static str,
-    },
     #[error("no route matches this path")]
     RouteNotFound,
-    // 405
     #[error("this method is not allowed on this path")]
     MethodNotAllowed,
-    // 409
-    #[error("{message}")]
-    Conflict { code: &'static str, message: String },
-    // 413
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
-    /// Another 413: `code` names what is too large.
-    #[error("{message}")]
-    TooLarge { code: &'static str, message: String },
-    // 422
     /// A missing or invalid field; the message names the field.
     #[error("{0}")]
     Validation(String),
-    #[error("{message}")]
-    Unprocessable { code: &'static str, message: String },
-    // 429
     #[error("rate limit exceeded; retry after {retry_after} seconds")]
     RateLimited { retry_after: u64 },
-    /// Another 429 (a quota of its own): `code` names it.
-    #[error("{message}; retry after {retry_after} seconds")]
-    QuotaExceeded {
-        code: &'static str,
-        message: &'static str,
-        retry_after: u64,
+    /// Any other code of the catalogue, with its message (and the seconds
+    /// of `Retry-After`, for a 429 of its own).
+    #[error("{message}")]
+    Coded {
+        code: &'static Code,
+        message: Cow<'static, str>,
+        retry_after: Option<u64>,
     },
-    // 500: details are logged, never rendered.
+    /// 500: details are logged, never rendered.
     #[error("internal error: {0}")]
     Internal(BoxError),
-    // 502: a provider (geocoding, the issue tracker) failed.
-    #[error("{message}")]
-    BadGateway {
-        code: &'static str,
-        message: &'static str,
-    },
-    // 503
-    #[error("{message}")]
-    Unavailable {
-        code: &'static str,
-        message: &'static str,
-    },
-    // 504: a provider did not answer in time.
-    #[error("{message}")]
-    GatewayTimeout {
-        code: &'static str,
-        message: &'static str,
-    },
 }
 
-impl ApiError {
-    pub fn status(&self) -> StatusCode {
-        use ApiError::*;
-        match self {
-            InvalidId { .. } | InvalidJson(_) | Invalid { .. } => StatusCode::BAD_REQUEST,
-            MissingApiKey | InvalidApiKey | ApiKeyRevoked | ApiKeyExpired | ConflictingApiKeys => {
-                StatusCode::UNAUTHORIZED
-            }
-            OrgIdMismatch(_)
-            | FeatureNotEnabled
-            | OrgInactive
-            | InsufficientScope(_)
-            | PublicApiDisabled
-            | Forbidden { .. } => StatusCode::FORBIDDEN,
-            NotFound { .. } | RouteNotFound => StatusCode::NOT_FOUND,
-            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Conflict { .. } => StatusCode::CONFLICT,
-            PayloadTooLarge(_) | TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Validation(_) | Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            RateLimited { .. } | QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            BadGateway { .. } => StatusCode::BAD_GATEWAY,
-            Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            GatewayTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+impl Code {
+    /// This code's error, saying `message`.
+    pub fn with(&'static self, message: impl Into<Cow<'static, str>>) -> ApiError {
+        ApiError::Coded {
+            code: self,
+            message: message.into(),
+            retry_after: None,
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    /// This code's 429, saying `message`, and when to come back.
+    pub fn retry_after(&'static self, message: &str, seconds: u64) -> ApiError {
+        ApiError::Coded {
+            code: self,
+            message: format!("{message}; retry after {seconds} seconds").into(),
+            retry_after: Some(seconds),
+        }
+    }
+}
+
+impl ApiError {
+    /// The error's entry in the catalogue.
+    pub fn catalogued(&self) -> &'static Code {
         use ApiError::*;
         match self {
-            InvalidId { code, .. } => code,
-            InvalidJson(_) => "invalid_json",
-            Invalid { code, .. } => code,
-            MissingApiKey => "missing_api_key",
-            InvalidApiKey => "invalid_api_key",
-            ApiKeyRevoked => "api_key_revoked",
-            ApiKeyExpired => "api_key_expired",
-            ConflictingApiKeys => "conflicting_api_keys",
-            OrgIdMismatch(_) => "org_id_mismatch",
-            FeatureNotEnabled => "feature_not_enabled",
-            OrgInactive => "org_inactive",
-            InsufficientScope(_) => "insufficient_scope",
-            PublicApiDisabled => "public_api_disabled",
-            Forbidden { code, .. } => code,
-            NotFound { code, .. } => code,
-            RouteNotFound => "not_found",
-            MethodNotAllowed => "method_not_allowed",
-            Conflict { code, .. } => code,
-            PayloadTooLarge(_) => "payload_too_large",
-            TooLarge { code, .. } => code,
-            Validation(_) => "validation_error",
-            Unprocessable { code, .. } => code,
-            RateLimited { .. } => "rate_limited",
-            QuotaExceeded { code, .. } => code,
-            Internal(_) => "internal_error",
-            BadGateway { code, .. } => code,
-            Unavailable { code, .. } => code,
-            GatewayTimeout { code, .. } => code,
+            InvalidId { code, .. } | Coded { code, .. } => code,
+            InvalidJson(_) => &codes::INVALID_JSON,
+            MissingApiKey => &codes::MISSING_API_KEY,
+            InvalidApiKey => &codes::INVALID_API_KEY,
+            ApiKeyRevoked => &codes::API_KEY_REVOKED,
+            ApiKeyExpired => &codes::API_KEY_EXPIRED,
+            ConflictingApiKeys => &codes::CONFLICTING_API_KEYS,
+            OrgIdMismatch(_) => &codes::ORG_ID_MISMATCH,
+            FeatureNotEnabled => &codes::FEATURE_NOT_ENABLED,
+            OrgInactive => &codes::ORG_INACTIVE,
+            InsufficientScope(_) => &codes::INSUFFICIENT_SCOPE,
+            PublicApiDisabled => &codes::PUBLIC_API_DISABLED,
+            RouteNotFound => &codes::NOT_FOUND,
+            MethodNotAllowed => &codes::METHOD_NOT_ALLOWED,
+            PayloadTooLarge(_) => &codes::PAYLOAD_TOO_LARGE,
+            Validation(_) => &codes::VALIDATION_ERROR,
+            RateLimited { .. } => &codes::RATE_LIMITED,
+            Internal(_) => &codes::INTERNAL_ERROR,
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        StatusCode::from_u16(self.catalogued().status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.catalogued().code
+    }
+
+    /// Seconds for `Retry-After`, on a 429.
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after } => Some(*retry_after),
+            ApiError::Coded { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 
@@ -182,66 +145,42 @@ impl ApiError {
     }
 
     pub fn org_not_found() -> Self {
-        Self::NotFound {
-            code: "org_not_found",
-            message: "organization not found",
-        }
+        codes::ORG_NOT_FOUND.with("organization not found")
     }
 
     /// 409: DELETE on a record that is already archived.
     pub fn already_archived() -> Self {
-        Self::Conflict {
-            code: "already_archived",
-            message: "the record is already archived".into(),
-        }
+        codes::ALREADY_ARCHIVED.with("the record is already archived")
     }
 
     /// 409: restore on a record that is not archived.
     pub fn not_archived() -> Self {
-        Self::Conflict {
-            code: "not_archived",
-            message: "the record is not archived".into(),
-        }
+        codes::NOT_ARCHIVED.with("the record is not archived")
     }
 
     /// 409: PATCH on an archived record.
     pub fn record_archived() -> Self {
-        Self::Conflict {
-            code: "record_archived",
-            message: "the record is archived; restore it before changing it".into(),
-        }
+        codes::RECORD_ARCHIVED.with("the record is archived; restore it before changing it")
     }
 
     /// 422: a body's `site_id` names no site of the key's organization.
     pub fn site_not_found() -> Self {
-        Self::Unprocessable {
-            code: "site_not_found",
-            message: "site_id names no site of this organization".into(),
-        }
+        codes::SITE_NOT_FOUND_IN_BODY.with("site_id names no site of this organization")
     }
 
     /// 422: a body's `site_id` names an archived site.
     pub fn site_archived() -> Self {
-        Self::Unprocessable {
-            code: "site_archived",
-            message: "the site is archived; restore it first".into(),
-        }
+        codes::SITE_ARCHIVED.with("the site is archived; restore it first")
     }
 
     /// 422: a PATCH gives a field that cannot change a value other than the
     /// record's own.
     pub fn immutable(field: &str) -> Self {
-        Self::Unprocessable {
-            code: "immutable_field",
-            message: format!("{field} cannot change"),
-        }
+        codes::IMMUTABLE_FIELD.with(format!("{field} cannot change"))
     }
 
     pub fn org_name_conflict() -> Self {
-        Self::Conflict {
-            code: "org_name_conflict",
-            message: "an organization with this name already exists".into(),
-        }
+        codes::ORG_NAME_CONFLICT.with("an organization with this name already exists")
     }
 }
 
@@ -276,18 +215,17 @@ impl IntoResponse for ApiError {
             message,
             code: self.code(),
         };
+        let retry_after = self.retry_after();
         let mut response = (status, Json(body)).into_response();
         // Logged by the layer around the route, with the request's id and
         // the store call to blame (never rendered).
         if let Some(cause) = cause {
             response.extensions_mut().insert(cause);
         }
-        if let ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after, .. } =
-            self
-        {
+        if let Some(seconds) = retry_after {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -338,20 +276,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_quota_of_its_own_sets_retry_after_too() {
-        let (status, json, headers) = body(ApiError::QuotaExceeded {
-            code: "support_rate_limited",
-            message: "at most 5 support tickets an hour per key",
-            retry_after: 1200,
-        })
+        let (status, json, headers) = body(
+            codes::SUPPORT_RATE_LIMITED
+                .retry_after("at most 5 support tickets an hour per key", 1200),
+        )
         .await;
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(json["code"], "support_rate_limited");
         assert_eq!(headers[header::RETRY_AFTER], "1200");
-        let (status, json, _) = body(ApiError::GatewayTimeout {
-            code: "geocode_timeout",
-            message: "late",
-        })
-        .await;
+        let (status, json, _) = body(codes::GEOCODE_TIMEOUT.with("late")).await;
         assert_eq!(
             (status, json["error"].as_str()),
             (StatusCode::GATEWAY_TIMEOUT, Some("Gateway Timeout"))

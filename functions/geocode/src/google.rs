@@ -9,6 +9,7 @@
 
 use http::{HeaderMap, Method};
 use serde::Deserialize;
+use shared::error::codes;
 use shared::model::geo::Coordinates;
 use shared::model::geocode::{AddressQuery, GeocodeResult, MatchQuality};
 use shared::outbound::{Call, CallError};
@@ -43,10 +44,7 @@ struct Location {
 }
 
 fn provider_error() -> ApiError {
-    ApiError::BadGateway {
-        code: "geocode_provider_error",
-        message: "the geocoding provider failed; try again later",
-    }
+    codes::GEOCODE_PROVIDER_ERROR.with("the geocoding provider failed; try again later")
 }
 
 /// The request's query string (the key included: never log it).
@@ -86,10 +84,8 @@ pub async fn geocode(state: &AppState, query: &AddressQuery) -> ApiResult<Geocod
         .map_err(|error| match error {
             CallError::Timeout(after) => {
                 tracing::warn!(?after, "geocoding provider timed out");
-                ApiError::GatewayTimeout {
-                    code: "geocode_timeout",
-                    message: "the geocoding provider did not answer in time; try again later",
-                }
+                codes::GEOCODE_TIMEOUT
+                    .with("the geocoding provider did not answer in time; try again later")
             }
             CallError::Failed(why) => {
                 tracing::warn!(error = %why, "geocoding provider unreachable");
@@ -107,10 +103,7 @@ pub async fn geocode(state: &AppState, query: &AddressQuery) -> ApiResult<Geocod
     match parsed.status.as_str() {
         "OK" => {}
         "ZERO_RESULTS" => {
-            return Err(ApiError::NotFound {
-                code: "geocode_not_found",
-                message: "no place matches this address",
-            });
+            return Err(codes::GEOCODE_NOT_FOUND.with("no place matches this address"));
         }
         status => {
             tracing::warn!(

@@ -7,13 +7,14 @@ pub mod google;
 use axum::Router;
 use axum::routing::post;
 use shared::auth::ReadData;
+use shared::error::codes;
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::model::geocode::{GeocodeRequest, GeocodeResult};
 use shared::model::quota::GEOCODING;
-use shared::{ApiError, ApiResult, AppState};
+use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/geocode", post(geocode))
@@ -34,10 +35,9 @@ async fn geocode(
 ) -> ApiResult<Json<Data<GeocodeResult>>> {
     let query = body.validate()?;
     if !ctx.geocode_key.is_configured() {
-        return Err(ApiError::Unavailable {
-            code: "geocode_not_configured",
-            message: "geocoding is not configured in this deployment",
-        });
+        return Err(
+            codes::GEOCODE_NOT_CONFIGURED.with("geocoding is not configured in this deployment")
+        );
     }
     // Every provider call costs, found or not: counted before it is made.
     ctx.spend(&GEOCODING).await?;

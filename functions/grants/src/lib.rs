@@ -7,13 +7,14 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use shared::auth::{ReadData, WriteData};
+use shared::error::codes;
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{GranteeOrgId, PathId};
 use shared::model::grant::{CreateGrant, Grant};
-use shared::{ApiError, ApiResult, AppState};
+use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -38,16 +39,10 @@ async fn upsert(
 ) -> ApiResult<(StatusCode, Json<Data<Grant>>)> {
     let grantee = body.grantee_org_id.0;
     if grantee == ctx.org_id {
-        return Err(ApiError::Unprocessable {
-            code: "grant_to_self",
-            message: "an organization cannot grant access to itself".into(),
-        });
+        return Err(codes::GRANT_TO_SELF.with("an organization cannot grant access to itself"));
     }
     if ctx.store.orgs().get(grantee).await?.is_none() {
-        return Err(ApiError::Unprocessable {
-            code: "grantee_not_found",
-            message: "grantee_org_id names no organization".into(),
-        });
+        return Err(codes::GRANTEE_NOT_FOUND.with("grantee_org_id names no organization"));
     }
     let scope = body.scope.unwrap_or_default();
     let (grant, created) = ctx

@@ -10,6 +10,7 @@ use http::header::{ACCEPT, AUTHORIZATION};
 use http::{HeaderMap, HeaderValue, Method};
 use serde::Deserialize;
 use serde_json::json;
+use shared::error::codes;
 use shared::model::support::NewTicket;
 use shared::outbound::{Call, CallError};
 use shared::{ApiError, AppState};
@@ -38,10 +39,8 @@ pub struct Failure {
 fn refused() -> Failure {
     Failure {
         refused: true,
-        error: ApiError::BadGateway {
-            code: "support_tracker_error",
-            message: "the issue tracker did not take the ticket; try again later",
-        },
+        error: codes::SUPPORT_TRACKER_ERROR
+            .with("the issue tracker did not take the ticket; try again later"),
     }
 }
 
@@ -113,10 +112,9 @@ pub async fn open(
                 tracing::warn!(?after, "issue tracker timed out");
                 Failure {
                     refused: false,
-                    error: ApiError::GatewayTimeout {
-                        code: "support_tracker_timeout",
-                        message: "the issue tracker did not answer in time; the ticket may have been opened",
-                    },
+                    error: codes::SUPPORT_TRACKER_TIMEOUT.with(
+                        "the issue tracker did not answer in time; the ticket may have been opened",
+                    ),
                 }
             }
             CallError::Failed(why) => {

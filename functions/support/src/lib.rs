@@ -11,6 +11,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
 use shared::auth::WriteData;
+use shared::error::codes;
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
@@ -18,7 +19,7 @@ use shared::http::envelope::Data;
 use shared::model::support::{CreateTicket, QUOTA_PERIOD, QUOTA_TICKETS, Ticket};
 use shared::store::keys::support_quota_pk;
 use shared::store::quotas::{Quota, Reserved};
-use shared::{ApiError, ApiResult, AppState};
+use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/support", post(open))
@@ -38,10 +39,8 @@ async fn open(
 ) -> ApiResult<(StatusCode, Json<Data<Ticket>>)> {
     let ticket = body.validate()?;
     if !ctx.config.support.is_configured() {
-        return Err(ApiError::Unavailable {
-            code: "support_not_configured",
-            message: "support tickets are not configured in this deployment",
-        });
+        return Err(codes::SUPPORT_NOT_CONFIGURED
+            .with("support tickets are not configured in this deployment"));
     }
     let quota = Quota {
         pk: support_quota_pk(ctx.key_id),
@@ -54,11 +53,10 @@ async fn open(
     let slot = match ctx.store.quotas().reserve(&quota, now).await? {
         Reserved::Held(slot) => slot,
         Reserved::Full { retry_after } => {
-            return Err(ApiError::QuotaExceeded {
-                code: "support_rate_limited",
-                message: "this key opened 5 support tickets in the last hour",
+            return Err(codes::SUPPORT_RATE_LIMITED.retry_after(
+                "this key opened 5 support tickets in the last hour",
                 retry_after,
-            });
+            ));
         }
     };
     match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id).await {

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use shared::auth::WriteData;
+use shared::error::codes;
 use shared::files::post_policy::UploadForm;
 use shared::files::{ImageKind, MAX_FILE_BYTES, Peeked, SNIFF_BYTES};
 use shared::http::Ctx;
@@ -145,10 +146,9 @@ const CHECK_TRIES: usize = 3;
 /// An upload that is no waybill: too large, empty, or not an image.
 fn check(peeked: &Peeked) -> ApiResult<ImageKind> {
     if peeked.size > MAX_FILE_BYTES {
-        Err(ApiError::TooLarge {
-            code: "file_too_large",
-            message: format!("the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"),
-        })
+        Err(codes::FILE_TOO_LARGE.with(format!(
+            "the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"
+        )))
     } else if peeked.size == 0 {
         multipart::image(&[])
     } else {
@@ -171,10 +171,7 @@ pub async fn confirm(
     shared::model::validate::max_len("storage_path", &body.storage_path, MAX_STORAGE_PATH)?;
     let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
     let not_found = || {
-        ApiError::Unprocessable {
-        code: "upload_not_found",
-        message: "storage_path names no upload of this load's forms (nothing uploaded yet, or another load's)".into(),
-    }
+        codes::UPLOAD_NOT_FOUND.with("storage_path names no upload of this load's forms (nothing uploaded yet, or another load's)")
     };
     let name = upload_name(&body.storage_path, ctx.org_id, id).ok_or_else(not_found)?;
     let upload = body.storage_path.as_str();
@@ -206,9 +203,9 @@ pub async fn confirm(
             break;
         }
     }
-    let (size, kind) = checked_copy.ok_or_else(|| ApiError::Conflict {
-        code: "concurrent_update",
-        message: "the upload kept changing while it was checked; confirm it again".into(),
+    let (size, kind) = checked_copy.ok_or_else(|| {
+        codes::CONCURRENT_UPDATE
+            .with("the upload kept changing while it was checked; confirm it again")
     })?;
     let waybill = StoredWaybill {
         storage_path: kept,

@@ -74,11 +74,9 @@ impl<S> Ctx<S> {
             .await?;
         match counted {
             Counted::Within { remaining } => Ok(remaining),
-            Counted::Full { retry_after } => Err(ApiError::QuotaExceeded {
-                code: quota.code,
-                message: quota.message,
-                retry_after,
-            }),
+            Counted::Full { retry_after } => {
+                Err(quota.code.retry_after(quota.message, retry_after))
+            }
         }
     }
 }

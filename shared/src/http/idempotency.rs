@@ -29,6 +29,7 @@ use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
+use crate::error::codes;
 use crate::sealed::Sealer;
 use crate::store::Store;
 use crate::store::idempotency::{Answer, Claim, Claimed, item_of};
@@ -206,13 +207,11 @@ pub async fn claim(
     let (key, fingerprint) = match presented {
         None => return Ok(None),
         Some(Presented::Malformed) => {
-            return Err(ApiError::Invalid {
-                code: "invalid_idempotency_key",
-                message: format!(
+            return Err(codes::INVALID_IDEMPOTENCY_KEY
+                .with(format!(
                     "Idempotency-Key must be 1 to {MAX_KEY_LEN} printable ASCII characters"
-                ),
-            }
-            .into());
+                ))
+                .into());
         }
         Some(Presented::Valid { key, fingerprint }) => (key, fingerprint),
     };
@@ -224,16 +223,12 @@ pub async fn claim(
         .await?
     {
         Claimed::Ours(claim) => Ok(Some(claim)),
-        Claimed::Reused => Err(ApiError::Unprocessable {
-            code: "idempotency_key_reused",
-            message: "this Idempotency-Key was used for another request; use a new key".into(),
-        }
-        .into()),
-        Claimed::InFlight => Err(ApiError::Conflict {
-            code: "idempotency_key_in_flight",
-            message: "a request with this Idempotency-Key is still running; retry later".into(),
-        }
-        .into()),
+        Claimed::Reused => Err(codes::IDEMPOTENCY_KEY_REUSED
+            .with("this Idempotency-Key was used for another request; use a new key")
+            .into()),
+        Claimed::InFlight => Err(codes::IDEMPOTENCY_KEY_IN_FLIGHT
+            .with("a request with this Idempotency-Key is still running; retry later")
+            .into()),
         Claimed::Answered(mut answer) => {
             if answer.sealed {
                 let sealed = String::from_utf8(std::mem::take(&mut answer.body))

@@ -36,6 +36,7 @@ use super::idempotency::{self, NotRun, Presented};
 use crate::auth::key::{self, KeyHash};
 use crate::auth::scope::Scope;
 use crate::error::ApiError;
+use crate::error::codes;
 use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
 use crate::state::AppState;
 use crate::store::idempotency::Claim;
@@ -228,11 +229,10 @@ async fn admission(
         })?;
     if !rate.allowed {
         let error = if rate.failures {
-            ApiError::QuotaExceeded {
-                code: "rate_limited",
-                message: "this key made too many failed requests in this minute",
-                retry_after: rate.retry_after,
-            }
+            codes::RATE_LIMITED.retry_after(
+                "this key made too many failed requests in this minute",
+                rate.retry_after,
+            )
         } else {
             ApiError::RateLimited {
                 retry_after: rate.retry_after,

@@ -9,6 +9,7 @@ use axum::extract::{FromRequest, Request};
 use bytes::Bytes;
 
 use crate::error::ApiError;
+use crate::error::codes;
 use crate::files::{ImageKind, MAX_FILE_BYTES};
 
 /// The multipart field that carries the file.
@@ -24,39 +25,28 @@ pub struct ImageUpload {
 }
 
 fn invalid(detail: impl std::fmt::Display) -> ApiError {
-    ApiError::Invalid {
-        code: "invalid_multipart",
-        message: format!("the body must be multipart/form-data with a `{FIELD}` field: {detail}"),
-    }
+    codes::INVALID_MULTIPART.with(format!(
+        "the body must be multipart/form-data with a `{FIELD}` field: {detail}"
+    ))
 }
 
 fn too_large() -> ApiError {
-    ApiError::TooLarge {
-        code: "file_too_large",
-        message: format!("the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"),
-    }
-}
-
-fn unprocessable(code: &'static str, message: &str) -> ApiError {
-    ApiError::Unprocessable {
-        code,
-        message: message.into(),
-    }
+    codes::FILE_TOO_LARGE.with(format!(
+        "the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"
+    ))
 }
 
 /// Checks a file's bytes: not empty, within the size, an accepted image.
 pub fn image(bytes: &[u8]) -> Result<ImageKind, ApiError> {
     if bytes.is_empty() {
-        return Err(unprocessable("file_empty", "the file is empty"));
+        return Err(codes::FILE_EMPTY.with("the file is empty"));
     }
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(too_large());
     }
     ImageKind::sniff(bytes).ok_or_else(|| {
-        unprocessable(
-            "unsupported_file_type",
-            "the file is not a JPEG, PNG or WebP image (judged by its content)",
-        )
+        codes::UNSUPPORTED_FILE_TYPE
+            .with("the file is not a JPEG, PNG or WebP image (judged by its content)")
     })
 }
 
@@ -84,10 +74,8 @@ impl<S: Send + Sync> FromRequest<S> for ImageUpload {
             let kind = image(&bytes)?;
             return Ok(ImageUpload { bytes, kind });
         }
-        Err(unprocessable(
-            "file_missing",
-            "the form has no `file` field; send the image as field `file`",
-        ))
+        Err(codes::FILE_MISSING
+            .with("the form has no `file` field; send the image as field `file`"))
     }
 }
 

@@ -7,12 +7,12 @@ use axum::extract::{FromRequestParts, Path};
 use http::request::Parts;
 use uuid::Uuid;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code, codes};
 
 /// A kind of path id: its route parameter and its error code.
 pub trait IdKind {
     const PARAM: &'static str;
-    const INVALID: &'static str;
+    const INVALID: &'static Code;
 }
 
 /// The UUID of the route's path parameter `K::PARAM` (a route may have
@@ -45,27 +45,27 @@ impl<K: IdKind, S: Send + Sync> FromRequestParts<S> for PathId<K> {
 }
 
 macro_rules! id_kinds {
-    ($($name:ident => $param:literal, $code:literal;)*) => {
+    ($($name:ident => $param:literal, $code:ident;)*) => {
         $(
             #[doc = concat!("Path parameter `", $param, "`.")]
             pub struct $name;
             impl IdKind for $name {
                 const PARAM: &'static str = $param;
-                const INVALID: &'static str = $code;
+                const INVALID: &'static Code = &codes::$code;
             }
         )*
     };
 }
 
 id_kinds! {
-    OrgId => "orgId", "invalid_org_id";
-    SiteId => "siteId", "invalid_site_id";
-    ReceivingPointId => "rpId", "invalid_receiving_point_id";
-    FactoryId => "factoryId", "invalid_factory_id";
-    GranteeOrgId => "granteeOrgId", "invalid_org_id";
-    TruckId => "truckId", "invalid_truck_id";
-    MemberId => "memberId", "invalid_member_id";
-    SurplusId => "surplusId", "invalid_surplus_id";
-    WebhookId => "webhookId", "invalid_webhook_id";
-    DeliveryId => "deliveryId", "invalid_delivery_id";
+    OrgId => "orgId", INVALID_ORG_ID;
+    SiteId => "siteId", INVALID_SITE_ID;
+    ReceivingPointId => "rpId", INVALID_RECEIVING_POINT_ID;
+    FactoryId => "factoryId", INVALID_FACTORY_ID;
+    GranteeOrgId => "granteeOrgId", INVALID_ORG_ID;
+    TruckId => "truckId", INVALID_TRUCK_ID;
+    MemberId => "memberId", INVALID_MEMBER_ID;
+    SurplusId => "surplusId", INVALID_SURPLUS_ID;
+    WebhookId => "webhookId", INVALID_WEBHOOK_ID;
+    DeliveryId => "deliveryId", INVALID_DELIVERY_ID;
 }

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use crate::error::{Code, codes};
+
 /// One quota: at most `uses` per `period` per API key.
 #[derive(Clone, Copy, Debug)]
 pub struct KeyQuota {
@@ -14,7 +16,7 @@ pub struct KeyQuota {
     pub uses: u32,
     pub period: Duration,
     /// The 429's code.
-    pub code: &'static str,
+    pub code: &'static Code,
     pub message: &'static str,
 }
 
@@ -26,7 +28,7 @@ pub const GEOCODING: KeyQuota = KeyQuota {
     kind: "geocode",
     uses: 200,
     period: HOUR,
-    code: "geocode_rate_limited",
+    code: &codes::GEOCODE_RATE_LIMITED,
     message: "this key made 200 geocoding requests this hour",
 };
 
@@ -36,6 +38,6 @@ pub const PASSWORD_HASHING: KeyQuota = KeyQuota {
     kind: "password",
     uses: 100,
     period: HOUR,
-    code: "password_rate_limited",
+    code: &codes::PASSWORD_RATE_LIMITED,
     message: "this key created 100 members with a password this hour",
 };

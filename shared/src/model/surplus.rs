@@ -14,6 +14,7 @@ use super::time::Timestamp;
 use super::validate;
 use super::volume::Litres;
 use crate::error::ApiError;
+use crate::error::codes;
 
 pub const MAX_TEXT: usize = 500;
 pub const MAX_NOTE: usize = 2000;
@@ -407,25 +408,20 @@ impl PatchSurplus {
 }
 
 pub fn route_locked() -> ApiError {
-    ApiError::Unprocessable {
-        code: "route_locked",
-        message: "the load is delivered: its route (site_id, to_receiving_point_id) cannot change"
-            .into(),
-    }
+    codes::ROUTE_LOCKED
+        .with("the load is delivered: its route (site_id, to_receiving_point_id) cannot change")
 }
 
 pub fn invalid_transition(from: SurplusStatus, to: SurplusStatus) -> ApiError {
-    ApiError::Conflict {
-        code: "invalid_status_transition",
-        message: format!("a {} load cannot become {}", from.as_str(), to.as_str()),
-    }
+    codes::INVALID_STATUS_TRANSITION.with(format!(
+        "a {} load cannot become {}",
+        from.as_str(),
+        to.as_str()
+    ))
 }
 
 pub fn waybill_required() -> ApiError {
-    ApiError::Conflict {
-        code: "waybill_required",
-        message: "upload the waybill before the load is delivered".into(),
-    }
+    codes::WAYBILL_REQUIRED.with("upload the waybill before the load is delivered")
 }
 
 impl SurplusChanges {

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::time::Timestamp;
 use crate::error::ApiError;
+use crate::error::codes;
 use crate::net::UrlHost;
 
 /// The one event of v1.
@@ -113,10 +114,7 @@ impl CreateWebhook {
         let event = match self.event.as_str() {
             SURPLUS_DELIVERED => SURPLUS_DELIVERED,
             SURPLUS_CREATED => {
-                return Err(ApiError::Unprocessable {
-                    code: "event_deprecated",
-                    message: "event: surplus.created is deprecated and no longer sent; register surplus.delivered".into(),
-                });
+                return Err(codes::EVENT_DEPRECATED.with("event: surplus.created is deprecated and no longer sent; register surplus.delivered"));
             }
             _ => return Err(ApiError::validation("event", "must be surplus.delivered")),
         };

@@ -33,7 +33,7 @@ use super::tx::{put, raced, retry_races, transact};
 use super::{Store, new_or_old, query_all, sdk_error, unless_condition_failed};
 use crate::auth::key::{self as api_key, KeyHash};
 use crate::auth::scope::Scope;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, codes};
 use crate::model::org::STATUS_ACTIVE;
 
 pub struct ApiKeys<'a>(pub(super) &'a Store);
@@ -339,10 +339,8 @@ impl ApiKeys<'_> {
     pub async fn revoke(&self, org: Uuid, key_id: Uuid) -> ApiResult<ApiKeyRecord> {
         let store = self.0;
         let table = store.table();
-        let not_found = || ApiError::NotFound {
-            code: "api_key_not_found",
-            message: "no such key in this organization",
-        };
+        let not_found =
+            || codes::operators::API_KEY_NOT_FOUND.with("no such key in this organization");
         let mut record = self
             .list(org)
             .await?
@@ -371,10 +369,7 @@ impl ApiKeys<'_> {
             revoke(key(keys::org_pk(org), keys::api_key_summary_sk(key_id)))?,
             TransactWriteItem::builder().update(count).build(),
         ];
-        let already = || ApiError::Conflict {
-            code: "already_revoked",
-            message: "the key is already revoked".into(),
-        };
+        let already = || codes::operators::ALREADY_REVOKED.with("the key is already revoked");
         transact(store, actions, &[(0, already), (1, already)]).await?;
         record.revoked_at = Some(at);
         Ok(record)

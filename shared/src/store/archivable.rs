@@ -6,22 +6,19 @@ use uuid::Uuid;
 
 use super::geo::GeoEntry;
 use super::records::Record;
-use crate::error::ApiError;
+use crate::error::{ApiError, codes};
 use crate::model::factory::FactoryRecord;
 use crate::model::place::PlaceKind;
 use crate::model::receiving_point::ReceivingPointRecord;
 use crate::model::site::SiteRecord;
 
 macro_rules! archivable {
-    ($record:ty, prefix: $prefix:literal, geo: $kind:expr, not_found: $code:literal, $message:literal, public: |$r:ident| $public:expr, index: |$i:ident| $index:expr) => {
+    ($record:ty, prefix: $prefix:literal, geo: $kind:expr, not_found: $code:ident, $message:literal, public: |$r:ident| $public:expr, index: |$i:ident| $index:expr) => {
         impl Record for $record {
             const PREFIX: &'static str = $prefix;
 
             fn not_found() -> ApiError {
-                ApiError::NotFound {
-                    code: $code,
-                    message: $message,
-                }
+                codes::$code.with($message)
             }
             fn id(&self) -> Uuid {
                 self.id
@@ -64,14 +61,14 @@ macro_rules! archivable {
     };
 }
 
-archivable!(SiteRecord, prefix: "SITE#", geo: PlaceKind::Site, not_found: "site_not_found", "site not found", public: |_s| false, index: |_s| Vec::new());
-archivable!(FactoryRecord, prefix: "FACTORY#", geo: PlaceKind::Factory, not_found: "factory_not_found", "factory not found", public: |_f| false, index: |_f| Vec::new());
+archivable!(SiteRecord, prefix: "SITE#", geo: PlaceKind::Site, not_found: SITE_NOT_FOUND, "site not found", public: |_s| false, index: |_s| Vec::new());
+archivable!(FactoryRecord, prefix: "FACTORY#", geo: PlaceKind::Factory, not_found: FACTORY_NOT_FOUND, "factory not found", public: |_f| false, index: |_f| Vec::new());
 // Public receiving points are also indexed in the `PUBLIC` cells.
 archivable!(
     ReceivingPointRecord,
     prefix: "RP#",
     geo: PlaceKind::ReceivingPoint,
-    not_found: "receiving_point_not_found",
+    not_found: RECEIVING_POINT_NOT_FOUND,
     "receiving point not found",
     public: |point| point.is_public,
     // Found by id whatever its organization (`gsi1`): a load may go to

@@ -17,6 +17,7 @@ use super::item::{Item, from_item, get_i64, key, n, s, to_item};
 use super::keys::{self, DELIVERY_SK};
 use super::tx::{put, transact};
 use super::{Store, sdk_error};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::delivery::{DeliveryAttempt, DeliveryRecord, DeliveryStatus};
@@ -52,10 +53,7 @@ fn live(item: &Item) -> bool {
 }
 
 pub fn delivery_not_found() -> ApiError {
-    ApiError::NotFound {
-        code: "delivery_not_found",
-        message: "no delivery of this webhook has this id",
-    }
+    codes::DELIVERY_NOT_FOUND.with("no delivery of this webhook has this id")
 }
 
 #[derive(serde::Serialize)]

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::item::{Item, key, n, to_item};
 use super::keys;
 use super::tx::put;
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::geo::{Coordinates, INDEX_PRECISIONS};
 use crate::model::place::PlaceKind;
@@ -25,12 +26,9 @@ pub const PUBLIC: &str = "PUBLIC";
 pub const MAX_PUBLIC_PLACES: u32 = 200;
 
 pub fn public_place_limit_reached() -> ApiError {
-    ApiError::Conflict {
-        code: "public_place_limit_reached",
-        message: format!(
+    codes::PUBLIC_PLACE_LIMIT_REACHED.with(format!(
             "this organization has {MAX_PUBLIC_PLACES} public receiving points with coordinates, the most it may have"
-        ),
-    }
+        ))
 }
 
 /// What a record puts in the index.

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::item::{from_item, get_s, key, s};
 use super::records::{Record, sk};
 use super::{Store, keys, query_records, sdk_error};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::grant::{Grant, GrantScope};
 use crate::model::org::STATUS_ACTIVE;
@@ -29,10 +30,7 @@ fn grantee_pk(grantee: Uuid) -> String {
 }
 
 pub fn grant_not_found() -> ApiError {
-    ApiError::NotFound {
-        code: "grant_not_found",
-        message: "this organization has issued no grant to that organization",
-    }
+    codes::GRANT_NOT_FOUND.with("this organization has issued no grant to that organization")
 }
 
 impl Grants<'_> {

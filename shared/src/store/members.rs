@@ -15,6 +15,7 @@ use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, MEMBER_PREFIX, UNIQUE_SK};
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::member::{Member, MemberChanges, NewMember, Role};
@@ -98,31 +99,20 @@ struct UniqueItem {
 }
 
 fn phone_conflict() -> ApiError {
-    ApiError::Conflict {
-        code: "phone_conflict",
-        message: "this phone number is already in use".into(),
-    }
+    codes::PHONE_CONFLICT.with("this phone number is already in use")
 }
 
 fn email_conflict() -> ApiError {
-    ApiError::Conflict {
-        code: "email_conflict",
-        message: "this e-mail address is already in use".into(),
-    }
+    codes::EMAIL_CONFLICT.with("this e-mail address is already in use")
 }
 
 pub fn member_not_found() -> ApiError {
-    ApiError::NotFound {
-        code: "member_not_found",
-        message: "member not found",
-    }
+    codes::MEMBER_NOT_FOUND.with("member not found")
 }
 
 fn org_admin_managed() -> ApiError {
-    ApiError::Forbidden {
-        code: "org_admin_managed",
-        message: "org admins are managed in the admin application, not through this API",
-    }
+    codes::ORG_ADMIN_MANAGED
+        .with("org admins are managed in the admin application, not through this API")
 }
 
 fn unique(pk: String, profile_id: Uuid) -> UniqueItem {
@@ -352,10 +342,9 @@ impl Members<'_> {
             return Err(org_admin_managed());
         }
         if refuse_inactive && !current.active {
-            return Err(ApiError::Conflict {
-                code: "already_inactive",
-                message: "the member has already left the organization".into(),
-            });
+            return Err(
+                codes::ALREADY_INACTIVE.with("the member has already left the organization")
+            );
         }
         let mut updated = current.clone();
         if let Some(v) = &changes.first_name {

@@ -14,6 +14,7 @@ use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
 
@@ -234,21 +235,15 @@ impl Orgs<'_> {
             futures::try_join!(self.get(parent_id), members.active_admins(parent_id))?;
         let parent = parent.ok_or_else(ApiError::org_not_found)?;
         if parent.child_count >= MAX_CHILDREN {
-            return Err(ApiError::Conflict {
-                code: "child_limit_reached",
-                message: format!(
-                    "an organization has at most {MAX_CHILDREN} active sub-organizations"
-                ),
-            });
+            return Err(codes::CHILD_LIMIT_REACHED.with(format!(
+                "an organization has at most {MAX_CHILDREN} active sub-organizations"
+            )));
         }
         if admins.len() > MAX_COPIED_ADMINS {
-            return Err(ApiError::Conflict {
-                code: "too_many_org_admins",
-                message: format!(
+            return Err(codes::TOO_MANY_ORG_ADMINS.with(format!(
                     "a sub-organization copies its parent's org admins, at most {MAX_COPIED_ADMINS}; this organization has {}",
                     admins.len()
-                ),
-            });
+                )));
         }
         let at = crate::model::now();
         let item = OrgItem::new(Uuid::now_v7(), new, Some(parent_id), parent.public_api, at);

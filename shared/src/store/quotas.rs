@@ -24,7 +24,8 @@ use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use super::item::{Item, get_u64, n};
 use super::keys::{QUOTA_SK, TTL};
 use super::{Store, new_or_old, unless_condition_failed};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
+use crate::error::codes;
 
 pub struct Quotas<'a>(pub(super) &'a Store);
 
@@ -158,10 +159,7 @@ impl Quotas<'_> {
                 }
             }
         }
-        Err(ApiError::Conflict {
-            code: "concurrent_update",
-            message: "too many concurrent requests; try again".into(),
-        })
+        Err(codes::CONCURRENT_UPDATE.with("too many concurrent requests; try again"))
     }
 
     /// Sets slot `index` to `now` if it is free: the item after, or the

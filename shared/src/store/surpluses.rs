@@ -18,6 +18,7 @@ use super::records::{Record, item, sk};
 use super::rollups;
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, project, query_records, sdk_error};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::grant::GrantScope;
@@ -31,40 +32,25 @@ use crate::model::truck::TruckRecord;
 pub struct Surpluses<'a>(pub(super) &'a Store);
 
 pub fn surplus_not_found() -> ApiError {
-    ApiError::NotFound {
-        code: "surplus_not_found",
-        message: "no surplus load of this organization has this id",
-    }
+    codes::SURPLUS_NOT_FOUND.with("no surplus load of this organization has this id")
 }
 
 fn receiving_point_not_found() -> ApiError {
-    ApiError::Unprocessable {
-        code: "receiving_point_not_found",
-        message:
-            "to_receiving_point_id names no receiving point of this organization and no public one"
-                .into(),
-    }
+    codes::RECEIVING_POINT_NOT_FOUND_IN_BODY.with(
+        "to_receiving_point_id names no receiving point of this organization and no public one",
+    )
 }
 
 fn receiving_point_archived() -> ApiError {
-    ApiError::Unprocessable {
-        code: "receiving_point_archived",
-        message: "the receiving point is archived".into(),
-    }
+    codes::RECEIVING_POINT_ARCHIVED.with("the receiving point is archived")
 }
 
 fn truck_not_found() -> ApiError {
-    ApiError::Unprocessable {
-        code: "truck_not_found",
-        message: "truck_id names no truck in service of this organization or of an active partner that granted it full access".into(),
-    }
+    codes::TRUCK_NOT_FOUND_IN_BODY.with("truck_id names no truck in service of this organization or of an active partner that granted it full access")
 }
 
 fn truck_not_granted() -> ApiError {
-    ApiError::Unprocessable {
-        code: "truck_not_granted",
-        message: "the load's truck belongs to an organization that no longer grants this one full access: its bill cannot be charged more".into(),
-    }
+    codes::TRUCK_NOT_GRANTED.with("the load's truck belongs to an organization that no longer grants this one full access: its bill cannot be charged more")
 }
 
 /// The truck's organization's consent, checked inside a load's
@@ -92,10 +78,7 @@ fn consent(table: &str, truck_org: Uuid, load_org: Uuid) -> ApiResult<[TransactW
 }
 
 fn waybill_locked() -> ApiError {
-    ApiError::Conflict {
-        code: "waybill_locked",
-        message: "the load is delivered: its waybill cannot be replaced".into(),
-    }
+    codes::WAYBILL_LOCKED.with("the load is delivered: its waybill cannot be replaced")
 }
 
 impl Record for SurplusRecord {

@@ -15,6 +15,7 @@ use super::members::{Membership, hold_truck, release_driver, release_truck};
 use super::records::{Record, item, sk};
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_records, sdk_error};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::factory::FactoryRecord;
@@ -24,38 +25,23 @@ use crate::model::truck::{TruckChanges, TruckRecord};
 pub struct Trucks<'a>(pub(super) &'a Store);
 
 pub fn truck_not_found() -> ApiError {
-    ApiError::NotFound {
-        code: "truck_not_found",
-        message: "no active truck of this organization has this id",
-    }
+    codes::TRUCK_NOT_FOUND.with("no active truck of this organization has this id")
 }
 
 fn license_conflict() -> ApiError {
-    ApiError::Conflict {
-        code: "license_conflict",
-        message: "a truck with this plate already exists for that country".into(),
-    }
+    codes::LICENSE_CONFLICT.with("a truck with this plate already exists for that country")
 }
 
 fn driver_not_found() -> ApiError {
-    ApiError::Unprocessable {
-        code: "driver_not_found",
-        message: "the driver is not an active member of this organization".into(),
-    }
+    codes::DRIVER_NOT_FOUND.with("the driver is not an active member of this organization")
 }
 
 fn factory_not_found() -> ApiError {
-    ApiError::Unprocessable {
-        code: "factory_not_found",
-        message: "factoryId names no factory of this organization".into(),
-    }
+    codes::FACTORY_NOT_FOUND_IN_BODY.with("factoryId names no factory of this organization")
 }
 
 fn factory_archived() -> ApiError {
-    ApiError::Unprocessable {
-        code: "factory_archived",
-        message: "the factory is archived; restore it first".into(),
-    }
+    codes::FACTORY_ARCHIVED.with("the factory is archived; restore it first")
 }
 
 #[derive(serde::Serialize)]

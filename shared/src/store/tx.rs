@@ -5,6 +5,7 @@ use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 use super::item::Item;
 use super::{Store, cancellation_codes, sdk_error};
 use crate::error::{ApiError, ApiResult};
+use crate::error::{Code, codes};
 
 /// A Put action, with an optional condition.
 pub(crate) fn put(
@@ -39,17 +40,20 @@ pub(crate) fn delete(
 /// The error for a lost optimistic race (the item changed since it was
 /// read); callers read again and retry.
 pub(crate) fn raced() -> ApiError {
-    ApiError::Conflict {
-        code: RACED,
-        message: String::new(),
-    }
+    RACED.with("")
 }
 
 pub(crate) fn is_raced(error: &ApiError) -> bool {
-    matches!(error, ApiError::Conflict { code: RACED, .. })
+    std::ptr::eq(error.catalogued(), &RACED)
 }
 
-const RACED: &str = "raced";
+/// Not an answer (the catalogue's): a lost race never leaves the store,
+/// which retries it or answers `concurrent_update`.
+static RACED: Code = Code {
+    code: "raced",
+    status: 409,
+    meaning: "a lost optimistic race, retried",
+};
 
 /// Attempts of a read-modify-write that keeps losing races.
 pub(crate) const RACE_ATTEMPTS: usize = 3;
@@ -73,10 +77,7 @@ where
 
 /// 409 after `RACE_ATTEMPTS` lost races.
 pub(crate) fn concurrent_update() -> ApiError {
-    ApiError::Conflict {
-        code: "concurrent_update",
-        message: "the record is being changed by another request; try again".into(),
-    }
+    codes::CONCURRENT_UPDATE.with("the record is being changed by another request; try again")
 }
 
 /// A failed condition on action `.0` means the error `.1()`.

@@ -12,25 +12,20 @@ use super::item::{from_item, key, n, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK, WEBHOOK_PREFIX};
 use super::tx::{delete, put, transact};
 use super::{Store, query_records};
+use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::webhook::{MAX_WEBHOOKS, WebhookRecord};
 
 pub struct Webhooks<'a>(pub(super) &'a Store);
 
 pub fn webhook_not_found() -> ApiError {
-    ApiError::NotFound {
-        code: "webhook_not_found",
-        message: "no webhook of this organization has this id",
-    }
+    codes::WEBHOOK_NOT_FOUND.with("no webhook of this organization has this id")
 }
 
 fn webhook_limit_reached() -> ApiError {
-    ApiError::Conflict {
-        code: "webhook_limit_reached",
-        message: format!(
-            "this organization has {MAX_WEBHOOKS} webhooks, the most it may have; delete one first"
-        ),
-    }
+    codes::WEBHOOK_LIMIT_REACHED.with(format!(
+        "this organization has {MAX_WEBHOOKS} webhooks, the most it may have; delete one first"
+    ))
 }
 
 /// The organization's webhook count moved by `by` (+1 within the cap, -1).
@@ -54,10 +49,8 @@ fn count(table: &str, org: Uuid, by: i64) -> ApiResult<TransactWriteItem> {
 }
 
 fn webhook_already_exists() -> ApiError {
-    ApiError::Conflict {
-        code: "webhook_already_exists",
-        message: "this organization already has a webhook for this event and URL".into(),
-    }
+    codes::WEBHOOK_ALREADY_EXISTS
+        .with("this organization already has a webhook for this event and URL")
 }
 
 #[derive(serde::Serialize)]

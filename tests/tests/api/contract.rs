@@ -235,3 +235,138 @@ fn every_function_with_table_access_may_not_write_api_keys() {
         assert_eq!(touches_table, attached, "{name:?}");
     }
 }
+
+/// The `.rs` files of the service (shared and every function), tests left
+/// out.
+fn service_sources() -> Vec<(std::path::PathBuf, String)> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if !path.ends_with("target") {
+                    walk(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push((path.clone(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    walk(&root.join("shared/src"), &mut out);
+    walk(&root.join("functions"), &mut out);
+    out
+}
+
+/// Every code the description says an answer may carry: the `code` enums
+/// of its responses and schemas, and an `ErrorCode` list if it has one.
+fn described_codes() -> BTreeSet<String> {
+    fn walk(value: &Value, codes: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(fields) => {
+                if let Some(list) = fields
+                    .get("properties")
+                    .and_then(|p| p.get("code"))
+                    .and_then(|c| c.get("enum"))
+                    .and_then(Value::as_array)
+                {
+                    codes.extend(list.iter().filter_map(|c| c.as_str().map(str::to_owned)));
+                }
+                fields.values().for_each(|v| walk(v, codes));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, codes)),
+            _ => {}
+        }
+    }
+    let mut codes = BTreeSet::new();
+    walk(&docs::OPENAPI, &mut codes);
+    if let Some(list) = docs::OPENAPI["components"]["schemas"]["ErrorCode"]["enum"].as_array() {
+        codes.extend(list.iter().filter_map(|c| c.as_str().map(str::to_owned)));
+    }
+    codes
+}
+
+#[test]
+fn the_catalogue_the_description_and_the_code_name_one_set_of_codes() {
+    use shared::error::codes;
+    let catalogue: BTreeSet<String> = codes::ALL.iter().map(|c| c.code.to_owned()).collect();
+    // The description: every code it lists is catalogued, and back.
+    let described = described_codes();
+    assert_eq!(
+        catalogue.difference(&described).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "catalogued but not described"
+    );
+    assert_eq!(
+        described.difference(&catalogue).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "described but not catalogued"
+    );
+    // The code: errors are built from the catalogue only (no code of their
+    // own), and every entry of it is built somewhere.
+    let catalogue_file = std::path::Path::new("shared/src/error/codes.rs");
+    let mut built = BTreeSet::new();
+    for (path, text) in service_sources() {
+        if path.ends_with(catalogue_file) {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.starts_with("//") {
+                continue;
+            }
+            let own_code = line.match_indices("code: \"").any(|(at, _)| {
+                !line[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            assert!(
+                !own_code || path.ends_with("shared/src/store/tx.rs"),
+                "{}:{}: a code of its own: {line}",
+                path.display(),
+                i + 1
+            );
+            for (at, _) in line.match_indices("codes::") {
+                let name: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    built.insert(name);
+                }
+            }
+        }
+    }
+    // `id_kinds!` and `archivable!` name their codes bare.
+    for (path, text) in service_sources() {
+        if path.ends_with("shared/src/http/path.rs")
+            || path.ends_with("shared/src/store/archivable.rs")
+        {
+            for word in text.split(|c: char| !(c.is_ascii_uppercase() || c == '_')) {
+                if word.len() > 3 {
+                    built.insert(word.to_owned());
+                }
+            }
+        }
+    }
+    let declared = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src/error/codes.rs"),
+    )
+    .unwrap();
+    let names: Vec<&str> = declared
+        .lines()
+        .filter_map(|line| line.trim().split_once(" = ").map(|(name, _)| name))
+        .filter(|name| name.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .collect();
+    assert_eq!(
+        names.len(),
+        codes::ALL.len(),
+        "every entry read from the catalogue"
+    );
+    let unbuilt: Vec<&&str> = names.iter().filter(|n| !built.contains(**n)).collect();
+    assert!(
+        unbuilt.is_empty(),
+        "catalogued but built nowhere: {unbuilt:?}"
+    );
+}
