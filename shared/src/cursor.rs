@@ -105,6 +105,44 @@ impl<'a> CursorCodec<'a> {
     }
 }
 
+/// One keyset listing of an organization's (a list and its filters): where
+/// the page a client asks for starts, and the cursor of the page after it.
+pub struct Listing<'a> {
+    codec: CursorCodec<'a>,
+    org: Uuid,
+    filters: String,
+}
+
+impl Cursors {
+    /// The listing `filters` of organization `org`.
+    pub async fn listing(
+        &self,
+        org: Uuid,
+        filters: String,
+    ) -> crate::error::ApiResult<Listing<'_>> {
+        Ok(Listing {
+            codec: self.codec().await?,
+            org,
+            filters,
+        })
+    }
+}
+
+impl Listing<'_> {
+    /// Where the page of `cursor` starts (the first page without one); 422
+    /// `invalid_cursor` for a cursor of another listing.
+    pub fn start<T: DeserializeOwned>(&self, cursor: Option<&str>) -> Result<Option<T>, ApiError> {
+        cursor
+            .map(|token| self.codec.decode(self.org, &self.filters, token))
+            .transpose()
+    }
+
+    /// The cursor of the page starting at `next` (None: the last page).
+    pub fn next<T: Serialize>(&self, next: Option<T>) -> Option<String> {
+        next.map(|position| self.codec.encode(self.org, &self.filters, &position))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

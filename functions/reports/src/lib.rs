@@ -86,21 +86,15 @@ async fn loads(
 ) -> ApiResult<Response> {
     let window = query.window()?;
     let limit = query.limit()?;
-    let codec = ctx.cursors.codec().await?;
     let filters = format!("report=loads&{}", window.filters());
-    let start = query
-        .cursor
-        .as_deref()
-        .map(|token| codec.decode(ctx.org_id, &filters, token))
-        .transpose()?;
+    let listing = ctx.cursors.listing(ctx.org_id, filters).await?;
+    let start = listing.start(query.cursor.as_deref())?;
     let reports = ctx.store.reports();
     let page = reports
         .delivered_page(ctx.org_id, window, start, limit)
         .await?;
     let rows = reports.rows(&page.rows).await?;
-    let next_cursor = page
-        .next
-        .map(|position| codec.encode(ctx.org_id, &filters, &position));
+    let next_cursor = listing.next(page.next);
     if csv_rows::wanted(&headers) {
         let next = next_cursor.map(|cursor| {
             format!(
@@ -136,21 +130,15 @@ async fn billed_loads(
 ) -> ApiResult<Json<Page<BilledLoad>>> {
     let window = query.window()?;
     let limit = query.limit()?;
-    let codec = ctx.cursors.codec().await?;
     let filters = format!("report=billed&{}", window.filters());
-    let start = query
-        .cursor
-        .as_deref()
-        .map(|token| codec.decode(ctx.org_id, &filters, token))
-        .transpose()?;
+    let listing = ctx.cursors.listing(ctx.org_id, filters).await?;
+    let start = listing.start(query.cursor.as_deref())?;
     let page = ctx
         .store
         .reports()
         .billed_page(ctx.org_id, window, start, limit)
         .await?;
     let rows = page.rows.iter().map(BilledLoad::new).collect();
-    let next_cursor = page
-        .next
-        .map(|position| codec.encode(ctx.org_id, &filters, &position));
+    let next_cursor = listing.next(page.next);
     Ok(Json(Page { rows, next_cursor }))
 }

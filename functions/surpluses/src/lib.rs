@@ -61,13 +61,8 @@ async fn list(
     QueryParams(query): QueryParams<ListSurpluses>,
 ) -> ApiResult<Json<Page<Surplus>>> {
     let limit = query.limit()? as usize;
-    let codec = ctx.cursors.codec().await?;
-    let filters = query.filters();
-    let start = query
-        .cursor
-        .as_deref()
-        .map(|token| codec.decode(ctx.org_id, &filters, token))
-        .transpose()?;
+    let listing = ctx.cursors.listing(ctx.org_id, query.filters()).await?;
+    let start = listing.start(query.cursor.as_deref())?;
     let page = ctx
         .store
         .surpluses()
@@ -85,9 +80,7 @@ async fn list(
     }
     Ok(Json(Page {
         rows,
-        next_cursor: page
-            .next
-            .map(|position| codec.encode(ctx.org_id, &filters, &position)),
+        next_cursor: listing.next(page.next),
     }))
 }
 

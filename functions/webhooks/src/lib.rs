@@ -91,13 +91,11 @@ async fn deliveries(
     QueryParams(query): QueryParams<ListDeliveries>,
 ) -> ApiResult<Json<Page<DeliveryAttempt>>> {
     let limit = query.limit()? as usize;
-    let codec = ctx.cursors.codec().await?;
-    let filters = format!("webhook={id}");
-    let start = query
-        .cursor
-        .as_deref()
-        .map(|token| codec.decode(ctx.org_id, &filters, token))
-        .transpose()?;
+    let listing = ctx
+        .cursors
+        .listing(ctx.org_id, format!("webhook={id}"))
+        .await?;
+    let start = listing.start(query.cursor.as_deref())?;
     // One round trip: the attempts are shown only if the webhook is ours.
     let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
     let (webhook, attempts) = tokio::join!(
@@ -108,7 +106,7 @@ async fn deliveries(
     let (rows, next) = attempts?;
     Ok(Json(Page {
         rows,
-        next_cursor: next.map(|position| codec.encode(ctx.org_id, &filters, &position)),
+        next_cursor: listing.next(next),
     }))
 }
 

@@ -293,23 +293,17 @@ impl Returned {
         response: Response,
         span: &tracing::Span,
     ) -> (Response, Settled) {
-        let untouched =
-            || RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now());
         let (mut response, rate, org) = match self.from.try_recv().ok() {
-            None => (response, untouched(), None),
-            Some(Handback::Refused { rate, org }) => {
-                (response, rate.unwrap_or_else(untouched), org)
-            }
+            None => (response, None, None),
+            Some(Handback::Refused { rate, org }) => (response, rate, org),
             Some(Handback::Claimed(claimed)) => {
                 let org = Some(claimed.org_id);
                 self.shown = Some((Some(claimed.rate), org));
                 let (response, rate) = claimed.settle(state, response, span).await;
-                (response, rate, org)
+                (response, Some(rate), org)
             }
         };
-        if versioned {
-            rate.write_headers(response.headers_mut());
-        }
+        show(state, versioned, rate, &mut response);
         (response, Settled { org })
     }
 
@@ -327,13 +321,25 @@ impl Returned {
             Some(Handback::Claimed(claimed)) => (Some(claimed.rate), Some(claimed.org_id)),
             None => self.shown.take().unwrap_or((None, None)),
         };
-        if versioned {
-            rate.unwrap_or_else(|| {
-                RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
-            })
-            .write_headers(response.headers_mut());
-        }
+        show(state, versioned, rate, response);
         Settled { org }
+    }
+}
+
+/// The `X-RateLimit-*` headers of a `/api/v1/*` answer (`versioned`): the
+/// key's budget as `rate` says, or the full budget when no key was
+/// accepted.
+fn show(
+    state: &AppState,
+    versioned: bool,
+    rate: Option<RateLimitDecision>,
+    response: &mut Response,
+) {
+    if versioned {
+        rate.unwrap_or_else(|| {
+            RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
+        })
+        .write_headers(response.headers_mut());
     }
 }
 

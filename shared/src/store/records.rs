@@ -88,22 +88,7 @@ impl<'a, R: Record> Records<'a, R> {
 
     /// Stores a new record with its geo entries.
     pub async fn create(&self, record: &R) -> ApiResult<()> {
-        let table = self.store.table();
-        let mut actions = vec![put(
-            table,
-            self.item(record)?,
-            Some("attribute_not_exists(pk)"),
-        )?];
-        let mut conflicts = Vec::new();
-        geo_actions(
-            table,
-            record.org_id(),
-            &[],
-            &record.geo(),
-            &mut actions,
-            &mut conflicts,
-        )?;
-        transact(self.store, actions, &conflicts).await
+        self.insert(record, Vec::new(), Vec::new()).await
     }
 
     /// Stores a new record under parent record `parent_id` of the same
@@ -115,28 +100,36 @@ impl<'a, R: Record> Records<'a, R> {
         parent_id: Uuid,
         archived: fn() -> ApiError,
     ) -> ApiResult<()> {
-        let table = self.store.table();
         let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
-            .table_name(table)
+            .table_name(self.store.table())
             .set_key(Some(key(keys::org_pk(record.org_id()), sk::<P>(parent_id))))
             .condition_expression("attribute_exists(pk) AND attribute_not_exists(archived_at)")
             .build()
             .map_err(ApiError::internal)?;
-        let mut actions = vec![
-            put(table, self.item(record)?, Some("attribute_not_exists(pk)"))?,
-            aws_sdk_dynamodb::types::TransactWriteItem::builder()
-                .condition_check(check)
-                .build(),
-        ];
-        let mut conflicts: Vec<Conflict> = vec![(1, archived)];
-        geo_actions(
+        let check = aws_sdk_dynamodb::types::TransactWriteItem::builder()
+            .condition_check(check)
+            .build();
+        self.insert(record, vec![check], vec![(1, archived)]).await
+    }
+
+    /// A new record, `more` actions after it (`conflicts` naming them by
+    /// position), its geo entries and its organization's count of public
+    /// places, in one transaction.
+    async fn insert(
+        &self,
+        record: &R,
+        more: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
+        mut conflicts: Vec<Conflict>,
+    ) -> ApiResult<()> {
+        let table = self.store.table();
+        let mut actions = vec![put(
             table,
-            record.org_id(),
-            &[],
-            &record.geo(),
-            &mut actions,
-            &mut conflicts,
-        )?;
+            self.item(record)?,
+            Some("attribute_not_exists(pk)"),
+        )?];
+        actions.extend(more);
+        let org = record.org_id();
+        geo_actions(table, org, &[], &record.geo(), &mut actions, &mut conflicts)?;
         transact(self.store, actions, &conflicts).await
     }
 

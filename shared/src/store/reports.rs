@@ -42,21 +42,32 @@ impl Reports<'_> {
         start: Option<Position>,
         limit: usize,
     ) -> ApiResult<Page> {
+        let pk = keys::surplus_group_pk(org, StatusGroup::Delivered.as_str());
+        let query = self.window_query("gsi1", pk, window);
+        read_page(query, start, limit, Drops::Nothing, Some("gsi1")).await
+    }
+
+    /// A Query of `index` partition `pk` whose sort keys (timestamps first)
+    /// fall within `window`, oldest first.
+    fn window_query(
+        &self,
+        index: &str,
+        pk: String,
+        window: Window,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         let store = self.0;
         let (low, high) = window.bounds();
-        let query = store
+        store
             .db
             .query()
             .table_name(store.table())
-            .index_name("gsi1")
-            .key_condition_expression("gsi1pk = :pk AND gsi1sk BETWEEN :low AND :high")
-            .expression_attribute_values(
-                ":pk",
-                s(keys::surplus_group_pk(org, StatusGroup::Delivered.as_str())),
-            )
+            .index_name(index)
+            .key_condition_expression(format!(
+                "{index}pk = :pk AND {index}sk BETWEEN :low AND :high"
+            ))
+            .expression_attribute_values(":pk", s(pk))
             .expression_attribute_values(":low", s(low))
-            .expression_attribute_values(":high", s(high));
-        read_page(query, start, limit, Drops::Nothing, Some("gsi1")).await
+            .expression_attribute_values(":high", s(high))
     }
 
     /// The month-end rows of `loads`: their site, receiving point and
@@ -119,35 +130,16 @@ impl Reports<'_> {
         start: Option<Position>,
         limit: usize,
     ) -> ApiResult<Page> {
-        let store = self.0;
-        let (low, high) = window.bounds();
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .index_name("gsi3")
-            .key_condition_expression("gsi3pk = :pk AND gsi3sk BETWEEN :low AND :high")
-            .expression_attribute_values(":pk", s(keys::billing_pk(org)))
-            .expression_attribute_values(":low", s(low))
-            .expression_attribute_values(":high", s(high));
+        let query = self.window_query("gsi3", keys::billing_pk(org), window);
         read_page(query, start, limit, Drops::Nothing, Some("gsi3")).await
     }
 
     /// The loads whose additive `org` is billed for, billed within
     /// `window`: (billing time, litres) each.
     pub async fn billed(&self, org: Uuid, window: Window) -> ApiResult<Vec<(Timestamp, Litres)>> {
-        let store = self.0;
-        let (low, high) = window.bounds();
-        let query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .index_name("gsi3")
-            .key_condition_expression("gsi3pk = :pk AND gsi3sk BETWEEN :low AND :high")
-            .projection_expression("gsi3sk, volume_m3")
-            .expression_attribute_values(":pk", s(keys::billing_pk(org)))
-            .expression_attribute_values(":low", s(low))
-            .expression_attribute_values(":high", s(high));
+        let query = self
+            .window_query("gsi3", keys::billing_pk(org), window)
+            .projection_expression("gsi3sk, volume_m3");
         query_all(query)
             .await?
             .into_iter()

@@ -234,6 +234,27 @@ pub(crate) fn request(
     (request, target, sent)
 }
 
+/// Every operation of the description under `/api/v1/`: its method, path,
+/// path item and operation.
+pub(crate) fn versioned_operations()
+-> impl Iterator<Item = (Method, &'static String, &'static Value, &'static Value)> {
+    docs::OPENAPI["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(path, _)| path.starts_with("/api/v1/"))
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .iter()
+                .filter_map(move |(method, op)| {
+                    let method = method.to_uppercase().parse::<Method>().ok()?;
+                    op.get("responses")?;
+                    Some((method, path, item, op))
+                })
+        })
+}
+
 /// What the owner reads through every GET of the description.
 pub(crate) async fn everything_read(owner: &Owner) -> BTreeMap<String, Value> {
     let mut seen = BTreeMap::new();
@@ -315,47 +336,39 @@ fn another_organizations_key_never_sees_or_changes_a_record() {
         let before = everything_read(&owner).await;
         let mut leaks = truck_paths(&owner, &other).await;
         let mut walked = 0;
-        for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
-            if !path.starts_with("/api/v1/") || NOT_ORGANIZATION_SCOPED.contains(&path.as_str()) {
+        for (method, path, item, op) in versioned_operations() {
+            if NOT_ORGANIZATION_SCOPED.contains(&path.as_str()) {
                 continue;
             }
-            for (method, op) in item.as_object().unwrap() {
-                let Ok(method) = method.to_uppercase().parse::<Method>() else {
-                    continue;
-                };
-                if op.get("responses").is_none() {
-                    continue;
-                }
-                walked += 1;
-                let (request, target, sent) = request(&owner, &method, path, item, op, None);
-                let reply = request.key(&other.key).send().await;
-                let status = reply.status.as_u16();
-                let names_a_record = path.contains('{');
-                if names_a_record && !matches!(status, 403 | 404) {
-                    leaks.push(format!("{method} {target}: {status} {}", reply.text));
-                }
-                if status >= 500 {
-                    leaks.push(format!("{method} {target}: {status} {}", reply.text));
-                }
-                // The ids this request named may be echoed in its error;
-                // nothing else of the owner's may appear.
-                let asked = format!(
-                    "{target} {}",
-                    sent.map(|s| s.to_string()).unwrap_or_default()
-                );
-                // The other organization's own grant names the owner.
-                let own_grant = path == "/api/v1/org-access-grants";
-                let foreign = owner
-                    .ids()
-                    .filter(|id| !asked.contains(id.as_str()))
-                    .filter(|id| !(own_grant && **id == owner.t.id().to_string()))
-                    .find(|id| reply.text.contains(id.as_str()));
-                if reply.text.contains(&owner.marker) || foreign.is_some() {
-                    leaks.push(format!(
-                        "{method} {target} shows the owner's data: {}",
-                        reply.text
-                    ));
-                }
+            walked += 1;
+            let (request, target, sent) = request(&owner, &method, path, item, op, None);
+            let reply = request.key(&other.key).send().await;
+            let status = reply.status.as_u16();
+            let names_a_record = path.contains('{');
+            if names_a_record && !matches!(status, 403 | 404) {
+                leaks.push(format!("{method} {target}: {status} {}", reply.text));
+            }
+            if status >= 500 {
+                leaks.push(format!("{method} {target}: {status} {}", reply.text));
+            }
+            // The ids this request named may be echoed in its error;
+            // nothing else of the owner's may appear.
+            let asked = format!(
+                "{target} {}",
+                sent.map(|s| s.to_string()).unwrap_or_default()
+            );
+            // The other organization's own grant names the owner.
+            let own_grant = path == "/api/v1/org-access-grants";
+            let foreign = owner
+                .ids()
+                .filter(|id| !asked.contains(id.as_str()))
+                .filter(|id| !(own_grant && **id == owner.t.id().to_string()))
+                .find(|id| reply.text.contains(id.as_str()));
+            if reply.text.contains(&owner.marker) || foreign.is_some() {
+                leaks.push(format!(
+                    "{method} {target} shows the owner's data: {}",
+                    reply.text
+                ));
             }
         }
         assert!(walked >= 50, "the matrix walked only {walked} operations");
