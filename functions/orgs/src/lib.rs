@@ -5,7 +5,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use shared::auth::{ReadOrgs, WriteOrgsSelf};
+use shared::auth::{ReadOrgs, ReadOwnOrg, WriteOrgsSelf};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
@@ -24,8 +24,9 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// GET /api/v1/orgs — read:orgs — the key's organization as a one-row list.
-async fn list(ctx: Ctx<ReadOrgs>) -> ApiResult<Json<List<Organization>>> {
+/// GET /api/v1/orgs — read:orgs — the key's organization as a one-row list;
+/// 404 `org_not_found` when it is missing or soft-deleted.
+async fn list(ctx: Ctx<ReadOwnOrg>) -> ApiResult<Json<List<Organization>>> {
     let org = ctx
         .store
         .orgs()

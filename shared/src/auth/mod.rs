@@ -7,4 +7,4 @@ pub mod key;
 pub mod password;
 pub mod scope;
 
-pub use scope::{ReadData, ReadOrgs, RequiredScope, Scope, WriteData, WriteOrgsSelf};
+pub use scope::{ReadData, ReadOrgs, ReadOwnOrg, RequiredScope, Scope, WriteData, WriteOrgsSelf};

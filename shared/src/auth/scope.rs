@@ -43,6 +43,19 @@ impl Scope {
 /// A scope a route requires (a marker type per scope, for `Ctx<S>`).
 pub trait RequiredScope {
     const SCOPE: Scope;
+    /// A deactivated organization's key gets 404 `org_not_found` here,
+    /// where every other route answers 403 `org_inactive`.
+    const INACTIVE_ORG_IS_NOT_FOUND: bool = false;
+}
+
+/// Marker: `read:orgs`, for `GET /api/v1/orgs`, whose answer to a
+/// deactivated organization's key the contract gives as 404
+/// `org_not_found` ("missing or soft-deleted").
+pub struct ReadOwnOrg;
+
+impl RequiredScope for ReadOwnOrg {
+    const SCOPE: Scope = Scope::ReadOrgs;
+    const INACTIVE_ORG_IS_NOT_FOUND: bool = true;
 }
 
 macro_rules! scopes {

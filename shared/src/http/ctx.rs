@@ -42,7 +42,7 @@ where
         let state = AppState::from_ref(state);
         let arrived = Arrived::take(&mut parts.extensions)
             .ok_or_else(|| ApiError::internal("the request did not pass the API layer"))?;
-        let admitted = arrived.admit(&state, &parts.headers, S::SCOPE).await?;
+        let admitted = arrived.admit::<S>(&state, &parts.headers).await?;
         let (org_id, key_id) = admitted.claim(&state).await?;
         Ok(Ctx {
             org_id,

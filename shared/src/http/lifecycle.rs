@@ -34,7 +34,7 @@ use uuid::Uuid;
 
 use super::idempotency::{self, NotRun, Presented};
 use crate::auth::key::{self, KeyHash};
-use crate::auth::scope::Scope;
+use crate::auth::scope::RequiredScope;
 use crate::error::ApiError;
 use crate::error::codes;
 use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
@@ -137,15 +137,14 @@ impl Arrived {
     }
 
     /// Stage 2, in the extractor: admits the key `headers` present for a
-    /// route that needs `needed`.
-    pub async fn admit(
+    /// route that needs `S`.
+    pub async fn admit<S: RequiredScope>(
         self,
         state: &AppState,
         headers: &HeaderMap,
-        needed: Scope,
     ) -> Result<Admitted, NotRun> {
         let Arrived { idempotency, back } = self;
-        match admission(state, headers, needed).await {
+        match admission::<S>(state, headers).await {
             Ok((org_id, key_id, rate, slot)) => Ok(Admitted {
                 org_id,
                 key_id,
@@ -185,11 +184,11 @@ impl From<ApiError> for Refusal {
 /// The contract's order: the key (401), its organization, scope,
 /// entitlement and the deployment switch (403), then the budget (429),
 /// from one round trip where the limit counts (a plain read elsewhere).
-async fn admission(
+async fn admission<S: RequiredScope>(
     state: &AppState,
     headers: &HeaderMap,
-    needed: Scope,
 ) -> Result<(Uuid, Uuid, RateLimitDecision, Option<Reservation>), Refusal> {
+    let needed = S::SCOPE;
     let config = &state.config;
     let hash: KeyHash = key::presented(headers, &config.short_name.key_prefix())?;
     let (now, at) = (SystemTime::now(), crate::model::now());
@@ -213,7 +212,10 @@ async fn admission(
     }
     // The key is valid: from here on every answer shows its budget.
     let org = Some(record.org_id);
-    if let Some(refused) = record.refusal(needed, config.public_api_enabled) {
+    if let Some(mut refused) = record.refusal(needed, config.public_api_enabled) {
+        if !record.org_active && S::INACTIVE_ORG_IS_NOT_FOUND {
+            refused = ApiError::org_not_found();
+        }
         return Err(Refusal {
             error: refused,
             rate: Some(ratelimit::standing(limits, window, &found)),

@@ -46,12 +46,19 @@ fn a_deactivated_organizations_keys_are_refused_with_org_inactive() {
                 "/api/v1/factories",
                 Some(json!({"name": "Plant"})),
             ),
-            (Method::GET, "/api/v1/orgs", None),
+            (Method::GET, "/api/v1/orgs/{id}", None),
         ] {
-            let reply = send(&t, method, path, body).await;
+            let path = path.replace("{id}", &t.id().to_string());
+            let reply = send(&t, method, &path, body).await;
             reply.expect(403, Some("org_inactive"));
             assert_eq!(reply.header("x-ratelimit-remaining"), "99", "{path}");
         }
+        // The contract's one exception: GET /api/v1/orgs of a soft-deleted
+        // organization is 404 org_not_found ("missing or soft-deleted").
+        let own = send(&t, Method::GET, "/api/v1/orgs", None).await;
+        own.expect(404, Some("org_not_found"));
+        assert_eq!(own.header("x-ratelimit-remaining"), "99");
+        assert!(!own.text.contains(&t.org.name));
         // Nothing was written meanwhile.
         let sites = harness()
             .await
@@ -268,7 +275,7 @@ fn switches_reach_every_key_of_an_organization_with_many_keys() {
             }
         }
         for key in &keys {
-            call(Method::GET, "/api/v1/orgs")
+            call(Method::GET, "/api/v1/sites")
                 .key(key)
                 .send()
                 .await
