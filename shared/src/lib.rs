@@ -21,6 +21,7 @@ pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;
 
 pub use error::{ApiError, ApiResult};
 

@@ -15,6 +15,8 @@ use shared::store::Store;
 use shared::store::api_keys::ApiKeyRecord;
 use uuid::Uuid;
 
+use admin::webhooks;
+
 #[derive(Parser)]
 #[command(
     name = "admin",
@@ -180,6 +182,9 @@ enum Command {
     SetupLocal,
     /// Create a demo organization with an all-scopes key (local stack).
     Demo,
+    /// Manage an organization's webhooks as a superadmin (audited).
+    #[command(subcommand)]
+    Webhooks(webhooks::Webhooks),
 }
 
 fn parse_scope(text: &str) -> Result<Scope, String> {
@@ -485,6 +490,12 @@ async fn run(cli: Cli) -> Result<()> {
                     .await
                     .map_err(anyhow::Error::msg)?;
                 print(json!({"queue": name, "role": role, "url": url}));
+            }
+        }
+        Command::Webhooks(command) => {
+            let state = shared::AppState::new(config.clone(), &sdk);
+            for line in webhooks::run(&state, command).await? {
+                print(line);
             }
         }
         Command::Demo => {

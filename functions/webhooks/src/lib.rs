@@ -16,8 +16,7 @@ use shared::http::idempotency::SealAtRest;
 use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
 use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
-use shared::model::webhook::{CreateWebhook, CreatedWebhook, Webhook, WebhookRecord, new_secret};
-use shared::queue::QueueMessage;
+use shared::model::webhook::{CreateWebhook, CreatedWebhook, Webhook, WebhookRecord};
 use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -48,18 +47,8 @@ async fn create(
     JsonBody(body): JsonBody<CreateWebhook>,
 ) -> ApiResult<impl IntoResponse> {
     let new = body.validate(ctx.config.webhook_allow_loopback)?;
-    let id = uuid::Uuid::now_v7();
-    let secret = new_secret();
-    let record = WebhookRecord {
-        id,
-        org_id: ctx.org_id,
-        event: new.event.to_owned(),
-        url: new.url,
-        verification_mode: new.verification_mode,
-        sealed_secret: ctx.sealer.seal(id.as_bytes(), &secret).await?,
-        created_at: shared::model::now(),
-    };
-    ctx.store.webhooks().create(&record).await?;
+    let (record, secret) = ctx.register_webhook(ctx.org_id, new).await?;
+    let id = record.id;
     let location = format!("/api/v1/webhooks/{id}");
     // The secret is in the answer: kept for a retry only sealed.
     Ok(SealAtRest((
@@ -118,26 +107,6 @@ async fn retry(
     PathId(id, _): PathId<WebhookId>,
     PathId(delivery_id, _): PathId<DeliveryId>,
 ) -> ApiResult<impl IntoResponse> {
-    let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
-    // One round trip; the webhook's answer decides first (another
-    // organization's webhook is `webhook_not_found`, whatever the delivery).
-    let (webhook, delivery) = tokio::join!(
-        webhooks.require(ctx.org_id, id),
-        deliveries.require(id, delivery_id),
-    );
-    webhook?;
-    let delivery = delivery?;
-    ctx.queue
-        .send(
-            ctx.org_id,
-            &QueueMessage::Deliver {
-                delivery_id,
-                manual: true,
-            },
-        )
-        .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Data::<Delivery>(delivery.view())),
-    ))
+    let delivery = ctx.retry_delivery(ctx.org_id, id, delivery_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(Data::<Delivery>(delivery))))
 }

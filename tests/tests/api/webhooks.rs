@@ -263,3 +263,109 @@ fn an_organization_has_at_most_20_webhooks() {
             .expect(201, None);
     });
 }
+
+#[test]
+fn an_operator_manages_the_same_rows_through_the_cli_audited() {
+    run(async {
+        use admin::webhooks::{Webhooks, run as operate};
+        let t = org().await;
+        let state = &harness().await.state;
+        let created = register(&t, json!({"event": "surplus.delivered", "url": URL})).await;
+        created.expect(201, None);
+        let own = created.body["data"]["id"].as_str().unwrap().to_owned();
+        let audited = |line: &Value, action: &str| {
+            assert_eq!(
+                line["audit"]["action"],
+                format!("webhooks.{action}"),
+                "{line}"
+            );
+            assert_eq!(line["audit"]["org_id"], t.id().to_string());
+            assert!(line["audit"]["operator"].is_string() && line["audit"]["at"].is_string());
+        };
+        // The organization's rows, no secret.
+        let listed = operate(state, Webhooks::List { org: t.id() })
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0]["webhook"]["id"], own);
+        assert!(listed[0]["webhook"].get("secret").is_none());
+        audited(&listed[0], "list");
+        // An operator registers one: its secret shown once, the
+        // organization sees it as its own.
+        let registered = operate(
+            state,
+            Webhooks::Register {
+                org: t.id(),
+                url: format!("{URL}/operator"),
+                event: "surplus.delivered".into(),
+                verification_mode: None,
+            },
+        )
+        .await
+        .unwrap();
+        audited(&registered[0], "register");
+        let secret = registered[0]["secret"].as_str().unwrap();
+        assert!(secret.starts_with("whsec_"));
+        api_tests::logs::remember(secret);
+        let theirs = registered[0]["webhook"]["id"].as_str().unwrap().to_owned();
+        assert_eq!(ids(&list(&t).await), [own.clone(), theirs.clone()]);
+        // The same rules as the API: an address no delivery may reach.
+        let refused = operate(
+            state,
+            Webhooks::Register {
+                org: t.id(),
+                url: "https://0x7f.1/h".into(),
+                event: "surplus.delivered".into(),
+                verification_mode: None,
+            },
+        )
+        .await;
+        assert!(refused.is_err());
+        // Deliveries and a retry of one that is not there.
+        let attempts = operate(
+            state,
+            Webhooks::Deliveries {
+                org: t.id(),
+                webhook: own.parse().unwrap(),
+                limit: 10,
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(attempts[0]["attempts"], 0);
+        let retry = operate(
+            state,
+            Webhooks::Retry {
+                org: t.id(),
+                webhook: own.parse().unwrap(),
+                delivery: uuid::Uuid::now_v7(),
+            },
+        )
+        .await
+        .unwrap_err();
+        assert!(retry.to_string().contains("no delivery"), "{retry}");
+        // Another organization's webhook is not this organization's row.
+        let other = org().await;
+        let foreign = operate(
+            state,
+            Webhooks::Delete {
+                org: other.id(),
+                webhook: own.parse().unwrap(),
+            },
+        )
+        .await;
+        assert!(foreign.is_err());
+        // Delete: gone for the organization too.
+        let deleted = operate(
+            state,
+            Webhooks::Delete {
+                org: t.id(),
+                webhook: theirs.parse().unwrap(),
+            },
+        )
+        .await
+        .unwrap();
+        audited(&deleted[0], "delete");
+        assert_eq!(ids(&list(&t).await), [own]);
+    });
+}

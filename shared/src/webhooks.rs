@@ -1,0 +1,62 @@
+//! What may be done with an organization's webhooks, whoever asks: the
+//! organization through the API (`functions/webhooks`) or an operator
+//! through the CLI (`admin webhooks ...`: "a superadmin can manage the same
+//! rows"). One implementation, so both manage the same rows the same way.
+
+use uuid::Uuid;
+
+use crate::error::ApiResult;
+use crate::model::delivery::Delivery;
+use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
+use crate::queue::QueueMessage;
+use crate::state::AppState;
+
+impl AppState {
+    /// Registers `new` for organization `org`: the record (its secret
+    /// sealed) and the secret, to be shown this once. 409
+    /// `webhook_already_exists`, `webhook_limit_reached`.
+    pub async fn register_webhook(
+        &self,
+        org: Uuid,
+        new: NewWebhook,
+    ) -> ApiResult<(WebhookRecord, String)> {
+        let id = Uuid::now_v7();
+        let secret = new_secret();
+        let record = WebhookRecord {
+            id,
+            org_id: org,
+            event: new.event.to_owned(),
+            url: new.url,
+            verification_mode: new.verification_mode,
+            sealed_secret: self.sealer.seal(id.as_bytes(), &secret).await?,
+            created_at: crate::model::now(),
+        };
+        self.store.webhooks().create(&record).await?;
+        Ok((record, secret))
+    }
+
+    /// Queues one more attempt of delivery `delivery` of webhook `webhook`
+    /// of `org`, with the same delivery id: 404 `webhook_not_found` (first,
+    /// also for another organization's webhook), `delivery_not_found`.
+    pub async fn retry_delivery(
+        &self,
+        org: Uuid,
+        webhook: Uuid,
+        delivery: Uuid,
+    ) -> ApiResult<Delivery> {
+        let (webhooks, deliveries) = (self.store.webhooks(), self.store.deliveries());
+        // One round trip; the webhook's answer decides first.
+        let (found, record) = tokio::join!(
+            webhooks.require(org, webhook),
+            deliveries.require(webhook, delivery),
+        );
+        found?;
+        let record = record?;
+        let message = QueueMessage::Deliver {
+            delivery_id: delivery,
+            manual: true,
+        };
+        self.queue.send(org, &message).await?;
+        Ok(record.view())
+    }
+}
