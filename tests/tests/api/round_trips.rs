@@ -17,9 +17,9 @@ type Case = (Method, String, Option<Value>, u32, u16);
 
 /// Tries of a repeatable request: the fewest round trips it took. Calls
 /// made in parallel share a round trip when they overlap, which a debug
-/// build against the one-at-a-time emulator does not always manage (its
-/// first call's first poll can outlast the emulator's answer); the code's
-/// structure is what is asserted.
+/// build on two busy cores does not always manage (DynamoDB Local can
+/// answer the first call, in about a millisecond, before the second is
+/// first polled); the code's structure is what is asserted.
 const TRIES: usize = 4;
 
 async fn check(t: &TestOrg, cases: Vec<Case>) {
