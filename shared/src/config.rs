@@ -1,10 +1,12 @@
 //! Settings: one struct, read once per container from environment variables.
 //! Every variable is listed in the README's settings table.
 
+use std::collections::HashMap;
 use std::env;
+use std::time::Duration;
 
 use crate::deployment_key::{KeySource, MIN_KEY};
-use std::time::Duration;
+use crate::endpoints;
 
 /// The operator's short name (`svc` by default): the API key prefix is
 /// `<short>_app_` and webhook headers are `x-<short>-*`.
@@ -112,8 +114,8 @@ pub struct Config {
     pub webhook_queue_url: Option<String>,
     /// Where the dispatcher moves deliveries whose attempts ran out.
     pub webhook_dlq_url: Option<String>,
-    /// Development only (refused unless AWS calls go to a loopback
-    /// emulator): webhooks may be plain `http://` on loopback and the
+    /// Development only (refused unless every AWS endpoint is on loopback,
+    /// `endpoints`): webhooks may be plain `http://` on loopback and the
     /// dispatcher may connect to loopback, for a local receiver.
     pub webhook_allow_loopback: bool,
     /// `adminUrl` of webhook payloads: `{surplusId}` is replaced.
@@ -125,7 +127,7 @@ pub struct Config {
     pub public_api_enabled: bool,
     pub rate_limit: RateLimitConfig,
     /// HMAC key of list cursors, the same on every instance: from Secrets
-    /// Manager in AWS, a development key only against a local emulator;
+    /// Manager in AWS, a development key only against the local stack;
     /// `None` when neither is set (the API refuses to start, see
     /// `AppState::from_env`; operator tools need no cursors).
     pub cursor_key: Option<KeySource>,
@@ -152,26 +154,28 @@ pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 const DEV_CURSOR_KEY: &str = "local-development-cursor-key-not-for-production";
 const DEV_WEBHOOK_SEAL_KEY: &str = "local-development-webhook-seal-key-not-for-production";
 
-/// True when AWS calls go to an emulator on this machine (the local stack).
-fn local_endpoint(endpoint: Option<&str>) -> bool {
-    let Some(uri) = endpoint.and_then(|url| url.parse::<http::Uri>().ok()) else {
-        return false;
-    };
-    let host = uri.host().unwrap_or("").trim_matches(['[', ']']);
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+/// Why a development setting was refused.
+fn development_only(setting: &str) -> ConfigError {
+    ConfigError(format!(
+        "{setting} is for development only: it needs AWS_ENDPOINT_URL and every \
+         AWS_ENDPOINT_URL_<SERVICE> that is set on loopback"
+    ))
 }
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| env::var(name).ok())
+        // Variables that are not UTF-8 are none of ours (nor the SDK's).
+        Self::from_vars(env::vars_os().filter_map(|(name, value)| {
+            Some((name.into_string().ok()?, value.into_string().ok()?))
+        }))
     }
 
-    /// Reads settings through `lookup`, so tests can pass a map.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    /// Reads settings from `vars` (name, value), so tests can pass theirs.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars: HashMap<String, String> = vars.into_iter().collect();
+        let get = |name: &str| vars.get(name).filter(|v| !v.trim().is_empty()).cloned();
         let flag = |name: &str, default: bool| -> Result<bool, ConfigError> {
             match get(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None => Ok(default),
@@ -195,9 +199,10 @@ impl Config {
                     }),
             }
         };
-        let local = local_endpoint(get("AWS_ENDPOINT_URL").as_deref());
+        // Every endpoint the SDK may use is on loopback (the local stack).
+        let local = endpoints::all_on_loopback(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         // A key from `variable`, else the secret `variable`_SECRET_ARN names,
-        // else the development key against a local emulator only.
+        // else the development key against the local stack only.
         let key = |variable: &str, development: &str| -> Result<Option<KeySource>, ConfigError> {
             match (get(variable), get(&format!("{variable}_SECRET_ARN"))) {
                 (Some(key), _) if key.len() < MIN_KEY => Err(ConfigError(format!(
@@ -230,18 +235,15 @@ impl Config {
         }
         let webhook_allow_loopback = flag("WEBHOOK_ALLOW_LOOPBACK_HTTP", false)?;
         if webhook_allow_loopback && !local {
-            return Err(ConfigError(
-                "WEBHOOK_ALLOW_LOOPBACK_HTTP is for development only: it needs AWS_ENDPOINT_URL on loopback".into(),
-            ));
+            return Err(development_only("WEBHOOK_ALLOW_LOOPBACK_HTTP"));
         }
-        // Development only: the emulator's Query reads the whole table, so
-        // the bench's big data sets need calls longer than AWS ever takes.
+        // Development only: attempts longer than production's, for a
+        // developer whose machine or debugger is slower than AWS (no local
+        // script sets it: docs/decisions.md, "Runtime").
         let mut sdk_limits = crate::aws::SdkLimits::default();
         if let Some(attempt) = get("AWS_SDK_ATTEMPT_TIMEOUT_MS") {
             if !local {
-                return Err(ConfigError(
-                    "AWS_SDK_ATTEMPT_TIMEOUT_MS is for development only: it needs AWS_ENDPOINT_URL on loopback".into(),
-                ));
+                return Err(development_only("AWS_SDK_ATTEMPT_TIMEOUT_MS"));
             }
             let attempt = attempt.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
                 ConfigError(format!(
@@ -312,10 +314,41 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Config::from_lookup(|name| map.get(name).cloned())
+        Config::from_vars(map)
     }
 
     const LOCAL: (&str, &str) = ("AWS_ENDPOINT_URL", "http://127.0.0.1:5005");
+    const LOCAL_DYNAMODB: (&str, &str) = ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8005");
+
+    /// Environments where some AWS call would leave this machine, though
+    /// an endpoint variable is on loopback.
+    const NOT_LOCAL: [&[(&str, &str)]; 5] = [
+        &[LOCAL_DYNAMODB],
+        &[
+            ("AWS_ENDPOINT_URL", "https://sqs.eu-north-1.amazonaws.com"),
+            LOCAL_DYNAMODB,
+        ],
+        &[
+            LOCAL,
+            (
+                "AWS_ENDPOINT_URL_DYNAMODB",
+                "https://dynamodb.eu-north-1.amazonaws.com",
+            ),
+        ],
+        &[
+            LOCAL,
+            LOCAL_DYNAMODB,
+            (
+                "AWS_ENDPOINT_URL_SECRETS_MANAGER",
+                "https://secretsmanager.eu-north-1.amazonaws.com",
+            ),
+        ],
+        &[
+            LOCAL,
+            LOCAL_DYNAMODB,
+            ("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true"),
+        ],
+    ];
 
     #[test]
     fn defaults_suit_the_local_stack() {
@@ -373,6 +406,31 @@ mod tests {
             assert!(
                 matches!(c.cursor_key, Some(KeySource::Value(k)) if k == DEV_CURSOR_KEY.as_bytes())
             );
+        }
+    }
+
+    #[test]
+    fn every_development_setting_judges_every_endpoint() {
+        let local = config(&[LOCAL, LOCAL_DYNAMODB]).unwrap();
+        assert!(local.cursor_key.is_some() && local.webhook_seal_key.is_some());
+        let long = ("AWS_SDK_ATTEMPT_TIMEOUT_MS", "9000");
+        let webhooks = ("WEBHOOK_ALLOW_LOOPBACK_HTTP", "true");
+        let c = config(&[LOCAL, LOCAL_DYNAMODB, long, webhooks]).unwrap();
+        assert!(c.webhook_allow_loopback);
+        assert_eq!(c.sdk_limits.attempt, Duration::from_secs(9));
+        for vars in NOT_LOCAL {
+            let c = config(vars).unwrap();
+            assert!(c.cursor_key.is_none(), "development cursor key: {vars:?}");
+            assert!(
+                c.webhook_seal_key.is_none(),
+                "development seal key: {vars:?}"
+            );
+            let refused = |setting| {
+                let error = config(&[vars, &[setting]].concat()).unwrap_err();
+                assert!(error.0.contains(setting.0), "{error}");
+            };
+            refused(long);
+            refused(webhooks);
         }
     }
 

@@ -3,7 +3,7 @@
 //! tracker): the same on every instance, never in the repository.
 //! In AWS they come from Secrets Manager, read once per container when
 //! first needed; the local stack uses fixed development keys, and only
-//! against an emulator on this machine (see `config`).
+//! when every AWS endpoint is on this machine (see `endpoints`).
 
 use std::sync::Arc;
 

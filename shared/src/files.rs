@@ -231,7 +231,7 @@ impl Files {
             .map(|r| r.to_string())
             .unwrap_or_else(|| "us-east-1".into());
         let url = match self.sdk.endpoint_url() {
-            // The local emulator: path-style addressing.
+            // Moto, the local stack's S3: path-style addressing.
             Some(endpoint) => format!("{}/{}", endpoint.trim_end_matches('/'), self.bucket),
             None => format!("https://{}.s3.{region}.amazonaws.com", self.bucket),
         };

@@ -7,6 +7,7 @@ pub mod aws;
 pub mod config;
 pub mod cursor;
 pub mod deployment_key;
+pub mod endpoints;
 pub mod error;
 pub mod files;
 pub mod http;

@@ -65,8 +65,8 @@ enum Keys {
     Default(SharedCredentialsProvider),
 }
 
-/// An S3 client; path-style addressing when an endpoint override (the local
-/// emulator) is configured.
+/// An S3 client; path-style addressing when an endpoint override (moto, the
+/// local stack's S3) is configured.
 pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::config::Builder::from(sdk)

@@ -150,8 +150,8 @@ impl WebhookQueue {
         Ok(())
     }
 
-    /// Up to `max` messages visible now (no long poll: the local emulator
-    /// serves one request at a time). For the local poller and tests.
+    /// Up to `max` messages visible now (no long poll: it would outlast the
+    /// SDK's 3 s attempt, `shared::aws`). For the local poller and tests.
     pub async fn receive(&self, max: i32) -> ApiResult<Vec<aws_sdk_sqs::types::Message>> {
         let out = self
             .sqs

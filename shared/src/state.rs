@@ -45,7 +45,7 @@ pub struct Parts {
 
 impl AppState {
     /// Reads the environment and the standard AWS configuration chain
-    /// (including `AWS_ENDPOINT_URL` for the local emulator).
+    /// (including the local stack's endpoints, `shared::endpoints`).
     /// A server refuses to start without a cursor key (outside the local
     /// stack, the development key is not used).
     pub async fn from_env() -> Result<Self, BoxError> {
@@ -53,7 +53,7 @@ impl AppState {
         if state.config.cursor_key.is_none() {
             return Err(
                 "set CURSOR_SIGNING_KEY_SECRET_ARN (or CURSOR_SIGNING_KEY): the \
-                        development cursor key is only used against a local emulator"
+                        development cursor key is only used on the local stack"
                     .into(),
             );
         }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make conformance`: the contract gate. Starts (or reuses) the emulator,
+# `make conformance`: the contract gate. Starts (or reuses) the engines,
 # serves every router from the dev server on a free port with a table of this
 # run's own and the rate limit raised for this server only, creates an
 # organization with an all-scopes key (plus a partner organization, a site,
@@ -28,7 +28,7 @@ base=http://127.0.0.1:$port
 echo "==> building the dev server and the admin CLI"
 cargo build -q --locked -p local -p admin
 
-emulator=$(functions/local/scripts/emulator.sh start)
+started=$(functions/local/scripts/engines.sh start)
 export TABLE_NAME=conformance-$(date +%s)-$$
 server=""
 providers=""
@@ -37,12 +37,13 @@ cleanup() {
     if [ -n "$providers" ]; then kill "$providers" 2>/dev/null; wait "$providers" 2>/dev/null || true; fi
     # boto3 reads AWS_DEFAULT_REGION, not AWS_REGION: name the region.
     "$VENV/bin/python" -c "import boto3,sys; boto3.client('dynamodb', endpoint_url=sys.argv[1], region_name=sys.argv[3]).delete_table(TableName=sys.argv[2])" \
-        "$AWS_ENDPOINT_URL" "$TABLE_NAME" "$AWS_REGION" 2>/dev/null || true
-    if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
+        "$AWS_ENDPOINT_URL_DYNAMODB" "$TABLE_NAME" "$AWS_REGION" 2>/dev/null || true
+    # shellcheck disable=SC2086 # the names of the engines this run started
+    functions/local/scripts/engines.sh stop $started
 }
 trap cleanup EXIT
-echo "==> emulator ($emulator); table $TABLE_NAME"
-setup=$(target/debug/admin setup-local 2>/dev/null)
+echo "==> engines (started: ${started:-none, reused}); table $TABLE_NAME"
+setup=$($TARGET_DIR/debug/admin setup-local 2>/dev/null)
 # The retry route queues deliveries; the dev server's dispatcher takes them.
 export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhooks)
 export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
@@ -57,13 +58,13 @@ export GEOCODE_API_KEY=conformance-geocode-key GEOCODE_URL=$provider_base/maps/a
 export SUPPORT_GITHUB_REPOSITORY=acme/support SUPPORT_GITHUB_TOKEN=conformance-token SUPPORT_GITHUB_API_URL=$provider_base
 
 RATE_LIMIT_PER_WINDOW=1000000000 LOCAL_ADDR=127.0.0.1:$port RUST_LOG=warn LOG_FORMAT=json \
-    target/debug/local >"$out/server.log" 2>&1 &
+    $TARGET_DIR/debug/local >"$out/server.log" 2>&1 &
 server=$!
 for _ in $(seq 1 100); do in_use "$port" && break; sleep 0.1; done
 
 json() { "$VENV/bin/python" -c "import json,sys; print(json.loads(sys.argv[1])$2)" "$1"; }
-demo=$(target/debug/admin demo 2>/dev/null)
-partner=$(target/debug/admin create-org --name "Partner $(date +%s%N)" --public-api 2>/dev/null)
+demo=$($TARGET_DIR/debug/admin demo 2>/dev/null)
+partner=$($TARGET_DIR/debug/admin create-org --name "Partner $(date +%s%N)" --public-api 2>/dev/null)
 export CONFORMANCE_BASE_URL=$base
 export CONFORMANCE_KEY=$(json "$demo" "['api_key']")
 export CONFORMANCE_ORG_ID=$(json "$demo" "['org_id']")

@@ -1,13 +1,14 @@
-//! Test harness: one emulator (started if none answers), one table, one
-//! tokio runtime and one set of SDK clients for the whole test binary. Each
-//! test makes its own organizations and keys, so tests run in parallel.
+//! Test harness: the local engines (DynamoDB Local and moto's server,
+//! started if they do not answer), one table, one tokio runtime and one set
+//! of SDK clients for the whole test binary. Each test makes its own
+//! organizations and keys, so tests run in parallel.
 
 use std::future::Future;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::LazyLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -51,71 +52,71 @@ pub async fn harness() -> &'static Harness {
     HARNESS.get_or_init(setup).await
 }
 
-fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL")
-        .expect("AWS_ENDPOINT_URL is set (by .cargo/config.toml or the environment)")
+/// The local engines' endpoints: moto's (generic) and DynamoDB Local's.
+fn endpoints() -> [(&'static str, String); 2] {
+    ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"].map(|name| {
+        let url = std::env::var(name)
+            .unwrap_or_else(|_| panic!("{name} is set (by .cargo/config.toml or the environment)"));
+        (name, url)
+    })
+}
+
+fn authority(endpoint: &str) -> &str {
+    endpoint.trim_start_matches("http://").trim_end_matches('/')
 }
 
 fn reachable(endpoint: &str) -> bool {
-    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    authority
+    authority(endpoint)
         .to_socket_addrs()
         .ok()
         .and_then(|mut addrs| addrs.next())
         .is_some_and(|addr| TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok())
 }
 
-/// Starts moto's server from the project virtualenv unless one answers.
-fn ensure_emulator() {
-    let endpoint = endpoint();
-    if reachable(&endpoint) {
+/// Starts the engines that do not answer (DynamoDB Local, moto's server)
+/// by `functions/local/scripts/engines.sh`, as `make test` does.
+fn ensure_engines() {
+    let [(_, moto), (_, dynamodb)] = endpoints();
+    if reachable(&moto) && reachable(&dynamodb) {
         return;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let python = root.join(".venv/bin/python");
+    let port = |endpoint: &str| {
+        let (host, port) = authority(endpoint)
+            .rsplit_once(':')
+            .expect("endpoint has a port");
+        (host.to_owned(), port.to_owned())
+    };
+    let (host, moto_port) = port(&moto);
+    let (_, dynamodb_port) = port(&dynamodb);
+    // Left running on purpose: later test runs reuse them (`make stop-engines`).
+    let started = Command::new("bash")
+        .arg(root.join("functions/local/scripts/engines.sh"))
+        .arg("start")
+        .env("LOCAL_HOST", host)
+        .env("MOTO_PORT", moto_port)
+        .env("DYNAMODB_PORT", dynamodb_port)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run engines.sh");
     assert!(
-        python.exists(),
-        "no emulator at {endpoint} and no {}: run `make test`",
-        python.display()
+        started.status.success(),
+        "the engines did not start at {moto} and {dynamodb}: run `make test` (it installs them)"
     );
-    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let (host, port) = authority.rsplit_once(':').expect("endpoint has a port");
-    let log = std::fs::File::create(std::env::temp_dir().join("moto-tests.log")).expect("moto log");
-    // Left running on purpose: later test runs reuse it (`make stop-emulator`).
-    #[allow(clippy::zombie_processes)]
-    Command::new(python)
-        .arg(root.join("functions/local/scripts/moto_server.py"))
-        .args([host, port])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start the emulator");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !reachable(&endpoint) {
-        assert!(
-            Instant::now() < deadline,
-            "moto_server did not start at {endpoint}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 async fn setup() -> Harness {
     logs::capture_logs();
-    tokio::task::spawn_blocking(ensure_emulator)
+    tokio::task::spawn_blocking(ensure_engines)
         .await
-        .expect("emulator");
+        .expect("engines");
+    // Production's limits (`shared::aws`): DynamoDB Local answers a parallel
+    // test run within them.
     let mut config = Config::from_env().expect("config");
-    // The emulator serves one call at a time, and a parallel test run
-    // (150-request bursts among them) queues calls for seconds, which AWS
-    // never does: attempts get that room here. tests/tests/api/faults.rs
-    // holds the limits themselves to account.
-    config.sdk_limits = config
-        .sdk_limits
-        .with_attempt(Duration::from_secs(30).max(config.sdk_limits.attempt));
     let sdk = shared::aws::sdk_config(config.sdk_limits).await;
-    // A table of this run's own: runs against a reused emulator stay
-    // independent, and the table stays small (moto copies it per transaction).
+    // A table of this run's own: runs against reused engines stay
+    // independent (nearby search reads every organization's public points).
     config.table_name = format!("test-{}", uuid::Uuid::new_v4());
     let db = shared::store::Store::client(&sdk);
     shared::store::schema::ensure_table(&db, &config.table_name)
@@ -464,7 +465,7 @@ pub async fn person(
         .expect("add a person")
 }
 
-/// A plain HTTP/1.1 request to a loopback URL (the emulator), for what a
+/// A plain HTTP/1.1 request to a loopback URL (moto's S3), for what a
 /// browser or an integrator does outside the API: follow a signed link,
 /// post an upload form. Returns the status and the body.
 pub async fn http(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The `cargo lambda watch` smoke (part of `make test`): the way the design
-# names for local testing keeps working. Starts (or reuses) the emulator,
+# names for local testing keeps working. Starts (or reuses) the engines,
 # prepares a table of this run's own with its bucket and queues and a demo
 # organization with an all-scopes key, starts `cargo lambda watch` on a free
 # port, and runs tests/watch/smoke.py against it: the router table against
@@ -25,7 +25,7 @@ while in_use "$port"; do port=$((port + 1)); done
 echo "==> building the admin CLI"
 cargo build -q --locked -p admin
 
-emulator=$(functions/local/scripts/emulator.sh start)
+started=$(functions/local/scripts/engines.sh start)
 # A table, bucket and queues of this run's own; the providers of geocode
 # and support are left unset, so that both answer 503 *_not_configured.
 export TABLE_NAME=watch-$(date +%s)-$$
@@ -39,18 +39,21 @@ cleanup() {
     "$VENV/bin/python" - "$TABLE_NAME" "${WEBHOOK_QUEUE_URL:-}" "${WEBHOOK_DLQ_URL:-}" <<'PY' || true
 import contextlib, os, sys, boto3
 table, queues = sys.argv[1], [q for q in sys.argv[2:] if q]
-where = {"endpoint_url": os.environ["AWS_ENDPOINT_URL"], "region_name": os.environ["AWS_REGION"]}
+region = os.environ["AWS_REGION"]
 with contextlib.suppress(Exception):  # not created: nothing to delete
-    boto3.client("dynamodb", **where).delete_table(TableName=table)
+    boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
+                 region_name=region).delete_table(TableName=table)
 for queue in queues:
     with contextlib.suppress(Exception):
-        boto3.client("sqs", **where).delete_queue(QueueUrl=queue)
+        boto3.client("sqs", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+                     region_name=region).delete_queue(QueueUrl=queue)
 PY
-    if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
+    # shellcheck disable=SC2086 # the names of the engines this run started
+    functions/local/scripts/engines.sh stop $started
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-echo "==> emulator ($emulator); table $TABLE_NAME"
+echo "==> engines (started: ${started:-none, reused}); table $TABLE_NAME"
 stack_prepare
 stack_demo
 

@@ -1,5 +1,6 @@
 //! Operator CLI. Talks to DynamoDB directly through the standard AWS
-//! configuration chain (`AWS_PROFILE`, `AWS_REGION`, `AWS_ENDPOINT_URL`, ...).
+//! configuration chain (`AWS_PROFILE`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
+//! `AWS_ENDPOINT_URL_DYNAMODB`, ...).
 //! Output: one JSON object per line on stdout; errors on stderr, exit 1.
 
 use anyhow::{Context, Result, bail};
@@ -224,9 +225,16 @@ async fn main() {
 async fn run(cli: Cli) -> Result<()> {
     let config = Config::from_env()?;
     let sdk = shared::aws::sdk_config(config.sdk_limits).await;
-    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let endpoints =
+        shared::endpoints::configured(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if !endpoints.is_empty() {
+        let shown: Vec<String> = endpoints.iter().map(|(k, v)| format!("{k}={v}")).collect();
         eprintln!(
-            "admin: using endpoint {endpoint}, table {}",
+            "admin: using endpoints {}, table {}",
+            shown.join(" "),
             config.table_name
         );
     }
@@ -482,7 +490,7 @@ async fn run(cli: Cli) -> Result<()> {
                 .map_err(anyhow::Error::msg)?;
             print(json!({"bucket": config.bucket_name, "created": created}));
             let sqs = aws_sdk_sqs::Client::new(&sdk);
-            // Queues of this table's own: stacks sharing one emulator (a
+            // Queues of this table's own: stacks sharing one moto (a
             // `make run`, the contract gate) never take each other's messages.
             for role in ["webhooks-dlq", "webhooks"] {
                 let name = format!("{}-{role}", config.table_name);

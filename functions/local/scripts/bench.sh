@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make bench`: what a request costs, route by route, through the dev server
-# against an emulator of the bench's own.
-#   1. The emulator's GetItem round trip: the yardstick of every wait.
+# against engines of the bench's own (DynamoDB Local, moto).
+#   1. DynamoDB Local's GetItem round trip: the yardstick of every wait.
 #   2. Per route, on one connection (REQUESTS each): a single read, a list
-#      page, a create, a PATCH, surplus list pages (50 and 100 rows), the
-#      report summary and nearby search: DynamoDB calls and sequential round trips per request,
+#      page, a create, a PATCH, surplus list pages (50 and 100 rows over
+#      LOADS, 100,000, loads of one organization), and DATA_REQUESTS (50)
+#      each of the report summary and nearby search over the data sets of
+#      3.: DynamoDB calls and sequential round trips per request,
 #      p50/p99 latency as the client sees it, and from the server's log the
 #      p50 of latency minus the time spent waiting on DynamoDB (`ddb_ms`):
 #      the code's own share.
@@ -19,16 +21,13 @@
 #   5. The load test of `make load` (functions/local/scripts/load.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-# An emulator of the bench's own, emptied first: one that tests and CI runs
-# filled with tables answers more slowly.
-export MOTO_PORT=${BENCH_MOTO_PORT:-5105}
-export AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT
+# Engines of the bench's own, emptied first, so that what tests and other
+# runs left does not count.
+export MOTO_PORT=${BENCH_MOTO_PORT:-5105} DYNAMODB_PORT=${BENCH_DYNAMODB_PORT:-8105}
+export AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DYNAMODB_PORT
 source functions/local/scripts/env.sh
 REQUESTS=${REQUESTS:-500}
-# The data-size checks count items read; the emulator's Query walks the
-# whole table (over a second a query at 50,000 items), so their latency is
-# the emulator's and a few requests tell all.
-DATA_REQUESTS=${DATA_REQUESTS:-5}
+DATA_REQUESTS=${DATA_REQUESTS:-50}
 BENCH_PORT=${BENCH_PORT:-3100}
 BINARIES=${BINARIES:-1}
 FUNCTIONS=(docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks places geocode support webhook-dispatcher)
@@ -41,10 +40,7 @@ if [ "$BINARIES" != 0 ]; then
 fi
 
 source functions/local/scripts/private_stack.sh
-private_emulator
-# The emulator's Query reads the whole table: the data sets below take
-# calls far longer than AWS would (development setting).
-export AWS_SDK_ATTEMPT_TIMEOUT_MS=600000
+private_engines
 
 py() { "$VENV/bin/python" "$@"; }
 field() { py -c "import json,sys; print(json.loads(sys.argv[1])$2)" "$1"; }
@@ -55,16 +51,23 @@ export WEBHOOK_QUEUE_URL=$(queue_url "$setup" webhooks)
 export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
 export WEBHOOK_ALLOW_LOOPBACK_HTTP=true
 
-echo "==> the emulator's GetItem round trip"
+# DynamoDB Local is a JVM: its first thousands of calls run before the JIT
+# has compiled their paths. Warmed first, so the waits measured are the
+# engine's, not its start's.
+$bin/bench getitem "${WARMUP:-3000}" >/dev/null
+echo "==> DynamoDB Local's GetItem round trip"
 $bin/bench getitem "$REQUESTS"
 
 log=$STATE_DIR/bench-server.log
 # The limit stays on (its write is part of every request) but high.
 RATE_LIMIT_PER_WINDOW=100000000 serve_local "$BENCH_PORT" "$log"
 
-# Organizations of their own for each data set, so that one's data does
-# not slow another's reads in the emulator (it reads whole partitions).
+# Organizations of their own for each data set, so that the report tells
+# the data sets apart (bench_log.py: by organization, or by the mark of the
+# log line from which on a data set is measured).
 labels="{}"
+marks=$STATE_DIR/bench-marks.jsonl
+: >"$marks"
 demo() { # LABEL -> sets key, org_id
     local made
     made=$($bin/admin demo 2>/dev/null)
@@ -85,6 +88,10 @@ PY
 bench() { # METHOD PATH [BODY]: REQUESTS requests on one connection
     $bin/bench load "127.0.0.1:$BENCH_PORT" "$1" "$2" "$key" "$REQUESTS" 1 "${3:-}"
 }
+mark() { # LABEL: the server's log lines from here on are LABEL's ("" ends it)
+    py -c "import json,sys; print(json.dumps({'line': sum(1 for _ in open(sys.argv[1])), 'label': sys.argv[2]}))" \
+        "$log" "$1" >>"$marks"
+}
 bench_data() { # PATH: DATA_REQUESTS requests on one connection
     $bin/bench load "127.0.0.1:$BENCH_PORT" GET "$1" "$key" "$DATA_REQUESTS" 1
 }
@@ -100,20 +107,17 @@ bench POST /api/v1/sites '{"name": "Bench create", "city": "Espoo"}'
 bench PATCH "/api/v1/sites/$site" '{"city": "Helsinki"}'
 
 # Surplus pages of the default 50 rows (the organization's partition) and
-# of 100 (one site's open loads), each over LOADS loads of an organization
-# of its own, so that the report tells the two page sizes apart.
-LOADS=${LOADS:-1000}
-for rows in 50 100; do
-    demo "surplus-page-$rows"
-    pages_site=$(call POST /api/v1/sites '{"name": "Loads site"}')
-    echo "==> seeding $LOADS surplus loads"
-    $bin/admin seed-loads --org "$org_id" --site "$pages_site" --count "$LOADS" >/dev/null 2>&1
-    if [ "$rows" = 50 ]; then
-        bench GET /api/v1/surpluses
-    else
-        bench GET "/api/v1/surpluses?status=open&site_id=$pages_site&limit=100"
-    fi
-done
+# of 100 (one site's open loads), over LOADS loads of one organization.
+LOADS=${LOADS:-100000}
+demo surplus-pages
+pages_site=$(call POST /api/v1/sites '{"name": "Loads site"}')
+echo "==> seeding $LOADS surplus loads"
+$bin/admin seed-loads --org "$org_id" --site "$pages_site" --count "$LOADS" >/dev/null 2>&1
+mark "surplus-page-50 of $LOADS"
+bench GET /api/v1/surpluses
+mark "surplus-page-100 of $LOADS"
+bench GET "/api/v1/surpluses?status=open&site_id=$pages_site&limit=100"
+mark ""
 
 # The summary's cost must not grow with the loads: 10,000 and 100
 # delivered loads over a year, the same year-long window.
@@ -176,7 +180,7 @@ print(json.dumps({"deliveries": n, "received": len(got),
 PY
 
 echo "==> from the server's log: per route, successful requests only"
-py functions/local/scripts/bench_log.py "$log" "$labels"
+py functions/local/scripts/bench_log.py "$log" "$labels" "$marks"
 stop_local
 
 if [ "$BINARIES" != 0 ]; then
@@ -212,7 +216,7 @@ if [ "$BINARIES" != 0 ]; then
     py functions/local/scripts/bench_starts.py "$artifacts" "$starts" "${FUNCTIONS[@]}"
 fi
 
-# The load test, with an emulator and a server of its own (make load).
+# The load test, with engines and a server of its own (make load).
 private_cleanup
 trap - EXIT
 functions/local/scripts/load.sh

@@ -1,10 +1,12 @@
 """`make bench`: what the dev server's JSON log says, per route.
 
-Usage: python bench_log.py SERVER_LOG LABELS_JSON
+Usage: python bench_log.py SERVER_LOG LABELS_JSON [MARKS_JSONL]
 
 LABELS_JSON maps organization ids to the bench's names for them, so the
 same route over different data sets (the summary at 10,000 and 100 loads)
-is told apart. For each route and data set, over successful requests: the
+is told apart. MARKS_JSONL lines `{"line": N, "label": L}` name the log's
+lines from line N on L instead (until the next mark; an empty L ends it):
+two page sizes over one organization's loads. For each route and data set, over successful requests: the
 DynamoDB calls and sequential round trips per request, the server's p50 and
 p99 latency, the p50 time waiting on DynamoDB (`ddb_ms`) and the p50 of
 latency minus that wait: the code's own share. Then the items the summary
@@ -22,8 +24,10 @@ def percentile(values, p):
 
 def main():
     log, labels = sys.argv[1], json.loads(sys.argv[2])
+    marks = [json.loads(line) for line in open(sys.argv[3])] if len(sys.argv) > 3 else []
+    marks = sorted((m["line"], m["label"]) for m in marks)
     routes, summary_items, cells, messages, attempts = {}, set(), {}, {}, []
-    for line in open(log):
+    for number, line in enumerate(open(log)):
         try:
             row = json.loads(line)
         except ValueError:
@@ -31,7 +35,9 @@ def main():
         span = row.get("span", {})
         message = row.get("message")
         if message == "request served" and 200 <= row.get("status", 0) < 300:
-            key = (span.get("method"), span.get("route"), labels.get(row.get("org_id"), "-"))
+            marked = [label for at, label in marks if at <= number]
+            label = (marked[-1] if marked else "") or labels.get(row.get("org_id"), "-")
+            key = (span.get("method"), span.get("route"), label)
             routes.setdefault(key, []).append(row)
         elif message == "daily figures read":
             summary_items.add(row["items_read"])

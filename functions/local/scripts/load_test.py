@@ -2,14 +2,24 @@
 last part of `make bench`).
 
 CONNECTIONS keep-alive connections for SECONDS, spread over the given keys
-(one organization each), each connection a mix of creates (POST a site),
-reads (GET one of its own sites) and list pages (GET /api/v1/sites). Then
-every site a create was answered 201 for is read back with its key: a site
-that is not there is a lost write. Prints one JSON line; exits 1 on any
-answer other than 2xx or 429, or on a lost write.
+(one organization each: with fewer keys than connections, connections
+share a key; with more, each connection takes turns among its own), each
+connection a mix of creates (POST a site), reads (GET one of its key's
+sites) and list pages (GET /api/v1/sites). Then every site a create was
+answered 201 for is read back with its key: a site that is not there is a
+lost write. Prints one JSON line; exits 1 on any answer other than 2xx or
+429, or on a lost write.
 
-    load_test.py PORT SECONDS CONNECTIONS KEY...
+CPU time over the window, from /proc (user + system): of the server
+process (SERVER_PID), which is what Lambda bills beyond waiting, of
+DynamoDB Local (DYNAMODB_PID, empty when not this run's) and of this load
+generator, each in milliseconds per request: on a 2-core machine the three
+share the cores.
+
+    load_test.py PORT SECONDS CONNECTIONS SERVER_PID DYNAMODB_PID KEY...
 """
+
+import os
 
 import http.client
 import json
@@ -29,14 +39,30 @@ def request(connection, key, method, path, body=None):
     return response.status, data
 
 
-def worker(port, key, until, results, lock, number):
+def cpu_ms(pid):
+    """User and system CPU time of a process so far, in ms (None without one)."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After "pid (command)": state is field 3, utime 14 and stime 15.
+    ticks = int(fields[11]) + int(fields[12])
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def worker(port, keys, until, results, lock, number):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    mine = []
+    sites = {key: [] for key in keys}
     statuses = Counter()
     latencies = []
     unexpected = []
     rng = random.Random(number)
     while time.monotonic() < until:
+        key = rng.choice(keys)
+        mine = sites[key]
         roll = rng.random()
         if roll < 0.3 or not mine:
             method, path, body = "POST", "/api/v1/sites", {"name": f"Load {number}-{len(mine)}", "city": "Espoo"}
@@ -61,24 +87,32 @@ def worker(port, key, until, results, lock, number):
             unexpected.append(f"{method} {path}: {status} {data[:200]!r}")
     connection.close()
     with lock:
-        results.append((key, mine, statuses, latencies, unexpected))
+        for key, mine in sites.items():
+            results.append((key, mine, Counter(), [], []))
+        results.append((None, [], statuses, latencies, unexpected))
 
 
 def main():
     port, seconds, connections = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-    keys = sys.argv[4:]
+    server_pid, dynamodb_pid = sys.argv[4], sys.argv[5]
+    keys = sys.argv[6:]
     results, lock = [], threading.Lock()
     until = time.monotonic() + seconds
+    # Connection n takes keys n, n + CONNECTIONS, ... (or shares key n mod
+    # the number of keys when there are fewer keys than connections).
+    own = [keys[n::connections] or [keys[n % len(keys)]] for n in range(connections)]
     threads = [
-        threading.Thread(target=worker, args=(port, keys[n % len(keys)], until, results, lock, n))
+        threading.Thread(target=worker, args=(port, own[n], until, results, lock, n))
         for n in range(connections)
     ]
+    cpu_before = [cpu_ms(pid) for pid in (server_pid, dynamodb_pid, os.getpid())]
     started = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - started
+    cpu_after = [cpu_ms(pid) for pid in (server_pid, dynamodb_pid, os.getpid())]
 
     statuses, latencies, unexpected, created = Counter(), [], [], 0
     lost = []
@@ -100,6 +134,10 @@ def main():
                 lost.append(f"{site}: {status}")
     latencies.sort()
     pick = lambda p: round(latencies[min(len(latencies) - 1, int(len(latencies) * p))] * 1000, 1) if latencies else None
+    requests = sum(statuses.values())
+    per_request = lambda before, after: (
+        round((after - before) / requests, 3) if before is not None and after is not None and requests else None)
+    cpu = [per_request(b, a) for b, a in zip(cpu_before, cpu_after)]
     summary = {
         "load_test": {
             "seconds": round(elapsed, 1),
@@ -110,6 +148,9 @@ def main():
             "statuses": {str(k): v for k, v in sorted(statuses.items(), key=str)},
             "p50_ms": pick(0.5),
             "p99_ms": pick(0.99),
+            "server_cpu_ms_per_request": cpu[0],
+            "dynamodb_local_cpu_ms_per_request": cpu[1],
+            "load_generator_cpu_ms_per_request": cpu[2],
             "created": created,
             "lost_writes": len(lost),
             "unexpected": len(unexpected),

@@ -1,25 +1,39 @@
 # The steps that `make bench` (bench.sh) and `make load` (load.sh) share
-# (sourced after env.sh, from the repository root, with MOTO_PORT set to a
-# port of the caller's own): an emulator of their own, emptied, and the
-# dev server of the bench-server profile, both stopped on exit.
+# (sourced after env.sh, from the repository root, with MOTO_PORT and
+# DYNAMODB_PORT set to ports of the caller's own): engines of their own,
+# emptied, and the dev server of the bench-server profile, all stopped on
+# exit.
 
-bin=${CARGO_TARGET_DIR:-target}/bench-server
-emulator=""
+bin=$TARGET_DIR/bench-server
+started=""
 server=""
 
 private_cleanup() {
     if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
     server=""
-    if [ "$emulator" = started ]; then functions/local/scripts/emulator.sh stop; fi
+    # shellcheck disable=SC2086 # the names of the engines this run started
+    functions/local/scripts/engines.sh stop $started
+    started=""
 }
 
-# private_emulator: the emulator at MOTO_PORT, started (or reused) and
-# emptied; stopped on exit when this run started it.
-private_emulator() {
-    emulator=$(functions/local/scripts/emulator.sh start)
-    curl -sf -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
+# private_engines: the engines at MOTO_PORT and DYNAMODB_PORT, started (or
+# reused) and emptied; stopped on exit when this run started them.
+private_engines() {
+    started=$(functions/local/scripts/engines.sh start)
     trap private_cleanup EXIT
+    curl -sf -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
+    "$VENV/bin/python" - <<'PY'
+import os, boto3
+db = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
+                  region_name=os.environ["AWS_REGION"])
+for table in db.list_tables()["TableNames"]:
+    db.delete_table(TableName=table)
+PY
 }
+
+# engine_pid ENGINE: the process id of an engine this project started
+# (empty when it was reused).
+engine_pid() { cat "$STATE_DIR/$1-$( [ "$1" = moto ] && echo "$MOTO_PORT" || echo "$DYNAMODB_PORT").pid" 2>/dev/null || true; }
 
 # serve_local PORT LOG: the dev server on PORT, logging JSON to LOG, with
 # the caller's environment; returns once it listens.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make run`: emulator, table/bucket/queues, a demo organization and key,
-# then the dev server in the foreground. Ctrl-C stops what this started.
-# Several runs may share one emulator: the last one to stop stops it.
+# `make run`: the engines (DynamoDB Local, moto), table/bucket/queues, a
+# demo organization and key, then the dev server in the foreground. Ctrl-C
+# stops what this started. Several runs may share the engines: the last one
+# to stop stops them.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source functions/local/scripts/env.sh
@@ -28,7 +29,7 @@ stack_prepare
 stack_demo
 key=$DEMO_KEY
 
-LOCAL_ADDR=$ADDR LOG_FORMAT=${LOG_FORMAT:-text} target/debug/local &
+LOCAL_ADDR=$ADDR LOG_FORMAT=${LOG_FORMAT:-text} $TARGET_DIR/debug/local &
 server=$!
 for _ in $(seq 1 100); do
     in_use "$PORT" && break
@@ -52,6 +53,6 @@ loopback is allowed here (see docs/webhooks.md, "Trying it locally"):
 The admin CLI reaches this stack with no flags, e.g.:
   cargo run -q -p admin -- list-keys --org $DEMO_ORG_ID
 
-Ctrl-C stops the server (and the emulator, unless another make run or make watch still uses it).
+Ctrl-C stops the server (and the engines, unless another make run or make watch still uses them).
 MSG
 wait "$server"

@@ -1,5 +1,5 @@
 # The steps that `make run` (run.sh) and `make watch` (watch.sh) share
-# (sourced after env.sh, from the repository root): the port, the emulator
+# (sourced after env.sh, from the repository root): the port, the engines
 # shared between runs, the table/bucket/queues and a demo organization.
 
 in_use() { "$VENV/bin/python" -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.3)" 2>/dev/null; }
@@ -19,41 +19,44 @@ pick_port() {
     fi
 }
 
-# stack_join: starts the emulator, or reuses one that answers, and counts
-# this run ($$) among its users. stack_leave (call it on exit): the last
-# run to leave stops an emulator that a run started. `make run` and
-# `make watch` count together.
+# stack_join: starts the engines (DynamoDB Local, moto), or reuses those
+# that answer, and counts this run ($$) among their users. stack_leave
+# (call it on exit): the last run to leave stops the engines that a run
+# started. `make run` and `make watch` count together.
 stack_join() {
-    local emulator
-    emulator=$(functions/local/scripts/emulator.sh start)
-    echo "==> emulator ($emulator) at $AWS_ENDPOINT_URL"
+    local started engine
+    started=$(functions/local/scripts/engines.sh start)
+    echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
     mkdir -p "$STATE_DIR/runs"
     touch "$STATE_DIR/runs/$$"
-    if [ "$emulator" = started ]; then touch "$STATE_DIR/moto.by-run"; fi
+    for engine in $started; do touch "$STATE_DIR/$engine.by-run"; done
 }
 
 stack_leave() {
+    local other engine
     rm -f "$STATE_DIR/runs/$$"
     for other in "$STATE_DIR/runs"/*; do
         [ -e "$other" ] || continue
         if kill -0 "$(basename "$other")" 2>/dev/null; then return 0; fi
         rm -f "$other"
     done
-    if [ -f "$STATE_DIR/moto.by-run" ]; then
-        rm -f "$STATE_DIR/moto.by-run"
-        functions/local/scripts/emulator.sh stop
-        echo "==> emulator stopped"
-    fi
+    for engine in moto dynamodb; do
+        if [ -f "$STATE_DIR/$engine.by-run" ]; then
+            rm -f "$STATE_DIR/$engine.by-run"
+            functions/local/scripts/engines.sh stop "$engine"
+            echo "==> $engine stopped"
+        fi
+    done
 }
 
 # stack_prepare: the table, bucket and queues of TABLE_NAME (if missing),
-# by the admin CLI (target/debug/admin). Exports the queue URLs the
+# by the admin CLI ($TARGET_DIR/debug/admin). Exports the queue URLs the
 # functions use (unless set), and lets webhooks point at a plain-HTTP
 # receiver on loopback (development only; docs/webhooks.md).
 stack_prepare() {
     local setup
     echo "==> creating the table, bucket and queues (if missing)"
-    setup=$(target/debug/admin setup-local 2>/dev/null)
+    setup=$($TARGET_DIR/debug/admin setup-local 2>/dev/null)
     export WEBHOOK_QUEUE_URL=${WEBHOOK_QUEUE_URL:-$(queue_url "$setup" webhooks)}
     export WEBHOOK_DLQ_URL=${WEBHOOK_DLQ_URL:-$(queue_url "$setup" webhooks-dlq)}
     export WEBHOOK_ALLOW_LOOPBACK_HTTP=${WEBHOOK_ALLOW_LOOPBACK_HTTP:-true}
@@ -63,7 +66,7 @@ stack_prepare() {
 # DEMO_ORG_ID, DEMO_ORG_NAME and DEMO_KEY.
 stack_demo() {
     local demo
-    demo=$(target/debug/admin demo 2>/dev/null)
+    demo=$($TARGET_DIR/debug/admin demo 2>/dev/null)
     DEMO_ORG_ID=$(demo_field "$demo" org_id)
     DEMO_ORG_NAME=$(demo_field "$demo" org_name)
     DEMO_KEY=$(demo_field "$demo" api_key)

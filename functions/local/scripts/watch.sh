@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# `make watch`: the emulator, the table/bucket/queues and a demo
+# `make watch`: the engines, the table/bucket/queues and a demo
 # organization and key (as `make run`), then `cargo lambda watch` in the
 # foreground: every function on one port through the workspace router
 # ([workspace.metadata.lambda.watch.router] in Cargo.toml), each built
 # (debug) on its first request and rebuilt when its code changes. Ctrl-C
-# stops what this started. Runs beside `make run` on the same emulator.
+# stops what this started. Runs beside `make run` on the same engines.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source functions/local/scripts/env.sh
@@ -63,7 +63,7 @@ The webhook dispatcher has no route; invoke it with an event (here the
 5-minute outbox sweep; make run's dev server also feeds it the queue):
   PATH=$VENV/bin:\$PATH cargo lambda invoke webhook-dispatcher --invoke-address 127.0.0.1 --invoke-port $PORT --data-file events/sweep.json
 
-Ctrl-C stops cargo lambda watch and its functions (and the emulator,
-unless a make run or make watch still uses it).
+Ctrl-C stops cargo lambda watch and its functions (and the engines,
+unless a make run or make watch still uses them).
 MSG
 wait "$watch"

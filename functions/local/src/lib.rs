@@ -2,6 +2,7 @@
 //! benchmarks serve them.
 
 pub mod poller;
+pub mod whole_body;
 
 use axum::Router;
 use shared::AppState;

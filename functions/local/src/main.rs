@@ -19,7 +19,9 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(local::poller::run(dispatcher, state.queue.clone()));
         tracing::info!("webhook dispatcher polling the local queue");
     }
-    let app = shared::http::app(local::routes(), state);
+    // Whole bodies, as API Gateway delivers them (`whole_body`).
+    let app = shared::http::app(local::routes(), state)
+        .layer(axum::middleware::from_fn(local::whole_body::whole_body));
     let addr = std::env::var("LOCAL_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

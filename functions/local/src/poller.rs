@@ -1,8 +1,9 @@
 //! The local stand-in for the SQS event source mapping: takes the messages
-//! visible on the emulator's webhook queue, hands them to the dispatcher
+//! visible on the local webhook queue (moto), hands them to the dispatcher
 //! as one batch, and deletes those it did not return (a returned message
-//! keeps the visibility the dispatcher gave it). Short polls only: the
-//! emulator serves one request at a time. Also runs the sweeper.
+//! keeps the visibility the dispatcher gave it). Short polls once a second:
+//! a long poll would outlast the SDK's 3 s attempt (`shared::aws`). Also
+//! runs the sweeper.
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Browser-based uploads straight to S3 (a presigned POST, AWS Signature
 //! Version 4): the API hands out a form whose policy allows exactly one
 //! object key, sizes from 1 byte to the limit, and one content type, for a
-//! short while. S3 refuses any upload that breaks the policy; the emulator
+//! short while. S3 refuses any upload that breaks the policy; moto
 //! does not check it, so the policy's conditions are tested here and the
 //! stored object is verified again before it counts (`files::Files::peek`).
 

@@ -5,8 +5,9 @@
 //! key never both run; the loser learns from the item returned with its
 //! refusal whether the first is still in flight, answered, or was another
 //! request. `until` is the end of an in-flight claim's lease, or of an
-//! answer's retention: expiry is judged from it, never from TTL (the
-//! emulator never deletes items); the TTL only clears old items in AWS.
+//! answer's retention: expiry is judged from it, never from TTL (DynamoDB
+//! deletes expired items only eventually, within days); the TTL only
+//! clears old items.
 //! Only UpdateItem is used, which every writing function may call.
 
 use std::collections::HashMap;

@@ -14,8 +14,9 @@
 //! slots than there are: two that aim at the same slot cannot both win,
 //! and the loser learns from the item returned with its refusal which slot
 //! is free, if any. A use that did not happen after all gives its slot back.
-//! Expiry is judged from the times, never from TTL (the emulator never
-//! deletes items); the TTL only clears idle items in AWS.
+//! Expiry is judged from the times, never from TTL (DynamoDB deletes
+//! expired items only eventually, within days); the TTL only clears idle
+//! items.
 
 use std::time::Duration;
 
@@ -68,6 +69,24 @@ impl Quota {
         (0..self.uses)
             .map(|i| get_u64(item, &slot_name(i)))
             .collect()
+    }
+
+    /// Seconds until the oldest of `times` (every slot taken) frees, for a
+    /// refusal at `now` (Unix milliseconds). Concurrent uses stamp their
+    /// slots with their own clocks, which may be ahead of `now`; the
+    /// refusal is answered only after the newest slot was written, so the
+    /// wait counts from that slot's time when it is later: never longer
+    /// than the period.
+    fn retry_after(&self, times: &[Option<u64>], now: u64) -> u64 {
+        let period = u64::try_from(self.period.as_millis()).unwrap_or(u64::MAX);
+        let taken = times.iter().flatten();
+        let oldest = taken.clone().min().copied().unwrap_or(now);
+        let answered = taken.max().copied().unwrap_or(now).max(now);
+        oldest
+            .saturating_add(period)
+            .saturating_sub(answered)
+            .div_ceil(1000)
+            .max(1)
     }
 }
 
@@ -149,10 +168,8 @@ impl Quotas<'_> {
                     match times.iter().position(free) {
                         Some(next) => index = u32::try_from(next).unwrap_or(0),
                         None => {
-                            let oldest = times.iter().flatten().min().copied().unwrap_or(now);
-                            let wait = (oldest + period).saturating_sub(now);
                             return Ok(Reserved::Full {
-                                retry_after: wait.div_ceil(1000).max(1),
+                                retry_after: quota.retry_after(&times, now),
                             });
                         }
                     }
@@ -203,5 +220,43 @@ impl Quotas<'_> {
                 .send()
                 .await,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: u64 = 3_600_000;
+
+    fn hourly(uses: u32) -> Quota {
+        Quota {
+            pk: "QUOTA#test".into(),
+            uses,
+            period: Duration::from_millis(HOUR),
+        }
+    }
+
+    #[test]
+    fn the_wait_is_until_the_oldest_slot_frees() {
+        let now = 10 * HOUR;
+        let times = [Some(now - 600_000), Some(now - 1_000), Some(now - 1)];
+        // The oldest frees 50 minutes from now.
+        assert_eq!(hourly(3).retry_after(&times, now), 3_000);
+        // A part of a second counts as a whole one, and never less than one.
+        assert_eq!(hourly(1).retry_after(&[Some(now - HOUR + 1)], now), 1);
+        assert_eq!(hourly(1).retry_after(&[Some(now - HOUR - 5)], now), 1);
+    }
+
+    #[test]
+    fn slots_stamped_after_now_never_make_the_wait_longer_than_the_period() {
+        // Ten requests at once: the five that won stamped their slots a few
+        // milliseconds after a loser read its clock (found by the support
+        // quota's race on DynamoDB Local; an answer of 3601 s before).
+        let now = 10 * HOUR;
+        let times = [now + 3, now + 5, now + 8, now + 9, now + 12].map(Some);
+        assert_eq!(hourly(5).retry_after(&times, now), 3_600);
+        let times = [now - 2_000, now + 500].map(Some);
+        assert_eq!(hourly(2).retry_after(&times, now), 3_598);
     }
 }

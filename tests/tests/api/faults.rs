@@ -26,8 +26,9 @@ const LIMITS: SdkLimits = SdkLimits {
 /// The whole API with every AWS call sent to `endpoint` under `LIMITS`.
 async fn api_against(endpoint: &str) -> Router {
     let h = harness().await;
-    // Built by hand: the environment's AWS_ENDPOINT_URL (the emulator)
-    // would take precedence over another endpoint.
+    // Built by hand: the environment's endpoints (AWS_ENDPOINT_URL and
+    // AWS_ENDPOINT_URL_DYNAMODB, the local engines) would take precedence
+    // over another endpoint.
     let sdk = aws_config::SdkConfig::builder()
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("eu-north-1"))

@@ -1,6 +1,6 @@
 //! Fuzz targets: hostile inputs (`api_tests::mutate`) against the JSON
 //! bodies of every write route, the query strings of every read route and
-//! the waybill upload (through the router, with the emulator), and against
+//! the waybill upload (through the router, with moto's S3), and against
 //! cursors, API key headers and `Idempotency-Key` (the parsers alone).
 //! The rule everywhere: no panic, no 500, and every refusal is the
 //! contract's error body.

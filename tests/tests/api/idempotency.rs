@@ -227,8 +227,8 @@ fn an_answer_kept_past_24_hours_is_not_replayed() {
         let body = json!({"name": name});
         let first = post(&t.key, SITES, &key, &body).await;
         first.expect(201, None);
-        // Age the kept answer: its retention ended a moment ago (the
-        // emulator never deletes it; the service judges by the time).
+        // Age the kept answer: its retention ended a moment ago (TTL would
+        // delete it only later, if at all; the service judges by the time).
         let key_id = key_id(&t, &t.key).await;
         let now = millis_now();
         let item = store

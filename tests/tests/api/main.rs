@@ -1,5 +1,6 @@
 //! Integration tests: every router, through HTTP as a client sees it,
-//! against the emulator with the real SDK clients.
+//! against the local engines (DynamoDB Local; moto for S3, SQS and Secrets
+//! Manager) with the real SDK clients.
 
 mod auth;
 mod billing;

@@ -170,7 +170,7 @@ fn each_bad_upload_has_its_own_code_and_stores_nothing() {
     });
 }
 
-/// Posts a presigned form to the emulator as a browser would.
+/// Posts a presigned form to moto's S3 as a browser would.
 async fn post_form(form: &Value, content_type: &str, bytes: &[u8]) -> u16 {
     let fields: Vec<(String, String)> = form["fields"]
         .as_object()
@@ -299,7 +299,7 @@ fn a_direct_upload_that_is_no_image_is_deleted() {
         .await;
         let form = &grant.body["data"];
         let path = form["storage_path"].as_str().unwrap().to_owned();
-        // The emulator checks no policy; S3 would take this type, not these bytes.
+        // moto checks no policy; S3 would take this type, not these bytes.
         post_form(form, "image/png", b"<html>not an image</html>").await;
         assert!(stored(&path).await);
         send(

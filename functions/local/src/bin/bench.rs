@@ -4,7 +4,7 @@
 //! [json body]`: sends the request over keep-alive HTTP/1.1 connections;
 //! prints requests/s, p50, p99 as seen by the client.
 //!
-//! `bench getitem <requests>`: GetItem round trips to the emulator (one at a
+//! `bench getitem <requests>`: GetItem round trips to DynamoDB (one at a
 //! time, `TABLE_NAME`, a key that does not exist); prints p50 and p99, the
 //! yardstick of every route's DynamoDB waits.
 //!
@@ -70,7 +70,8 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted.get(at).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
-/// GetItem round trips to the emulator, one at a time.
+/// GetItem round trips to DynamoDB (the local stack's DynamoDB Local), one
+/// at a time.
 async fn getitem(requests: usize) -> Result<()> {
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let db = aws_sdk_dynamodb::Client::new(&sdk);
@@ -97,7 +98,7 @@ async fn getitem(requests: usize) -> Result<()> {
     }
     latencies.sort();
     println!(
-        "{{\"emulator_getitem\":{{\"requests\":{requests},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}}}",
+        "{{\"dynamodb_getitem\":{{\"requests\":{requests},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}}}",
         percentile(&latencies, 0.50),
         percentile(&latencies, 0.99)
     );
