@@ -16,6 +16,7 @@ mod health;
 mod idempotency;
 mod isolation;
 mod key_items;
+mod layers;
 mod members;
 mod org_lifecycle;
 mod orgs;
