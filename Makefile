@@ -8,8 +8,10 @@ PY ?= python3
 
 .PHONY: run watch test conformance fuzz chromium java lint bench load build deploy engines stop-engines clean
 
-# The Lambda functions (one crate and binary each, as in infra/template.yaml).
-FUNCTIONS ?= docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks webhook-dispatcher places geocode support
+# The Lambda functions: every directory under functions/ (one crate and
+# binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
+# checks every other list against it).
+FUNCTIONS ?= $(sort $(notdir $(wildcard functions/*)))
 
 # Project-local virtualenv: the emulator, the template and description
 # linters (cfn-lint with the serverless rules; the SAM translator for
@@ -41,11 +43,11 @@ ENGINES := $(VENV)/.installed $(DYNAMODB_LOCAL)/node_modules/.installed java
 
 ## run: engines (DynamoDB Local, moto) + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
 run: $(ENGINES)
-	functions/local/scripts/run.sh
+	tools/local/scripts/run.sh
 
 ## watch: engines + demo organization and key + `cargo lambda watch` on 127.0.0.1:9000 (or PORT=...): every function through the workspace router, rebuilt on change
 watch: $(ENGINES)
-	functions/local/scripts/watch.sh
+	tools/local/scripts/watch.sh
 
 ## test: every unit and integration test, then the contract gate and the watch smoke, against one set of engines; ends with the totals
 test: $(ENGINES) chromium
@@ -77,15 +79,15 @@ lint: $(VENV)/.installed
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
 bench: $(ENGINES)
-	functions/local/scripts/bench.sh
+	tools/local/scripts/bench.sh
 
 ## load: a bounded load test on loopback (100 connections, 30 s, over 20 keys and again over 200; creates, reads and lists mixed): no answer but 2xx and 429, no lost write; requests/s, latency, server CPU per request
 load: $(ENGINES)
-	functions/local/scripts/load.sh
+	tools/local/scripts/load.sh
 
 ## build: release Lambda artifacts, target/lambda/<function>/bootstrap.zip, by `cargo lambda build`; for this machine's architecture, or ARCH=arm64 / ARCH=x86_64 (cross-built with Zig); FUNCTIONS="docs orgs" builds some
 build: $(VENV)/.installed
-	functions/local/scripts/build.sh $(FUNCTIONS)
+	tools/local/scripts/build.sh $(FUNCTIONS)
 
 ## deploy: build and deploy with SAM (needs the sam CLI; cargo-lambda and Zig come from .venv; arm64 needs `rustup target add aarch64-unknown-linux-gnu`)
 deploy: $(VENV)/.installed
@@ -94,10 +96,10 @@ deploy: $(VENV)/.installed
 
 ## engines: start the local engines (DynamoDB Local, moto) unless they answer; stop-engines stops those a target started
 engines: $(ENGINES)
-	functions/local/scripts/engines.sh start
+	tools/local/scripts/engines.sh start
 
 stop-engines:
-	functions/local/scripts/engines.sh stop moto dynamodb
+	tools/local/scripts/engines.sh stop moto dynamodb
 
 clean:
 	cargo clean

@@ -7,13 +7,13 @@
 # anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source functions/local/scripts/env.sh
+source tools/local/scripts/env.sh
 mkdir -p "$STATE_DIR"
 
-started=$(functions/local/scripts/engines.sh start) || exit 1
+started=$(tools/local/scripts/engines.sh start) || exit 1
 echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
 # shellcheck disable=SC2086 # the names of the engines this run started
-trap 'functions/local/scripts/engines.sh stop $started' EXIT
+trap 'tools/local/scripts/engines.sh stop $started' EXIT
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).

@@ -19,13 +19,13 @@
    counts) and every HttpApi route is in the description; the admin host
    (AdminHttpApi) routes exactly GET /openapi.yaml and GET /docs (and
    `$default`) to the docs function, as the contract asks.
-3. Functions. Every function's Metadata.Binary is a binary of a crate
-   under functions/, every crate there (but the dev server and the CLI)
-   has a function, each function's HttpApi paths are the paths its crate's
-   router declares, the dev server merges every router
-   (functions/local/src/lib.rs) and runs the crate without one (the
-   dispatcher), and the cargo-lambda router table in Cargo.toml sends each
-   path to the same crate as the template.
+3. Function routes. Every function's Metadata.Binary is a binary of a
+   crate under functions/, each function's HttpApi paths are the paths its
+   crate's router declares, and the cargo-lambda router table in
+   Cargo.toml sends each path to the same crate as the template. (That
+   every crate under functions/ has a function, and that the dev server
+   and the tests take every function, is the function list's one test:
+   tests/tests/api/function_list.rs.)
 
 Usage: check_template.py [--root DIR]. Prints one line per problem and
 exits 1, or prints a summary and exits 0. The tests beside it
@@ -66,9 +66,6 @@ JUSTIFIED_MANAGED_POLICIES: dict[str, str] = {
         "resource-level permissions"
     ),
 }
-
-# Crates under functions/ that are not Lambda functions.
-NOT_FUNCTIONS = {"local": "the dev server", "admin": "the operator CLI"}
 
 API = "HttpApi"  # the API host
 ADMIN_API = "AdminHttpApi"  # the admin host
@@ -457,16 +454,10 @@ class Crate:
     binaries: set[str]
     routes: set[str]  # paths its router declares (src/lib.rs)
 
-    @property
-    def module(self) -> str:
-        return self.name.replace("-", "_")
-
 
 @dataclass
 class Workspace:
     crates: dict[str, Crate]
-    local_lib: str  # functions/local/src/lib.rs
-    local_sources: str  # every file of functions/local/src
     router: dict[str, str]  # [workspace.metadata.lambda.watch.router]
     notes: list[str] = field(default_factory=list)
 
@@ -485,13 +476,10 @@ def read_workspace(root: Path) -> Workspace:
         lib = manifest.parent / "src/lib.rs"
         routes = set(ROUTE_DECLARATION.findall(lib.read_text())) if lib.exists() else set()
         crates[name] = Crate(name, binaries, routes)
-    local = root / "functions/local/src"
     cargo = tomllib.loads((root / "Cargo.toml").read_text())
     router = cargo.get("workspace", {}).get("metadata", {}).get("lambda", {}).get("watch", {}).get("router", {})
     return Workspace(
         crates=crates,
-        local_lib=(local / "lib.rs").read_text(),
-        local_sources="\n".join(p.read_text() for p in sorted(local.rglob("*.rs"))),
         router=dict(router),
     )
 
@@ -499,7 +487,7 @@ def read_workspace(root: Path) -> Workspace:
 def function_problems(template: dict, workspace: Workspace) -> list[str]:
     found = []
     routes, _ = http_routes(template)
-    crates = {n: c for n, c in workspace.crates.items() if n not in NOT_FUNCTIONS}
+    crates = workspace.crates
     owner_of_binary = {b: c for c in crates.values() for b in c.binaries}
     crate_of_function = {}
     for fid, resource in functions(template).items():
@@ -515,11 +503,6 @@ def function_problems(template: dict, workspace: Workspace) -> list[str]:
         if crate.name in crate_of_function.values():
             found.append(f"{fid}: crate {crate.name} already has a function in infra/template.yaml")
         crate_of_function[fid] = crate.name
-    for name in sorted(set(crates) - set(crate_of_function.values())):
-        found.append(
-            f"crate {name} (functions/{name}) has no function in infra/template.yaml "
-            f"(only {', '.join(sorted(NOT_FUNCTIONS))} are not functions)"
-        )
 
     template_paths: dict[str, str] = {}  # path -> crate, on the API host
     for fid, crate_name in crate_of_function.items():
@@ -531,21 +514,6 @@ def function_problems(template: dict, workspace: Workspace) -> list[str]:
             found.append(f"{fid}: crate {crate_name}'s router declares {path}, which the template does not route to it")
         for path in sorted(paths - crate.routes):
             found.append(f"{fid}: the template routes {path} to it, but crate {crate_name}'s router has no such route")
-        if crate.routes:
-            if f"{crate.module}::routes()" not in workspace.local_lib:
-                found.append(
-                    f"crate {crate_name}'s routes are not merged in the dev server "
-                    f"(functions/local/src/lib.rs: .merge({crate.module}::routes()))"
-                )
-        elif f"{crate.module}::" not in workspace.local_sources:
-            found.append(f"crate {crate_name} (no routes) is not run by the dev server (functions/local/src)")
-    for module in sorted(set(re.findall(r"(\w+)::routes\(\)", workspace.local_lib))):
-        if module.replace("_", "-") not in crate_of_function.values():
-            found.append(
-                f"functions/local/src/lib.rs merges {module}::routes(), but infra/template.yaml "
-                "has no function for that crate"
-            )
-
     for path in sorted(set(template_paths) | set(workspace.router)):
         want, have = template_paths.get(path), workspace.router.get(path)
         if want is None:

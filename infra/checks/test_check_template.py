@@ -94,11 +94,7 @@ def good_workspace():
             "docs": crate("docs", {"docs"}, {"/api/health", "/openapi.yaml", "/docs"}),
             "orgs": crate("orgs", {"orgs"}, {"/api/v1/orgs", "/api/v1/orgs/{orgId}"}),
             "webhook-dispatcher": crate("webhook-dispatcher", {"webhook-dispatcher"}, set()),
-            "local": crate("local", {"local", "bench"}, set()),
-            "admin": crate("admin", {"admin"}, set()),
         },
-        local_lib="Router::new().merge(docs::routes()).merge(orgs::routes())",
-        local_sources="docs::routes() orgs::routes() webhook_dispatcher::Dispatcher::new(",
         router={
             "/api/health": "docs",
             "/openapi.yaml": "docs",
@@ -313,30 +309,10 @@ class Functions(Fails, unittest.TestCase):
         template["Resources"]["OrgsFunction"]["Metadata"]["Binary"] = "organisations"
         self.assertFinds(ct.function_problems(template, good_workspace()), "OrgsFunction: Binary organisations")
 
-    def test_a_crate_without_function_fails(self):
-        workspace = good_workspace()
-        workspace.crates["trucks"] = ct.Crate("trucks", {"trucks"}, {"/api/v1/trucks"})
-        self.assertFinds(ct.function_problems(good_template(), workspace), "crate trucks", "no function")
-
     def test_a_route_of_the_crate_that_goes_elsewhere_fails(self):
         workspace = good_workspace()
         workspace.crates["orgs"].routes.add("/api/v1/orgs/{orgId}/children")
         self.assertFinds(ct.function_problems(good_template(), workspace), "/api/v1/orgs/{orgId}/children")
-
-    def test_a_router_the_dev_server_does_not_merge_fails(self):
-        workspace = good_workspace()
-        workspace.local_lib = "Router::new().merge(docs::routes())"
-        self.assertFinds(ct.function_problems(good_template(), workspace), "orgs's routes are not merged")
-
-    def test_the_dev_server_must_run_the_dispatcher(self):
-        workspace = good_workspace()
-        workspace.local_sources = workspace.local_lib
-        self.assertFinds(ct.function_problems(good_template(), workspace), "webhook-dispatcher (no routes)")
-
-    def test_the_dev_server_merging_a_router_without_function_fails(self):
-        workspace = good_workspace()
-        workspace.local_lib += ".merge(trucks::routes())"
-        self.assertFinds(ct.function_problems(good_template(), workspace), "trucks::routes()")
 
     def test_the_cargo_lambda_router_must_agree(self):
         workspace = good_workspace()

@@ -15,7 +15,7 @@
 #   CONFORMANCE_SEED=123 make conformance           # replay a seed
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source functions/local/scripts/env.sh
+source tools/local/scripts/env.sh
 out=$STATE_DIR/conformance
 rm -rf "$out"
 mkdir -p "$out"
@@ -28,7 +28,7 @@ base=http://127.0.0.1:$port
 echo "==> building the dev server and the admin CLI"
 cargo build -q --locked -p local -p admin
 
-started=$(functions/local/scripts/engines.sh start)
+started=$(tools/local/scripts/engines.sh start)
 export TABLE_NAME=conformance-$(date +%s)-$$
 server=""
 providers=""
@@ -39,7 +39,7 @@ cleanup() {
     "$VENV/bin/python" -c "import boto3,sys; boto3.client('dynamodb', endpoint_url=sys.argv[1], region_name=sys.argv[3]).delete_table(TableName=sys.argv[2])" \
         "$AWS_ENDPOINT_URL_DYNAMODB" "$TABLE_NAME" "$AWS_REGION" 2>/dev/null || true
     # shellcheck disable=SC2086 # the names of the engines this run started
-    functions/local/scripts/engines.sh stop $started
+    tools/local/scripts/engines.sh stop $started
 }
 trap cleanup EXIT
 echo "==> engines (started: ${started:-none, reused}); table $TABLE_NAME"

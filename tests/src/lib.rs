@@ -74,7 +74,7 @@ fn reachable(endpoint: &str) -> bool {
 }
 
 /// Starts the engines that do not answer (DynamoDB Local, moto's server)
-/// by `functions/local/scripts/engines.sh`, as `make test` does.
+/// by `tools/local/scripts/engines.sh`, as `make test` does.
 fn ensure_engines() {
     let [(_, moto), (_, dynamodb)] = endpoints();
     if reachable(&moto) && reachable(&dynamodb) {
@@ -91,7 +91,7 @@ fn ensure_engines() {
     let (_, dynamodb_port) = port(&dynamodb);
     // Left running on purpose: later test runs reuse them (`make stop-engines`).
     let started = Command::new("bash")
-        .arg(root.join("functions/local/scripts/engines.sh"))
+        .arg(root.join("tools/local/scripts/engines.sh"))
         .arg("start")
         .env("LOCAL_HOST", host)
         .env("MOTO_PORT", moto_port)

@@ -11,8 +11,8 @@
 # on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source functions/local/scripts/env.sh
-source functions/local/scripts/stack.sh
+source tools/local/scripts/env.sh
+source tools/local/scripts/stack.sh
 export PATH="$PWD/$VENV/bin:$PATH" # cargo-lambda
 out=$STATE_DIR/watch
 rm -rf "$out"
@@ -25,7 +25,7 @@ while in_use "$port"; do port=$((port + 1)); done
 echo "==> building the admin CLI"
 cargo build -q --locked -p admin
 
-started=$(functions/local/scripts/engines.sh start)
+started=$(tools/local/scripts/engines.sh start)
 # A table, bucket and queues of this run's own; the providers of geocode
 # and support are left unset, so that both answer 503 *_not_configured.
 export TABLE_NAME=watch-$(date +%s)-$$
@@ -49,7 +49,7 @@ for queue in queues:
                      region_name=region).delete_queue(QueueUrl=queue)
 PY
     # shellcheck disable=SC2086 # the names of the engines this run started
-    functions/local/scripts/engines.sh stop $started
+    tools/local/scripts/engines.sh stop $started
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -9,6 +9,7 @@ mod contract;
 mod deliveries;
 mod factories;
 mod faults;
+mod function_list;
 mod fuzz;
 mod geocode;
 mod grants;

@@ -1,5 +1,5 @@
 """moto's server for the local stack's S3, SQS and Secrets Manager
-(DynamoDB is DynamoDB Local's: functions/local/scripts/engines.sh).
+(DynamoDB is DynamoDB Local's: tools/local/scripts/engines.sh).
 
 moto's own `moto_server` with two differences that matter when several
 runs share one: it leaves the caller's session, so that a Ctrl-C meant for

@@ -18,28 +18,29 @@
 #      Runtime API the init time (process start to its first request for
 #      an invocation) and the start to first response; budgets 5 MB zipped,
 #      30 ms init (BINARIES=0 skips the release build, which takes a while).
-#   5. The load test of `make load` (functions/local/scripts/load.sh).
+#   5. The load test of `make load` (tools/local/scripts/load.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 # Engines of the bench's own, emptied first, so that what tests and other
 # runs left does not count.
 export MOTO_PORT=${BENCH_MOTO_PORT:-5105} DYNAMODB_PORT=${BENCH_DYNAMODB_PORT:-8105}
 export AWS_ENDPOINT_URL=http://127.0.0.1:$MOTO_PORT AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DYNAMODB_PORT
-source functions/local/scripts/env.sh
+source tools/local/scripts/env.sh
 REQUESTS=${REQUESTS:-500}
 DATA_REQUESTS=${DATA_REQUESTS:-50}
 BENCH_PORT=${BENCH_PORT:-3100}
 BINARIES=${BINARIES:-1}
-FUNCTIONS=(docs orgs sites receiving-points factories grants trucks members surpluses reports webhooks places geocode support webhook-dispatcher)
+# The Lambda functions: every directory under functions/.
+mapfile -t FUNCTIONS < <(find functions -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort)
 
 echo "==> building (dev server and driver: bench-server profile, LTO like the Lambda functions)"
 cargo build -q --profile bench-server -p local -p admin
 if [ "$BINARIES" != 0 ]; then
     echo "==> the release artifacts of ${#FUNCTIONS[@]} functions (make build)"
-    functions/local/scripts/build.sh "${FUNCTIONS[@]}"
+    tools/local/scripts/build.sh "${FUNCTIONS[@]}"
 fi
 
-source functions/local/scripts/private_stack.sh
+source tools/local/scripts/private_stack.sh
 private_engines
 
 py() { "$VENV/bin/python" "$@"; }
@@ -180,7 +181,7 @@ print(json.dumps({"deliveries": n, "received": len(got),
 PY
 
 echo "==> from the server's log: per route, successful requests only"
-py functions/local/scripts/bench_log.py "$log" "$labels" "$marks"
+py tools/local/scripts/bench_log.py "$log" "$labels" "$marks"
 stop_local
 
 if [ "$BINARIES" != 0 ]; then
@@ -213,10 +214,10 @@ if [ "$BINARIES" != 0 ]; then
             RATE_LIMIT_PER_WINDOW=100000000 $bin/bench cold "$STATE_DIR/lambda/$f/bootstrap" events/orgs-list.json "$key" $(first_request "$f")
         fi | tee -a "$starts"
     done
-    py functions/local/scripts/bench_starts.py "$artifacts" "$starts" "${FUNCTIONS[@]}"
+    py tools/local/scripts/bench_starts.py "$artifacts" "$starts" "${FUNCTIONS[@]}"
 fi
 
 # The load test, with engines and a server of its own (make load).
 private_cleanup
 trap - EXIT
-functions/local/scripts/load.sh
+tools/local/scripts/load.sh

@@ -5,8 +5,8 @@
 # to stop stops them.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-source functions/local/scripts/env.sh
-source functions/local/scripts/stack.sh
+source tools/local/scripts/env.sh
+source tools/local/scripts/stack.sh
 
 # Default 3000; a second `make run` takes the next free port.
 pick_port 3000 run

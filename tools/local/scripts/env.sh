@@ -1,6 +1,6 @@
 # Shared settings of the local stack (sourced). Values already set in the
 # environment win; they match .cargo/config.toml. Two engines on loopback
-# (functions/local/scripts/engines.sh), each service pointed at its own by
+# (tools/local/scripts/engines.sh), each service pointed at its own by
 # the SDK's endpoint variables: DynamoDB Local for DynamoDB
 # (AWS_ENDPOINT_URL_DYNAMODB), moto's server for the rest (AWS_ENDPOINT_URL:
 # S3, SQS, Secrets Manager).

@@ -25,7 +25,7 @@ pick_port() {
 # started. `make run` and `make watch` count together.
 stack_join() {
     local started engine
-    started=$(functions/local/scripts/engines.sh start)
+    started=$(tools/local/scripts/engines.sh start)
     echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
     mkdir -p "$STATE_DIR/runs"
     touch "$STATE_DIR/runs/$$"
@@ -43,7 +43,7 @@ stack_leave() {
     for engine in moto dynamodb; do
         if [ -f "$STATE_DIR/$engine.by-run" ]; then
             rm -f "$STATE_DIR/$engine.by-run"
-            functions/local/scripts/engines.sh stop "$engine"
+            tools/local/scripts/engines.sh stop "$engine"
             echo "==> $engine stopped"
         fi
     done
