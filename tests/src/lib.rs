@@ -454,6 +454,7 @@ pub async fn person(
         last_name: unique("Person"),
         phone: unique_phone(),
         role,
+        site_id: None,
         login: None,
     };
     harness()

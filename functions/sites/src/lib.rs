@@ -15,6 +15,8 @@ use shared::http::path::{PathId, SiteId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
 use shared::model::site::{CreateSite, PatchSite, Site, SitePerson, SiteRecord};
+use shared::store::calls::CallCounter;
+use shared::store::members::Membership;
 use shared::store::records::Record;
 use shared::{ApiResult, AppState};
 use uuid::Uuid;
@@ -34,19 +36,44 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// A site of the key's organization, or of an organization that granted it access.
-async fn visible<S>(ctx: &Ctx<S>, id: Uuid) -> ApiResult<SiteRecord> {
-    if let Some(site) = ctx.store.sites().get(ctx.org_id, id).await? {
-        return Ok(site);
+/// A site of the key's organization, or of an organization that granted
+/// it access, with the members who work there. An own site and its members
+/// are read at once.
+async fn visible<S>(ctx: &Ctx<S>, id: Uuid) -> ApiResult<(SiteRecord, Vec<SitePerson>)> {
+    let sites = ctx.store.sites();
+    let (site, members) = CallCounter::together(async {
+        tokio::join!(sites.get(ctx.org_id, id), working_at(ctx, ctx.org_id, id))
+    })
+    .await;
+    if let Some(site) = site? {
+        return Ok((site, members?));
     }
-    let granted = ctx
+    let (site, _scope) = ctx
         .store
         .grants()
         .granted_record::<SiteRecord>(ctx.org_id, id)
-        .await?;
-    granted
-        .map(|(site, _scope)| site)
-        .ok_or_else(SiteRecord::not_found)
+        .await?
+        .ok_or_else(SiteRecord::not_found)?;
+    let members = working_at(ctx, site.org_id, id).await?;
+    Ok((site, members))
+}
+
+/// The active members of organization `org` who work at site `site`.
+async fn working_at<S>(ctx: &Ctx<S>, org: Uuid, site: Uuid) -> ApiResult<Vec<SitePerson>> {
+    let members = ctx.store.members().at_site(org, site).await?;
+    Ok(members.iter().map(Membership::site_person).collect())
+}
+
+/// A write's answer: the site's single view, its people read while the
+/// write reads the site (not one stretch: the write's own calls follow
+/// each other).
+async fn written<S>(
+    ctx: &Ctx<S>,
+    id: Uuid,
+    write: impl Future<Output = ApiResult<SiteRecord>>,
+) -> ApiResult<Json<Data<Site>>> {
+    let (site, members) = tokio::join!(write, working_at(ctx, ctx.org_id, id));
+    Ok(Json(Data(site?.detail(members?))))
 }
 
 /// GET /api/v1/sites — read:data — newest first; `status=active` (default) or `all`.
@@ -69,13 +96,14 @@ async fn create(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(Data(site.detail())),
+        Json(Data(site.detail(Vec::new()))),
     ))
 }
 
-/// GET /api/v1/sites/{siteId} — read:data — archived included, with members and metadata.
+/// GET /api/v1/sites/{siteId} — read:data — archived included, with its people (`members`) and metadata.
 async fn read(ctx: Ctx<ReadData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Json<Data<Site>>> {
-    Ok(Json(Data(visible(&ctx, id).await?.detail())))
+    let (site, members) = visible(&ctx, id).await?;
+    Ok(Json(Data(site.detail(members))))
 }
 
 /// PATCH /api/v1/sites/{siteId} — write:data — partial; 409 `record_archived` when archived.
@@ -85,14 +113,11 @@ async fn update(
     JsonBody(body): JsonBody<PatchSite>,
 ) -> ApiResult<Json<Data<Site>>> {
     let changes = body.validate(ctx.org_id)?;
-    let site = ctx
-        .store
-        .sites()
-        .modify(ctx.org_id, id, |site| {
-            changes.apply(site, shared::model::now())
-        })
-        .await?;
-    Ok(Json(Data(site.detail())))
+    let sites = ctx.store.sites();
+    let modified = sites.modify(ctx.org_id, id, |site| {
+        changes.apply(site, shared::model::now())
+    });
+    written(&ctx, id, modified).await
 }
 
 /// DELETE /api/v1/sites/{siteId} — write:data — archives; 409 `already_archived`.
@@ -100,9 +125,8 @@ async fn archive_site(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SiteId>,
 ) -> ApiResult<Json<Data<Site>>> {
-    Ok(Json(Data(
-        ctx.store.sites().archive(ctx.org_id, id).await?.detail(),
-    )))
+    let sites = ctx.store.sites();
+    written(&ctx, id, sites.archive(ctx.org_id, id)).await
 }
 
 /// POST /api/v1/sites/{siteId}/restore — write:data — 409 `not_archived`.
@@ -110,15 +134,16 @@ async fn restore(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SiteId>,
 ) -> ApiResult<Json<Data<Site>>> {
-    Ok(Json(Data(
-        ctx.store.sites().restore(ctx.org_id, id).await?.detail(),
-    )))
+    let sites = ctx.store.sites();
+    written(&ctx, id, sites.restore(ctx.org_id, id)).await
 }
 
-/// GET /api/v1/sites/{siteId}/members — read:data — the site's people, no e-mail.
+/// GET /api/v1/sites/{siteId}/members — read:data — the site's people (contact person, then
+/// the members who work there), no e-mail.
 async fn members(
     ctx: Ctx<ReadData>,
     PathId(id, _): PathId<SiteId>,
 ) -> ApiResult<Json<List<SitePerson>>> {
-    Ok(Json(List(visible(&ctx, id).await?.people())))
+    let (site, members) = visible(&ctx, id).await?;
+    Ok(Json(List(site.people(members))))
 }

@@ -3,6 +3,10 @@
 //! profile (the auth user), with an optional e-mail and password; PATCH
 //! changes the person (names, phone) and the membership (role, active).
 //! Responses never carry e-mail, password or platform role.
+//!
+//! A membership may name the worksite its member works at (`site_id`, a
+//! site of the same organization): the site's people are its active
+//! members with their roles, and its contact person (see `model::site`).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -31,6 +35,20 @@ pub enum Role {
     FactoryManager,
     AdditiveSupplier,
     OrgAdmin,
+}
+
+impl Role {
+    /// The role as the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Member => "member",
+            Role::Driver => "driver",
+            Role::SiteManager => "site_manager",
+            Role::FactoryManager => "factory_manager",
+            Role::AdditiveSupplier => "additive_supplier",
+            Role::OrgAdmin => "org_admin",
+        }
+    }
 }
 
 /// A role the API may assign (everything but `org_admin`).
@@ -65,6 +83,8 @@ pub struct Member {
     pub role: Role,
     pub phone: Option<String>,
     pub active: bool,
+    /// The worksite the member works at, or null.
+    pub site_id: Option<Uuid>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -83,6 +103,7 @@ pub struct NewMember {
     pub last_name: String,
     pub phone: String,
     pub role: Role,
+    pub site_id: Option<Uuid>,
     pub login: Option<Login>,
 }
 
@@ -93,6 +114,7 @@ pub struct CreateMember {
     pub last_name: String,
     pub phone: String,
     pub role: Option<AssignableRole>,
+    pub site_id: Option<Uuid>,
     pub email: Option<String>,
     pub password: Option<String>,
 }
@@ -131,6 +153,7 @@ impl CreateMember {
             last_name: name("last_name", &self.last_name)?,
             phone: validate::e164("phone", &self.phone)?,
             role: self.role.map(Role::from).unwrap_or_default(),
+            site_id: self.site_id,
             login,
         })
     }
@@ -145,6 +168,7 @@ pub struct PatchMember {
     pub phone: Patch<String>,
     pub role: Patch<AssignableRole>,
     pub active: Patch<bool>,
+    pub site_id: Patch<Uuid>,
 }
 
 /// Validated member changes.
@@ -155,6 +179,8 @@ pub struct MemberChanges {
     pub phone: Option<String>,
     pub role: Option<Role>,
     pub active: Option<bool>,
+    /// `Some(None)`: no longer at a site.
+    pub site_id: Option<Option<Uuid>>,
 }
 
 impl PatchMember {
@@ -178,10 +204,16 @@ impl PatchMember {
                 Patch::Null => return Err(ApiError::validation("active", "must be true or false")),
                 Patch::Value(v) => Some(v),
             },
+            site_id: match self.site_id {
+                Patch::Absent => None,
+                Patch::Null => Some(None),
+                Patch::Value(site) => Some(Some(site)),
+            },
         };
         if changes == MemberChanges::default() {
             return Err(ApiError::Validation(
-                "the body needs at least one of first_name, last_name, phone, role, active".into(),
+                "the body needs at least one of first_name, last_name, phone, role, active, site_id"
+                    .into(),
             ));
         }
         Ok(changes)
@@ -262,6 +294,15 @@ mod tests {
         assert_eq!(
             patch(serde_json::json!({"active": false})).unwrap().active,
             Some(false)
+        );
+        let site = Uuid::now_v7();
+        assert_eq!(
+            patch(serde_json::json!({"site_id": site})).unwrap().site_id,
+            Some(Some(site))
+        );
+        assert_eq!(
+            patch(serde_json::json!({"site_id": null})).unwrap().site_id,
+            Some(None)
         );
         for bad in [
             serde_json::json!({}),

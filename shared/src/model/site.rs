@@ -61,9 +61,13 @@ pub struct SiteRecord {
     pub version: u64,
 }
 
-/// A person at the worksite. No e-mail, ever.
+/// A person at the worksite: the site's contact person (`member_id` null,
+/// role `site_contact`), or an active member of the organization who works
+/// there (`member_id` the member's id, role the membership's). No e-mail,
+/// ever.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SitePerson {
+    pub member_id: Option<Uuid>,
     pub first_name: Option<String>,
     pub last_name: Option<String>,
     pub phone: Option<String>,
@@ -97,20 +101,20 @@ pub struct Site {
 }
 
 impl SiteRecord {
-    /// The site's people: its contact person, when one is recorded.
-    pub fn people(&self) -> Vec<SitePerson> {
+    /// The site's people: its contact person, when one is recorded, then
+    /// `members`, the members who work there.
+    pub fn people(&self, members: Vec<SitePerson>) -> Vec<SitePerson> {
         let any = self.contact_first_name.is_some()
             || self.contact_last_name.is_some()
             || self.contact_phone.is_some();
-        if !any {
-            return Vec::new();
-        }
-        vec![SitePerson {
+        let contact = any.then(|| SitePerson {
+            member_id: None,
             first_name: self.contact_first_name.clone(),
             last_name: self.contact_last_name.clone(),
             phone: self.contact_phone.clone(),
             role: CONTACT_ROLE.into(),
-        }]
+        });
+        contact.into_iter().chain(members).collect()
     }
 
     /// The list row.
@@ -136,10 +140,11 @@ impl SiteRecord {
         }
     }
 
-    /// The single read: the row plus `members` and `metadata`.
-    pub fn detail(&self) -> Site {
+    /// The single read: the row plus its people (`members`: the contact
+    /// person, then `members`, who work there) and `metadata`.
+    pub fn detail(&self, members: Vec<SitePerson>) -> Site {
         Site {
-            members: Some(self.people()),
+            members: Some(self.people(members)),
             metadata: Some(self.metadata.clone()),
             ..self.row()
         }
@@ -402,8 +407,8 @@ mod tests {
                 lng: 24.9
             })
         );
-        assert_eq!(site.people()[0].role, CONTACT_ROLE);
-        let detail = serde_json::to_value(site.detail()).unwrap();
+        assert_eq!(site.people(Vec::new())[0].role, CONTACT_ROLE);
+        let detail = serde_json::to_value(site.detail(Vec::new())).unwrap();
         assert_eq!(detail["type"], "harbour");
         assert_eq!(detail["metadata"], serde_json::json!({"a": "b"}));
         assert!(detail["members"][0].get("email").is_none());

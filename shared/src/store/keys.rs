@@ -127,6 +127,10 @@ pub fn surplus_group_pk(org: Uuid, group: &str) -> String {
 pub fn surplus_site_pk(org: Uuid, site: Uuid) -> String {
     format!("ORG#{org}#SITE#{site}#SURPLUS")
 }
+/// `gsi2`: the active members who work at one site.
+pub fn site_members_pk(org: Uuid, site: Uuid) -> String {
+    format!("ORG#{org}#SITE#{site}#MEMBER")
+}
 /// Log entry of a load, ordered by the entry id (time-ordered).
 pub fn surplus_log_sk(surplus: Uuid, entry: Uuid) -> String {
     format!("{}{entry}", surplus_log_prefix(surplus))

@@ -6,6 +6,12 @@
 //! truck names its driver: both sides change in one transaction, so a
 //! member who leaves or stops being a driver releases the truck at once,
 //! and a driver drives one truck at a time.
+//!
+//! A membership may name the site its member works at (`site_id`, checked
+//! in the membership's transaction to be an active site of the
+//! organization). While the membership is active and names a site, its
+//! item is in `gsi2` under the site (`keys::site_members_pk`): the site's
+//! people are one Query.
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
@@ -13,12 +19,14 @@ use uuid::Uuid;
 
 use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, MEMBER_PREFIX, UNIQUE_SK};
+use super::records::still_active;
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, query_all, sdk_error};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
 use crate::model::member::{Member, MemberChanges, NewMember, Role};
+use crate::model::site::{SitePerson, SiteRecord};
 
 pub const ROLE_ORG_ADMIN: Role = Role::OrgAdmin;
 
@@ -38,6 +46,9 @@ pub struct Membership {
     /// The truck this member drives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truck_id: Option<Uuid>,
+    /// The site this member works at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site_id: Option<Uuid>,
     #[serde(default)]
     pub version: u64,
 }
@@ -51,8 +62,22 @@ impl Membership {
             role: self.role,
             phone: self.phone.clone(),
             active: self.active,
+            site_id: self.site_id,
             created_at: self.created_at,
             updated_at: self.updated_at,
+        }
+    }
+}
+
+impl Membership {
+    /// The member as one of the people at its site.
+    pub fn site_person(&self) -> SitePerson {
+        SitePerson {
+            member_id: Some(self.profile_id),
+            first_name: self.first_name.clone(),
+            last_name: self.last_name.clone(),
+            phone: self.phone.clone(),
+            role: self.role.as_str().into(),
         }
     }
 }
@@ -67,6 +92,11 @@ pub struct StoredLogin {
 struct MemberItem {
     pk: String,
     sk: String,
+    /// `gsi2`: the site's people, while active at a site.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gsi2pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gsi2sk: Option<String>,
     #[serde(flatten)]
     membership: Membership,
 }
@@ -190,6 +220,17 @@ pub(crate) fn hold_truck(
     )
 }
 
+/// By last name, first name (then id, so the order is total).
+fn by_name(members: &mut [Membership]) {
+    members.sort_by(|a, b| {
+        (&a.last_name, &a.first_name, a.profile_id).cmp(&(
+            &b.last_name,
+            &b.first_name,
+            b.profile_id,
+        ))
+    });
+}
+
 impl Members<'_> {
     /// Creates a person (profile, phone and e-mail items) with an active
     /// membership, in one transaction: 409 `phone_conflict`, `email_conflict`
@@ -215,8 +256,10 @@ impl Members<'_> {
             created_at: at,
             updated_at: at,
             truck_id: None,
+            site_id: new.site_id,
             version: 0,
         };
+        let site_check = self.site_check(org, None, new.site_id).await?;
         let profile = ProfileItem {
             pk: keys::profile_pk(profile_id),
             sk: keys::PROFILE_SK,
@@ -239,6 +282,10 @@ impl Members<'_> {
             put(table, self.item(membership.clone())?, fresh)?,
         ];
         let mut conflicts: Vec<Conflict> = vec![(0, phone_conflict)];
+        if let Some(check) = site_check {
+            conflicts.push((actions.len(), ApiError::site_archived));
+            actions.push(check);
+        }
         if let Some(login) = &login {
             conflicts.push((actions.len(), email_conflict));
             actions.push(put(
@@ -292,15 +339,9 @@ impl Members<'_> {
         let mut members: Vec<Membership> = query_all(query)
             .await?
             .into_iter()
-            .map(|item| from_item::<MemberItem>(item).map(|m| m.membership))
+            .map(membership)
             .collect::<ApiResult<_>>()?;
-        members.sort_by(|a, b| {
-            (&a.last_name, &a.first_name, a.profile_id).cmp(&(
-                &b.last_name,
-                &b.first_name,
-                b.profile_id,
-            ))
-        });
+        by_name(&mut members);
         Ok(members)
     }
 
@@ -362,6 +403,12 @@ impl Members<'_> {
         if let Some(active) = changes.active {
             updated.active = active;
         }
+        if let Some(site) = changes.site_id {
+            updated.site_id = site;
+        }
+        let site_check = self
+            .site_check(org, current.site_id, updated.site_id)
+            .await?;
         let leaves = current.active && !updated.active;
         let demoted = current.role == Role::Driver && updated.role != Role::Driver;
         let release = if leaves || demoted {
@@ -389,6 +436,10 @@ impl Members<'_> {
                 .build(),
         ];
         let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+        if let Some(check) = site_check {
+            conflicts.push((actions.len(), ApiError::site_archived));
+            actions.push(check);
+        }
         if let Some(truck) = release {
             conflicts.push((actions.len(), raced));
             actions.push(release_truck(table, org, truck, profile)?);
@@ -459,15 +510,63 @@ impl Members<'_> {
             created_at: at,
             updated_at: at,
             truck_id: None,
+            site_id: None,
             version: 0,
             ..membership
         })
     }
 
+    /// The active members who work at site `site`, by last name, first
+    /// name (`gsi2`: eventually consistent, as every index read).
+    pub async fn at_site(&self, org: Uuid, site: Uuid) -> ApiResult<Vec<Membership>> {
+        let store = self.0;
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .index_name("gsi2")
+            .key_condition_expression("gsi2pk = :pk")
+            .expression_attribute_values(":pk", s(keys::site_members_pk(org, site)));
+        let mut members: Vec<Membership> = query_all(query)
+            .await?
+            .into_iter()
+            .map(membership)
+            .collect::<ApiResult<_>>()?;
+        by_name(&mut members);
+        Ok(members)
+    }
+
+    /// When a membership's site changes to `Some(site)`: 422
+    /// `site_not_found` or `site_archived` unless it is an active site of
+    /// `org`, and the transaction's check that it still is.
+    async fn site_check(
+        &self,
+        org: Uuid,
+        before: Option<Uuid>,
+        after: Option<Uuid>,
+    ) -> ApiResult<Option<TransactWriteItem>> {
+        let Some(site) = after.filter(|site| before != Some(*site)) else {
+            return Ok(None);
+        };
+        let record = self
+            .0
+            .sites()
+            .get(org, site)
+            .await?
+            .ok_or_else(ApiError::site_not_found)?;
+        if record.archived_at.is_some() {
+            return Err(ApiError::site_archived());
+        }
+        still_active::<SiteRecord>(self.0.table(), org, site).map(Some)
+    }
+
     fn item(&self, membership: Membership) -> ApiResult<Item> {
+        let at_site = membership.site_id.filter(|_| membership.active);
         to_item(&MemberItem {
             pk: keys::org_pk(membership.org_id),
             sk: keys::member_sk(membership.profile_id),
+            gsi2pk: at_site.map(|site| keys::site_members_pk(membership.org_id, site)),
+            gsi2sk: at_site.map(|_| keys::member_sk(membership.profile_id)),
             membership,
         })
     }

@@ -100,15 +100,7 @@ impl<'a, R: Record> Records<'a, R> {
         parent_id: Uuid,
         archived: fn() -> ApiError,
     ) -> ApiResult<()> {
-        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
-            .table_name(self.store.table())
-            .set_key(Some(key(keys::org_pk(record.org_id()), sk::<P>(parent_id))))
-            .condition_expression("attribute_exists(pk) AND attribute_not_exists(archived_at)")
-            .build()
-            .map_err(ApiError::internal)?;
-        let check = aws_sdk_dynamodb::types::TransactWriteItem::builder()
-            .condition_check(check)
-            .build();
+        let check = still_active::<P>(self.store.table(), record.org_id(), parent_id)?;
         self.insert(record, vec![check], vec![(1, archived)]).await
     }
 
@@ -224,4 +216,22 @@ pub(crate) fn item<R: Record>(record: &R) -> ApiResult<super::item::Item> {
         item.insert(name.into(), s(value));
     }
     Ok(item)
+}
+
+/// A transaction's check that organization `org`'s record `id` of kind `R`
+/// exists and is not archived.
+pub(crate) fn still_active<R: Record>(
+    table: &str,
+    org: Uuid,
+    id: Uuid,
+) -> ApiResult<aws_sdk_dynamodb::types::TransactWriteItem> {
+    let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(key(keys::org_pk(org), sk::<R>(id))))
+        .condition_expression("attribute_exists(pk) AND attribute_not_exists(archived_at)")
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok(aws_sdk_dynamodb::types::TransactWriteItem::builder()
+        .condition_check(check)
+        .build())
 }

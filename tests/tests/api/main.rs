@@ -29,6 +29,7 @@ mod report_rows;
 mod reports;
 mod rollups;
 mod round_trips;
+mod site_people;
 mod sites;
 mod support;
 mod surplus_pages;

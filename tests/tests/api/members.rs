@@ -69,6 +69,7 @@ fn create_makes_a_person_with_an_active_membership() {
                 "last_name",
                 "phone",
                 "role",
+                "site_id",
                 "updated_at"
             ]
         );

@@ -298,6 +298,7 @@ async fn run(cli: Cli) -> Result<()> {
                 last_name,
                 phone,
                 role: shared::store::members::ROLE_ORG_ADMIN,
+                site_id: None,
                 login: None,
             };
             let member = store.members().add(org, &new, None).await?;
