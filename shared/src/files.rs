@@ -9,7 +9,7 @@ use aws_sdk_s3::primitives::ByteStream;
 
 use crate::error::{ApiError, ApiResult};
 
-/// Largest file accepted (the contract's 10 MB).
+/// Largest file accepted: the contract's "10 MB", read as 10 MiB.
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// An image type the API accepts, recognised by its first bytes.

@@ -64,16 +64,10 @@ async fn working_at<S>(ctx: &Ctx<S>, org: Uuid, site: Uuid) -> ApiResult<Vec<Sit
     Ok(members.iter().map(Membership::site_person).collect())
 }
 
-/// A write's answer: the site's single view, its people read while the
-/// write reads the site (not one stretch: the write's own calls follow
-/// each other).
-async fn written<S>(
-    ctx: &Ctx<S>,
-    id: Uuid,
-    write: impl Future<Output = ApiResult<SiteRecord>>,
-) -> ApiResult<Json<Data<Site>>> {
-    let (site, members) = tokio::join!(write, working_at(ctx, ctx.org_id, id));
-    Ok(Json(Data(site?.detail(members?))))
+/// A write's answer: the site's single view (its people read beside the
+/// write's read of the site, before anything is written).
+fn written((site, members): (SiteRecord, Vec<SitePerson>)) -> Json<Data<Site>> {
+    Json(Data(site.detail(members)))
 }
 
 /// GET /api/v1/sites — read:data — newest first; `status=active` (default) or `all`.
@@ -113,11 +107,15 @@ async fn update(
     JsonBody(body): JsonBody<PatchSite>,
 ) -> ApiResult<Json<Data<Site>>> {
     let changes = body.validate(ctx.org_id)?;
-    let sites = ctx.store.sites();
-    let modified = sites.modify(ctx.org_id, id, |site| {
-        changes.apply(site, shared::model::now())
-    });
-    written(&ctx, id, modified).await
+    let people = working_at(&ctx, ctx.org_id, id);
+    let modified = ctx
+        .store
+        .sites()
+        .modify_beside(ctx.org_id, id, people, |site| {
+            changes.apply(site, shared::model::now())
+        })
+        .await?;
+    Ok(written(modified))
 }
 
 /// DELETE /api/v1/sites/{siteId} — write:data — archives; 409 `already_archived`.
@@ -125,8 +123,9 @@ async fn archive_site(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SiteId>,
 ) -> ApiResult<Json<Data<Site>>> {
+    let people = working_at(&ctx, ctx.org_id, id);
     let sites = ctx.store.sites();
-    written(&ctx, id, sites.archive(ctx.org_id, id)).await
+    Ok(written(sites.archive_beside(ctx.org_id, id, people).await?))
 }
 
 /// POST /api/v1/sites/{siteId}/restore — write:data — 409 `not_archived`.
@@ -134,8 +133,9 @@ async fn restore(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SiteId>,
 ) -> ApiResult<Json<Data<Site>>> {
+    let people = working_at(&ctx, ctx.org_id, id);
     let sites = ctx.store.sites();
-    written(&ctx, id, sites.restore(ctx.org_id, id)).await
+    Ok(written(sites.restore_beside(ctx.org_id, id, people).await?))
 }
 
 /// GET /api/v1/sites/{siteId}/members — read:data — the site's people (contact person, then

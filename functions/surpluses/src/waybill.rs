@@ -147,7 +147,7 @@ const CHECK_TRIES: usize = 3;
 fn check(peeked: &Peeked) -> ApiResult<ImageKind> {
     if peeked.size > MAX_FILE_BYTES {
         Err(codes::FILE_TOO_LARGE.with(format!(
-            "the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"
+            "the file is larger than {MAX_FILE_BYTES} bytes (10 MiB)"
         )))
     } else if peeked.size == 0 {
         multipart::image(&[])

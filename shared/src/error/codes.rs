@@ -87,7 +87,7 @@ catalogue! {
     IDEMPOTENCY_KEY_IN_FLIGHT = 409 "idempotency_key_in_flight": "a request with this Idempotency-Key is still running";
     // 413
     PAYLOAD_TOO_LARGE = 413 "payload_too_large": "the JSON body is larger than the limit";
-    FILE_TOO_LARGE = 413 "file_too_large": "the file is larger than 10 MB";
+    FILE_TOO_LARGE = 413 "file_too_large": "the file is larger than 10 MiB";
     // 422: the body, against the rules or the stored records.
     VALIDATION_ERROR = 422 "validation_error": "a field is missing or breaks a rule; the message names it";
     SITE_NOT_FOUND_IN_BODY = 422 "site_not_found": "site_id names no site of this organization";

@@ -32,7 +32,7 @@ fn invalid(detail: impl std::fmt::Display) -> ApiError {
 
 fn too_large() -> ApiError {
     codes::FILE_TOO_LARGE.with(format!(
-        "the file is larger than {MAX_FILE_BYTES} bytes (10 MB)"
+        "the file is larger than {MAX_FILE_BYTES} bytes (10 MiB)"
     ))
 }
 

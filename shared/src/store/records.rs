@@ -133,36 +133,73 @@ impl<'a, R: Record> Records<'a, R> {
         id: Uuid,
         change: impl Fn(&mut R) -> ApiResult<()>,
     ) -> ApiResult<R> {
-        retry_races(|| async {
-            let current = self.require(org, id).await?;
-            let mut updated = current.clone();
-            change(&mut updated)?;
-            updated.set_version(current.version() + 1);
-            let table = self.store.table();
-            let put = aws_sdk_dynamodb::types::Put::builder()
-                .table_name(table)
-                .set_item(Some(self.item(&updated)?))
-                .condition_expression("version = :version")
-                .expression_attribute_values(":version", n(current.version()))
-                .build()
-                .map_err(ApiError::internal)?;
-            let mut actions = vec![
-                aws_sdk_dynamodb::types::TransactWriteItem::builder()
-                    .put(put)
-                    .build(),
-            ];
-            let mut conflicts: Vec<Conflict> = vec![(0, raced)];
-            let (old, new) = (current.geo(), updated.geo());
-            geo_actions(table, org, &old, &new, &mut actions, &mut conflicts)?;
-            transact(self.store, actions, &conflicts).await?;
-            Ok(updated)
+        let nothing = async { Ok(()) };
+        Ok(self.modify_beside(org, id, nothing, change).await?.0)
+    }
+
+    /// `modify`, with `beside` (a read the answer needs) made at the same
+    /// time as the record's first read and finished before anything is
+    /// written: when it fails, nothing is.
+    pub async fn modify_beside<T>(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        beside: impl Future<Output = ApiResult<T>>,
+        change: impl Fn(&mut R) -> ApiResult<()>,
+    ) -> ApiResult<(R, T)> {
+        let (first_read, beside) = tokio::join!(self.require(org, id), beside);
+        let beside = beside?;
+        let mut first_read = Some(first_read);
+        let change = &change;
+        let written = retry_races(|| {
+            let read = first_read.take();
+            async move {
+                let current = match read {
+                    Some(read) => read?,
+                    None => self.require(org, id).await?,
+                };
+                let mut updated = current.clone();
+                change(&mut updated)?;
+                updated.set_version(current.version() + 1);
+                let table = self.store.table();
+                let put = aws_sdk_dynamodb::types::Put::builder()
+                    .table_name(table)
+                    .set_item(Some(self.item(&updated)?))
+                    .condition_expression("version = :version")
+                    .expression_attribute_values(":version", n(current.version()))
+                    .build()
+                    .map_err(ApiError::internal)?;
+                let mut actions = vec![
+                    aws_sdk_dynamodb::types::TransactWriteItem::builder()
+                        .put(put)
+                        .build(),
+                ];
+                let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+                let (old, new) = (current.geo(), updated.geo());
+                geo_actions(table, org, &old, &new, &mut actions, &mut conflicts)?;
+                transact(self.store, actions, &conflicts).await?;
+                Ok(updated)
+            }
         })
-        .await
+        .await?;
+        Ok((written, beside))
     }
 
     /// DELETE: archives; 409 `already_archived` when archived.
     pub async fn archive(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
-        self.modify(org, id, |record| {
+        self.archive_beside(org, id, async { Ok(()) })
+            .await
+            .map(|(r, ())| r)
+    }
+
+    /// `archive`, with `beside` as in `modify_beside`.
+    pub async fn archive_beside<T>(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        beside: impl Future<Output = ApiResult<T>>,
+    ) -> ApiResult<(R, T)> {
+        self.modify_beside(org, id, beside, |record| {
             let now = crate::model::now();
             let mut archived_at = record.archived_at();
             archive::archive(&mut archived_at, now)?;
@@ -174,7 +211,19 @@ impl<'a, R: Record> Records<'a, R> {
 
     /// POST .../restore: unarchives; 409 `not_archived` when active.
     pub async fn restore(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
-        self.modify(org, id, |record| {
+        self.restore_beside(org, id, async { Ok(()) })
+            .await
+            .map(|(r, ())| r)
+    }
+
+    /// `restore`, with `beside` as in `modify_beside`.
+    pub async fn restore_beside<T>(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        beside: impl Future<Output = ApiResult<T>>,
+    ) -> ApiResult<(R, T)> {
+        self.modify_beside(org, id, beside, |record| {
             let mut archived_at = record.archived_at();
             archive::restore(&mut archived_at)?;
             record.set_archived(archived_at, crate::model::now());

@@ -161,7 +161,7 @@ fn each_bad_upload_has_its_own_code_and_stores_nothing() {
             .expect(400, Some("invalid_multipart"));
         let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
         assert_eq!(read.body["data"]["waybill"], Value::Null);
-        // Exactly 10 MB is fine.
+        // Exactly 10 MiB is fine.
         let mut max = PNG.to_vec();
         max.resize(10 * 1024 * 1024, 0);
         upload(&t, &id, Some(("w.png", "image/png", &max)))
