@@ -111,8 +111,8 @@ mod tests {
         let named = |yaml: &str, text: &str| yaml.matches(text).count();
         assert_eq!(
             named(OPENAPI_YAML, "1 MiB"),
-            2,
-            "prose and the 413 response"
+            3,
+            "the requests' prose, the platform's answers and the 413 response"
         );
         assert_eq!(named(OPENAPI_YAML, "1048576 bytes"), 1, "the 413 example");
         for (limit, prose) in [(4 * 1024 * 1024, "4 MiB"), (200_000, "200000 bytes")] {
