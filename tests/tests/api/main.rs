@@ -7,6 +7,7 @@ mod billing;
 mod conformance;
 mod contract;
 mod deliveries;
+mod description_rules;
 mod factories;
 mod faults;
 mod function_list;
