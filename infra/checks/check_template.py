@@ -551,8 +551,8 @@ def main() -> int:
         print(f"check_template: {len(problems)} problem(s) in infra/template.yaml and what it must match")
         return 1
     print(
-        "check_template: least privilege, routes (API and admin host), functions, dev server "
-        "and cargo-lambda router agree"
+        "check_template: least privilege, routes (API and admin host), function routes "
+        "and the cargo-lambda router agree"
     )
     return 0
 
