@@ -27,9 +27,9 @@ from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
 _codes = None
 
 
-def _documented_422_codes():
-    """(METHOD, path) -> (the 422 codes the served description lists, the
-    messages of its rules beyond the schema)."""
+def _documented_codes():
+    """(METHOD, path, status) -> (the codes the served description lists
+    for that answer, the messages of its rules beyond the schema)."""
     global _codes
     if _codes is None:
         url = os.environ["CONFORMANCE_BASE_URL"] + "/openapi.yaml"
@@ -48,13 +48,37 @@ def _documented_422_codes():
             for method, op in item.items():
                 if not isinstance(op, dict) or "responses" not in op:
                     continue
-                response = follow(op["responses"].get("422", {}))
-                schema = follow(response.get("content", {}).get("application/json", {}).get("schema", {}))
-                codes = set()
-                for part in schema.get("allOf", []):
-                    codes.update(follow(part).get("properties", {}).get("code", {}).get("enum", []))
-                _codes[(method.upper(), path)] = (codes, tuple(response.get("x-rules-beyond-schema", [])))
+                for status, response in op["responses"].items():
+                    response = follow(response)
+                    _codes[(method.upper(), path, status)] = (
+                        set(response.get("x-error-codes", [])),
+                        tuple(response.get("x-rules-beyond-schema", [])),
+                    )
     return _codes
+
+
+@schemathesis.check
+def answers_only_its_own_codes(ctx, response, case):
+    """An error answer carries a code its operation lists for that status
+    (`x-error-codes`): the description's one `ErrorCode` list says what
+    codes exist, each response which of them it may carry."""
+    if response.status_code < 400:
+        return None
+    documented = _documented_codes()
+    key = (case.method.upper(), case.operation.path, str(response.status_code))
+    if key not in documented:
+        return None  # an undocumented status: schemathesis's own check says so
+    try:
+        code = response.json().get("code")
+    except (ValueError, AttributeError):
+        code = None
+    codes, _ = documented[key]
+    if code not in codes:
+        raise AssertionError(
+            f"{response.status_code} with code `{code}`, which this operation does not list for "
+            f"{response.status_code} (x-error-codes: {sorted(codes)})"
+        )
+    return None
 
 
 @schemathesis.check
@@ -70,7 +94,7 @@ def refused_only_for_stored_state(ctx, response, case):
         code, message = body.get("code"), body.get("message", "")
     except ValueError:
         code, message = None, ""
-    codes, rules = _documented_422_codes().get((case.method.upper(), case.operation.path), (set(), ()))
+    codes, rules = _documented_codes().get((case.method.upper(), case.operation.path, "422"), (set(), ()))
     if code == "validation_error" and rules and message.startswith(rules):
         return None
     allowed = codes - {"validation_error"}

@@ -131,21 +131,6 @@ fn null_branch(schema: &Value) -> Option<&Value> {
     }
 }
 
-/// The `code` enum of an error schema, also inside `allOf`.
-fn error_codes<'a>(spec: &'a Value, schema: &'a Value) -> Option<&'a Vec<Value>> {
-    let schema = resolve(spec, schema);
-    schema
-        .pointer("/properties/code/enum")
-        .and_then(Value::as_array)
-        .or_else(|| {
-            schema
-                .get("allOf")?
-                .as_array()?
-                .iter()
-                .find_map(|part| error_codes(spec, part))
-        })
-}
-
 fn properties_table(spec: &Value, schema: &Value) -> String {
     let schema = resolve(spec, schema);
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
@@ -262,10 +247,8 @@ fn operation(
                 .and_then(Value::as_str)
                 .unwrap_or(""),
         );
-        let codes = response
-            .pointer("/content/application~1json/schema")
-            .and_then(|schema| error_codes(spec, schema));
-        if let Some(codes) = codes {
+        // The codes this response may carry (of the one `ErrorCode` list).
+        if let Some(codes) = response.get("x-error-codes").and_then(Value::as_array) {
             let list: Vec<String> = codes
                 .iter()
                 .filter_map(Value::as_str)

@@ -9,8 +9,8 @@ use std::sync::{LazyLock, OnceLock};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
+use axum::http::{HeaderMap, header};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 use shared::AppState;
@@ -28,9 +28,11 @@ pub static OPENAPI: LazyLock<Value> =
 const DESCRIBED_BODY_BYTES: usize = 1024 * 1024;
 
 /// What this deployment serves: the description stating its own body
-/// limit, and the HTML page made from it. Built on the first request.
+/// limit (as YAML, and as JSON for clients that ask for it), and the HTML
+/// page made from it. Built on the first request.
 struct Served {
     yaml: Cow<'static, str>,
+    json: Vec<u8>,
     html: String,
 }
 
@@ -39,13 +41,15 @@ static SERVED: OnceLock<Served> = OnceLock::new();
 fn served(state: &AppState) -> &'static Served {
     SERVED.get_or_init(|| {
         let yaml = with_body_limit(state.config.max_body_bytes);
-        let html = match &yaml {
-            Cow::Borrowed(_) => html::render(&OPENAPI),
-            Cow::Owned(text) => html::render(
-                &serde_yaml_ng::from_str(text).expect("the rewritten description parses"),
-            ),
+        let parsed = match &yaml {
+            Cow::Borrowed(_) => Cow::Borrowed(&*OPENAPI),
+            Cow::Owned(text) => {
+                Cow::Owned(serde_yaml_ng::from_str(text).expect("the rewritten description parses"))
+            }
         };
-        Served { yaml, html }
+        let json = serde_json::to_vec(&*parsed).expect("JSON of a parsed document");
+        let html = html::render(&parsed);
+        Served { yaml, json, html }
     })
 }
 
@@ -82,12 +86,30 @@ async fn health() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// GET /openapi.yaml — the machine-readable description.
-async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
+/// GET /openapi.yaml — the machine-readable description: YAML, or JSON
+/// when the client accepts JSON and not YAML (what generators that read
+/// JSON send).
+async fn openapi(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let served = served(&state);
+    let accepts = |kind: &str| {
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains(kind))
+    };
+    if accepts("application/json") && !accepts("yaml") {
+        return (
+            [(header::CONTENT_TYPE, "application/json")],
+            served.json.clone(),
+        )
+            .into_response();
+    }
     (
         [(header::CONTENT_TYPE, "application/yaml; charset=utf-8")],
-        served(&state).yaml.as_ref(),
+        served.yaml.as_ref(),
     )
+        .into_response()
 }
 
 /// GET /docs — the HTML reference, self-contained (no network needed).

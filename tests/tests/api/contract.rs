@@ -145,6 +145,19 @@ fn served_description_and_reference() {
         yaml.expect(200, None);
         assert!(yaml.header("content-type").starts_with("application/yaml"));
         assert_eq!(yaml.text, docs::OPENAPI_YAML);
+        // The same document as JSON, for clients that ask for JSON only.
+        let json = call(Method::GET, "/openapi.yaml")
+            .header("accept", "application/json")
+            .send()
+            .await;
+        json.expect(200, None);
+        assert_eq!(json.header("content-type"), "application/json");
+        assert_eq!(json.body, *docs::OPENAPI);
+        let either = call(Method::GET, "/openapi.yaml")
+            .header("accept", "application/json, application/yaml")
+            .send()
+            .await;
+        assert_eq!(either.text, docs::OPENAPI_YAML);
         let html = call(Method::GET, "/docs").send().await;
         html.expect(200, None);
         assert!(html.header("content-type").starts_with("text/html"));
@@ -258,17 +271,20 @@ fn service_sources() -> Vec<(std::path::PathBuf, String)> {
     out
 }
 
-/// Every code the description says an answer may carry: the `code` enums
-/// of its responses and schemas, and an `ErrorCode` list if it has one.
+/// Every code the description says an answer may carry: the codes its
+/// responses list (`x-error-codes`, or a `code` enum of a schema).
 fn described_codes() -> BTreeSet<String> {
     fn walk(value: &Value, codes: &mut BTreeSet<String>) {
         match value {
             Value::Object(fields) => {
-                if let Some(list) = fields
+                let narrowed = fields
                     .get("properties")
                     .and_then(|p| p.get("code"))
-                    .and_then(|c| c.get("enum"))
-                    .and_then(Value::as_array)
+                    .and_then(|c| c.get("enum"));
+                for list in [narrowed, fields.get("x-error-codes")]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_array)
                 {
                     codes.extend(list.iter().filter_map(|c| c.as_str().map(str::to_owned)));
                 }
@@ -280,10 +296,20 @@ fn described_codes() -> BTreeSet<String> {
     }
     let mut codes = BTreeSet::new();
     walk(&docs::OPENAPI, &mut codes);
-    if let Some(list) = docs::OPENAPI["components"]["schemas"]["ErrorCode"]["enum"].as_array() {
-        codes.extend(list.iter().filter_map(|c| c.as_str().map(str::to_owned)));
-    }
     codes
+}
+
+/// The description's one list of codes, `ErrorCode`, with the lines of
+/// its description (`code` (status: meaning; ...)).
+fn error_code_list() -> (Vec<String>, String) {
+    let schema = &docs::OPENAPI["components"]["schemas"]["ErrorCode"];
+    let list = schema["enum"].as_array().expect("an ErrorCode enum");
+    (
+        list.iter()
+            .map(|c| c.as_str().unwrap().to_owned())
+            .collect(),
+        schema["description"].as_str().unwrap().to_owned(),
+    )
 }
 
 #[test]
@@ -301,6 +327,30 @@ fn the_catalogue_the_description_and_the_code_name_one_set_of_codes() {
         described.difference(&catalogue).collect::<Vec<_>>(),
         Vec::<&String>::new(),
         "described but not catalogued"
+    );
+    // The one list of codes is the catalogue, in its order, each with its
+    // statuses and meanings as the catalogue says them; every error
+    // answer's code is that list.
+    let (list, text) = error_code_list();
+    let mut in_order: Vec<String> = Vec::new();
+    for code in codes::ALL {
+        if !in_order.contains(&code.code.to_owned()) {
+            in_order.push(code.code.to_owned());
+        }
+        let meaning = format!("{}: {}", code.status, code.meaning);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("* `{}` (", code.code)))
+            .unwrap_or_else(|| panic!("ErrorCode does not describe {}", code.code));
+        assert!(
+            line.contains(&meaning),
+            "ErrorCode's {line:?} lacks {meaning:?}"
+        );
+    }
+    assert_eq!(list, in_order, "ErrorCode and the catalogue");
+    assert_eq!(
+        docs::OPENAPI["components"]["schemas"]["Error"]["properties"]["code"]["$ref"],
+        "#/components/schemas/ErrorCode"
     );
     // The code: errors are built from the catalogue only (no code of their
     // own), and every entry of it is built somewhere.
