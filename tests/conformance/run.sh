@@ -8,7 +8,9 @@
 #   1. runs schemathesis (tests/conformance/schemathesis.toml) against the
 #      served /openapi.yaml: every check, every phase;
 #   2. opens /docs in headless Chromium with no network and checks that
-#      every operation of the description is on the page (screenshot saved).
+#      every operation of the description is on the page (screenshot saved);
+#   3. (first, in fact) generates three clients from the served description
+#      and drives one integration flow through each (tests/clients/run.sh).
 # Writes .local/conformance/summary.json; exits non-zero on any failure.
 #
 #   CONFORMANCE_MAX_EXAMPLES=200 make conformance   # a longer run
@@ -88,6 +90,12 @@ export CONFORMANCE_TRUCK_ID=$(json "$truck" "['data']['id']")
 
 curl -sf "$base/openapi.yaml" >"$out/openapi.yaml"
 
+# First, before the generated cases fill the organization (webhooks have a
+# cap): the clients integrators generate, each driven through one flow.
+echo "==> clients generated from $base/openapi.yaml, one flow each"
+clients=0
+tests/clients/run.sh "$base" "$CONFORMANCE_KEY" "$out" || clients=$?
+
 echo "==> schemathesis against $base/openapi.yaml"
 seed=()
 if [ -n "${CONFORMANCE_SEED:-}" ]; then seed=(--seed "$CONFORMANCE_SEED"); fi
@@ -106,5 +114,5 @@ echo "==> the HTML reference in headless Chromium"
 browser=0
 "$VENV/bin/python" tests/conformance/docs_in_browser.py "$base" "$out" || browser=$?
 
-"$VENV/bin/python" tests/conformance/summary.py "$out" "$status" "$browser"
-[ "$status" -eq 0 ] && [ "$browser" -eq 0 ]
+"$VENV/bin/python" tests/conformance/summary.py "$out" "$status" "$browser" "$clients"
+[ "$status" -eq 0 ] && [ "$browser" -eq 0 ] && [ "$clients" -eq 0 ]

@@ -1,7 +1,7 @@
 """Sums up a conformance run: generated cases per operation and phase from
 schemathesis's ndjson report, failed cases, and the browser check.
 
-Usage: python summary.py OUT SCHEMATHESIS_STATUS BROWSER_STATUS
+Usage: python summary.py OUT SCHEMATHESIS_STATUS BROWSER_STATUS CLIENTS_STATUS
 Writes OUT/summary.json and prints a table and one totals line.
 """
 
@@ -20,6 +20,11 @@ PROBES = "(other methods, expecting 405)"
 
 def main():
     out, st_status, browser_status = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    clients_status = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+    clients_path = out / "clients.json"
+    clients = json.loads(clients_path.read_text()) if clients_path.exists() else {"clients": []}
+    client_checks = sum(c["checks"] for c in clients["clients"])
+    client_failed = sum(c["failed"] for c in clients["clients"]) or (1 if clients_status else 0)
     spec = yaml.safe_load((out / "openapi.yaml").read_text())
     documented = {f"{m.upper()} {p}" for p, item in spec["paths"].items() for m in item if m in METHODS}
     per_op = collections.defaultdict(collections.Counter)
@@ -59,12 +64,20 @@ def main():
         "schemathesis_exit": st_status,
         "browser": {k: browser.get(k) for k in ("operations", "found", "missing")},
         "browser_exit": browser_status,
+        "clients": {
+            "checks": client_checks,
+            "failed": client_failed,
+            "per_client": clients["clients"],
+            "generated": clients.get("generated", {}),
+            "exit": clients_status,
+        },
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     untested = sorted(documented - set(per_op))
     print(
         f"conformance: {cases} generated cases over {len(set(per_op) & documented)}/{len(documented)} operations, {failed} failed; "
-        f"reference in Chromium: {browser.get('found', 0)}/{browser.get('operations', 0)} operations"
+        f"reference in Chromium: {browser.get('found', 0)}/{browser.get('operations', 0)} operations; "
+        f"generated clients: {client_checks - client_failed}/{client_checks} flow checks"
     )
     if untested:
         # schemathesis loads the description from GET /openapi.yaml and does not

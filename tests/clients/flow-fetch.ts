@@ -1,0 +1,96 @@
+// One integration flow through openapi-fetch, typed by openapi-typescript's
+// output for the served description (docs/generating-a-client.md).
+// Usage: node build/flow-fetch.js BASE_URL API_KEY. Prints one JSON line
+// {client, checks, failed, failures}; exits 1 when a check failed.
+import createClient from "openapi-fetch";
+import type { components, paths } from "./schema";
+
+type ErrorCode = components["schemas"]["ErrorCode"];
+
+const [base, key] = process.argv.slice(2);
+const api = createClient<paths>({ baseUrl: base, headers: { Authorization: `Bearer ${key}` } });
+// A 1x1 PNG: the waybill.
+const png = Buffer.from(
+  "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cfc0f01f0005000201a5f3e0e50000000049454e44ae426082",
+  "hex",
+);
+
+let checks = 0;
+const failures: string[] = [];
+function check(name: string, ok: boolean, detail = ""): boolean {
+  checks += 1;
+  if (!ok) failures.push(`${name}: ${detail}`);
+  return ok;
+}
+// The value the description promises, or a failed check and a stop: the
+// types are only as true as the server's answers.
+function need<T>(name: string, value: T | undefined | null, response?: Response): T {
+  if (value === undefined || value === null) {
+    check(name, false, `no such field in the answer (HTTP ${response?.status})`);
+    throw new Error(`${name}: the answer lacks what the description promises`);
+  }
+  check(name, true);
+  return value;
+}
+
+async function flow(): Promise<void> {
+  const site = await api.POST("/api/v1/sites", { body: { name: "Client flow yard" } });
+  const siteId = need("create a site", site.data?.data.id, site.response);
+  const point = await api.POST("/api/v1/receiving-points", { body: { site_id: siteId, name: "Client flow gate" } });
+  const pointId = need("create a receiving point", point.data?.data.id, point.response);
+  const loads: string[] = [];
+  for (const volume of [4.5, 2.25]) {
+    const load = await api.POST("/api/v1/surpluses", {
+      body: { site_id: siteId, volume_m3: volume, to_receiving_point_id: pointId },
+    });
+    loads.push(need("create a load", load.data?.data.id, load.response));
+    check("the load is new", load.data?.data.status === "new", String(load.data?.data.status));
+  }
+  const uploaded = await api.POST("/api/v1/surpluses/{surplusId}/waybill", {
+    params: { path: { surplusId: loads[0] } },
+    body: { file: "" },
+    bodySerializer: () => {
+      const form = new FormData();
+      form.append("file", new Blob([png], { type: "image/png" }), "waybill.png");
+      return form;
+    },
+  });
+  need("upload the waybill", uploaded.data?.data.waybill, uploaded.response);
+  const delivered = await api.PATCH("/api/v1/surpluses/{surplusId}", {
+    params: { path: { surplusId: loads[0] } },
+    body: { status: "delivered" },
+  });
+  check("deliver the load", delivered.data?.data.status === "delivered", String(delivered.data?.data.status));
+
+  const first = await api.GET("/api/v1/surpluses", { params: { query: { site_id: siteId, limit: 1 } } });
+  const cursor = need("page the loads", first.data?.meta.next_cursor, first.response);
+  const second = await api.GET("/api/v1/surpluses", { params: { query: { site_id: siteId, limit: 1, cursor } } });
+  const seen = [...(first.data?.data ?? []), ...(second.data?.data ?? [])].map((row) => row.id).sort();
+  check("two pages, both loads", JSON.stringify(seen) === JSON.stringify([...loads].sort()), JSON.stringify(seen));
+
+  const summary = await api.GET("/api/v1/reports/summary");
+  const count = need("read the summary", summary.data?.data.loads_count, summary.response);
+  check("the summary counts delivered loads", count >= 1, String(count));
+
+  const hook = await api.POST("/api/v1/webhooks", {
+    body: { event: "surplus.delivered", url: `https://hooks.example.com/${crypto.randomUUID()}` },
+  });
+  const hookId = need("register a webhook", hook.data?.data.id, hook.response);
+  need("the secret is shown once, at registration", hook.data?.data.secret, hook.response);
+  const deliveries = await api.GET("/api/v1/webhooks/{webhookId}/deliveries", { params: { path: { webhookId: hookId } } });
+  need("list its deliveries", deliveries.data?.data, deliveries.response);
+
+  const missing = await api.GET("/api/v1/surpluses/{surplusId}", { params: { path: { surplusId: crypto.randomUUID() } } });
+  const notFound: ErrorCode | undefined = missing.error?.code;
+  check("a 404 through the typed error", missing.response.status === 404 && notFound === "surplus_not_found", String(notFound));
+  const refused = await api.POST("/api/v1/sites", { body: { name: " " } });
+  const invalid: ErrorCode | undefined = refused.error?.code;
+  check("a 422 through the typed error", refused.response.status === 422 && invalid === "validation_error", String(invalid));
+}
+
+flow()
+  .catch((error: unknown) => check("the flow ran to its end", false, String(error)))
+  .finally(() => {
+    console.log(JSON.stringify({ client: "openapi-typescript + openapi-fetch", checks, failed: failures.length, failures }));
+    process.exit(failures.length ? 1 : 0);
+  });
