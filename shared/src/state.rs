@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::auth::memory::KeyMemory;
 use crate::config::Config;
 use crate::cursor::Cursors;
 use crate::deployment_key::DeploymentKey;
@@ -41,6 +42,8 @@ pub struct Parts {
     pub geocode_key: DeploymentKey,
     /// The issue tracker's token, read when first needed.
     pub support_token: DeploymentKey,
+    /// The keys this instance admitted lately (`auth::memory`).
+    pub key_memory: Arc<KeyMemory>,
 }
 
 impl AppState {
@@ -96,6 +99,7 @@ impl AppState {
             outbound: Outbound::default(),
             geocode_key,
             support_token,
+            key_memory: Arc::default(),
             config: Arc::new(config),
             store,
             links,

@@ -4,6 +4,7 @@
 
 pub mod decision;
 pub mod key;
+pub mod memory;
 pub mod password;
 pub mod scope;
 

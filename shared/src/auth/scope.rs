@@ -41,7 +41,7 @@ impl Scope {
 }
 
 /// A scope a route requires (a marker type per scope, for `Ctx<S>`).
-pub trait RequiredScope {
+pub trait RequiredScope: 'static {
     const SCOPE: Scope;
     /// A deactivated organization's key gets 404 `org_not_found` here,
     /// where every other route answers 403 `org_inactive`.

@@ -3,7 +3,10 @@
 //! its lifecycle (`lifecycle.rs`): the key admitted and counted in one
 //! round trip (401, 403, 429 in the contract's order), then its
 //! `Idempotency-Key` claimed (or the first answer replayed). A read's own
-//! record is then its second and last round trip.
+//! record is then its second and last round trip; on an instance that
+//! admitted the key lately, the read's query starts with the admission and
+//! the layer awaits the admission before the answer leaves (one round
+//! trip: `lifecycle.rs`).
 
 use std::marker::PhantomData;
 

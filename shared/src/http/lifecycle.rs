@@ -11,34 +11,46 @@
 //!    request counted in one round trip (`ApiKeys::admit`); 401, 403 or
 //!    429 otherwise, in the contract's order (`auth::decision`). It holds
 //!    the key's organization, the key, the rate-limit decision and the
-//!    budget slot the request holds.
+//!    budget slot the request holds. A warm read does not wait for it: a
+//!    `GET` whose key this instance admitted lately (`auth::memory`: the
+//!    organization, a scope that covers the route, budget left) has its
+//!    admission started in a task of its own and runs its handler at once,
+//!    so the admission and the route's own query take one round trip.
 //! 3. `Claimed` (the `Ctx` extractor): the `Idempotency-Key`, if any, is
 //!    claimed, or the request does not run (the first answer is replayed,
 //!    or 400/409/422). The `Claimed` goes back to the layer, and the
 //!    handler runs.
-//! 4. `Settled` (the layer, after the handler, `Returned::settle`): the slot
-//!    is kept for a success or given back (and counted as a failure), the
-//!    answer is kept for its `Idempotency-Key` or the key freed, and the
-//!    `X-RateLimit-*` headers are written. A request refused before
-//!    admission shows the key's true budget, or the full budget when no
-//!    key was accepted.
+//! 4. `Settled` (the layer, after the handler, `Returned::settle`): a warm
+//!    read's admission is awaited first. Refused, the handler's answer is
+//!    dropped unread and the refusal answers, exactly as a cold request's
+//!    would; admitted for another organization than remembered, the answer
+//!    is dropped and the request runs again, cold (`Settled::again`). Then
+//!    the slot is kept for a success or given back (and counted as a
+//!    failure), the answer is kept for its `Idempotency-Key` or the key
+//!    freed, and the `X-RateLimit-*` headers are written. A request refused
+//!    before admission shows the key's true budget, or the full budget when
+//!    no key was accepted.
 
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use axum::extract::Request;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use http::HeaderMap;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::idempotency::{self, NotRun, Presented};
 use crate::auth::key::{self, KeyHash};
+use crate::auth::memory::Recalled;
 use crate::auth::scope::RequiredScope;
 use crate::error::ApiError;
 use crate::error::codes;
 use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
 use crate::state::AppState;
+use crate::store::calls::CallCounter;
 use crate::store::idempotency::Claim;
 
 /// The layer's start of a request: the return path opened, the request
@@ -50,6 +62,9 @@ pub struct Arriving(oneshot::Sender<Handback>);
 #[derive(Debug)]
 pub struct Arrived {
     idempotency: Option<Presented>,
+    /// A read (`GET`, `HEAD`): its handler may start before its admission
+    /// ends, when its key is remembered.
+    read: bool,
     back: oneshot::Sender<Handback>,
 }
 
@@ -80,15 +95,31 @@ enum Handback {
     Claimed(Claimed),
 }
 
-/// Stage 2: a request whose key may make it, counted.
+/// Stage 2: a request whose key may make it, counted (or, for a warm
+/// read, being counted).
 #[derive(Debug)]
 pub struct Admitted {
     pub org_id: Uuid,
     pub key_id: Uuid,
-    rate: RateLimitDecision,
-    slot: Option<Reservation>,
+    admission: Admission,
     idempotency: Option<Presented>,
     back: oneshot::Sender<Handback>,
+}
+
+/// An admission's outcome: the key's organization and id, the rate-limit
+/// decision and the budget slot the request holds.
+type Outcome = (Uuid, Uuid, RateLimitDecision, Option<Reservation>);
+
+#[derive(Debug)]
+enum Admission {
+    /// Decided before the handler.
+    Decided {
+        rate: RateLimitDecision,
+        slot: Option<Reservation>,
+    },
+    /// A warm read's, running beside its handler; awaited before the
+    /// answer leaves.
+    Running(JoinHandle<Result<Outcome, Refusal>>),
 }
 
 /// Stage 3: an admitted request about to run (or answered without
@@ -96,8 +127,7 @@ pub struct Admitted {
 #[derive(Debug)]
 pub struct Claimed {
     org_id: Uuid,
-    rate: RateLimitDecision,
-    slot: Option<Reservation>,
+    admission: Admission,
     claim: Option<Claim>,
 }
 
@@ -106,9 +136,11 @@ impl Arriving {
     /// extensions (its body read first when it carries an
     /// `Idempotency-Key`: at most `limit` bytes).
     pub async fn arrive(self, request: Request, limit: usize) -> Result<Request, ApiError> {
+        let read = matches!(*request.method(), http::Method::GET | http::Method::HEAD);
         let (mut request, idempotency) = idempotency::read(request, limit).await?;
         let arrived = Arrived {
             idempotency,
+            read,
             back: self.0,
         };
         request.extensions_mut().insert(InTransit::new(arrived));
@@ -137,19 +169,39 @@ impl Arrived {
     }
 
     /// Stage 2, in the extractor: admits the key `headers` present for a
-    /// route that needs `S`.
+    /// route that needs `S`; for a warm read, starts its admission and
+    /// lets the handler run beside it.
     pub async fn admit<S: RequiredScope>(
         self,
         state: &AppState,
         headers: &HeaderMap,
     ) -> Result<Admitted, NotRun> {
-        let Arrived { idempotency, back } = self;
-        match admission::<S>(state, headers).await {
+        let Arrived {
+            idempotency,
+            read,
+            back,
+        } = self;
+        let decided = match presented(state, headers) {
+            Err(refused) => Err(refused),
+            Ok(hash) => {
+                let recalled = read.then(|| recall::<S>(state, &hash)).flatten();
+                if let Some(recalled) = recalled {
+                    return Ok(Admitted {
+                        org_id: recalled.org_id,
+                        key_id: recalled.key_id,
+                        admission: Admission::Running(beside::<S>(state, hash)),
+                        idempotency,
+                        back,
+                    });
+                }
+                admission::<S>(state, hash).await
+            }
+        };
+        match decided {
             Ok((org_id, key_id, rate, slot)) => Ok(Admitted {
                 org_id,
                 key_id,
-                rate,
-                slot,
+                admission: Admission::Decided { rate, slot },
                 idempotency,
                 back,
             }),
@@ -165,6 +217,7 @@ impl Arrived {
 }
 
 /// Why admission refused, with what the answer shows.
+#[derive(Debug)]
 struct Refusal {
     error: ApiError,
     rate: Option<RateLimitDecision>,
@@ -181,16 +234,51 @@ impl From<ApiError> for Refusal {
     }
 }
 
+/// The key `headers` present (401 when none, or a malformed one).
+fn presented(state: &AppState, headers: &HeaderMap) -> Result<KeyHash, Refusal> {
+    Ok(key::presented(
+        headers,
+        &state.config.short_name.key_prefix(),
+    )?)
+}
+
+/// The key's organization, when this instance admitted the key lately and
+/// the next admission will most likely let a request that needs `S` in.
+fn recall<S: RequiredScope>(state: &AppState, hash: &KeyHash) -> Option<Recalled> {
+    let config = &state.config;
+    state.key_memory.recall(
+        hash,
+        S::SCOPE,
+        config.public_api_enabled,
+        crate::model::now(),
+    )
+}
+
+/// A warm read's admission, in a task of its own (with the request's call
+/// counter and span), so that the handler's query runs at the same time.
+fn beside<S: RequiredScope>(
+    state: &AppState,
+    hash: KeyHash,
+) -> JoinHandle<Result<Outcome, Refusal>> {
+    let state = state.clone();
+    let admission =
+        async move { admission::<S>(&state, hash).await }.instrument(tracing::Span::current());
+    match CallCounter::current() {
+        Some(counter) => tokio::spawn(async move { counter.scope(admission).await }),
+        None => tokio::spawn(admission),
+    }
+}
+
 /// The contract's order: the key (401), its organization, scope,
 /// entitlement and the deployment switch (403), then the budget (429),
 /// from one round trip where the limit counts (a plain read elsewhere).
-async fn admission<S: RequiredScope>(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<(Uuid, Uuid, RateLimitDecision, Option<Reservation>), Refusal> {
+/// What it finds is remembered for the key's next request
+/// (`auth::memory`), and a refused key forgotten.
+async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<Outcome, Refusal> {
+    let memory = &state.key_memory;
+    memory.forget(&hash);
     let needed = S::SCOPE;
     let config = &state.config;
-    let hash: KeyHash = key::presented(headers, &config.short_name.key_prefix())?;
     let (now, at) = (SystemTime::now(), crate::model::now());
     let limits = &config.rate_limit;
     let window = Window::at(now, limits.window);
@@ -229,6 +317,9 @@ async fn admission<S: RequiredScope>(
             rate: None,
             org,
         })?;
+    // Remembered for the key's next request; a key at its limit is not
+    // worth starting a read for.
+    memory.remember(&hash, record, rate.allowed && rate.remaining > 0);
     if !rate.allowed {
         let error = if rate.failures {
             codes::RATE_LIMITED.retry_after(
@@ -257,8 +348,7 @@ impl Admitted {
         let Admitted {
             org_id,
             key_id,
-            rate,
-            slot,
+            admission,
             idempotency,
             back,
         } = self;
@@ -269,8 +359,7 @@ impl Admitted {
         };
         let _ = back.send(Handback::Claimed(Claimed {
             org_id,
-            rate,
-            slot,
+            admission,
             claim,
         }));
         outcome
@@ -282,6 +371,9 @@ impl Admitted {
 pub struct Settled {
     /// The key's organization, when a key was accepted.
     pub org: Option<Uuid>,
+    /// A warm read whose admission named another organization than
+    /// remembered: its answer was dropped; run the request again.
+    pub again: bool,
 }
 
 impl Returned {
@@ -298,15 +390,33 @@ impl Returned {
         let (mut response, rate, org) = match self.from.try_recv().ok() {
             None => (response, None, None),
             Some(Handback::Refused { rate, org }) => (response, rate, org),
-            Some(Handback::Claimed(claimed)) => {
-                let org = Some(claimed.org_id);
-                self.shown = Some((Some(claimed.rate), org));
-                let (response, rate) = claimed.settle(state, response, span).await;
-                (response, Some(rate), org)
-            }
+            Some(Handback::Claimed(claimed)) => match claimed.decided(state).await {
+                Decided::Admitted {
+                    org,
+                    rate,
+                    slot,
+                    claim,
+                } => {
+                    self.shown = Some((Some(rate), Some(org)));
+                    let (response, rate) = settle(state, rate, slot, claim, response, span).await;
+                    (response, Some(rate), Some(org))
+                }
+                // The handler's answer is dropped unread: the refusal
+                // answers, as it would have before the handler.
+                Decided::Refused(refused) => {
+                    (refused.error.into_response(), refused.rate, refused.org)
+                }
+                Decided::Elsewhere => {
+                    let settled = Settled {
+                        org: None,
+                        again: true,
+                    };
+                    return (response, settled);
+                }
+            },
         };
         show(state, versioned, rate, &mut response);
-        (response, Settled { org })
+        (response, Settled { org, again: false })
     }
 
     /// For an answer made without its route's (cut off by the deadline):
@@ -320,11 +430,14 @@ impl Returned {
     ) -> Settled {
         let (rate, org) = match self.from.try_recv().ok() {
             Some(Handback::Refused { rate, org }) => (rate, org),
-            Some(Handback::Claimed(claimed)) => (Some(claimed.rate), Some(claimed.org_id)),
+            Some(Handback::Claimed(claimed)) => match claimed.admission {
+                Admission::Decided { rate, .. } => (Some(rate), Some(claimed.org_id)),
+                Admission::Running(_) => (None, None),
+            },
             None => self.shown.take().unwrap_or((None, None)),
         };
         show(state, versioned, rate, response);
-        Settled { org }
+        Settled { org, again: false }
     }
 }
 
@@ -345,37 +458,83 @@ fn show(
     }
 }
 
+/// How a claimed request's admission ended.
+enum Decided {
+    Admitted {
+        org: Uuid,
+        rate: RateLimitDecision,
+        slot: Option<Reservation>,
+        claim: Option<Claim>,
+    },
+    Refused(Refusal),
+    /// A warm read's key belongs to another organization than remembered.
+    Elsewhere,
+}
+
 impl Claimed {
-    /// The slot kept (a success) or given back; the answer kept for the
-    /// `Idempotency-Key` (or the key freed), both at once.
-    async fn settle(
-        self,
-        state: &AppState,
-        response: Response,
-        span: &tracing::Span,
-    ) -> (Response, RateLimitDecision) {
+    /// The admission's outcome: decided already, or a warm read's, awaited.
+    async fn decided(self, state: &AppState) -> Decided {
         let Claimed {
-            rate, slot, claim, ..
+            org_id,
+            admission,
+            claim,
         } = self;
-        let slot = slot.filter(|_| !response.status().is_success());
-        let give_back = async {
-            match slot {
-                Some(slot) => Some(ratelimit::release(&state.store, slot).await),
-                None => None,
-            }
-        };
-        let (given_back, response) = tokio::join!(
-            give_back,
-            idempotency::settle(&state.store, &state.sealer, claim, response)
-        );
-        let rate = match given_back {
-            Some(Ok(())) => rate.released(),
-            Some(Err(error)) => {
-                span.in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot"));
-                rate
-            }
-            None => rate,
-        };
-        (response, rate)
+        match admission {
+            Admission::Decided { rate, slot } => Decided::Admitted {
+                org: org_id,
+                rate,
+                slot,
+                claim,
+            },
+            Admission::Running(running) => match running.await {
+                Ok(Ok((org, _, rate, slot))) if org == org_id => Decided::Admitted {
+                    org,
+                    rate,
+                    slot,
+                    claim,
+                },
+                Ok(Ok((_, _, _, slot))) => {
+                    // Counted for a request that runs again: given back.
+                    if let Some(slot) = slot {
+                        let _ = ratelimit::release(&state.store, slot).await;
+                    }
+                    Decided::Elsewhere
+                }
+                Ok(Err(refused)) => Decided::Refused(refused),
+                Err(panicked) => Decided::Refused(ApiError::internal(panicked).into()),
+            },
+        }
     }
+}
+
+/// The slot kept (a success) or given back; the answer kept for the
+/// `Idempotency-Key` (or the key freed), both at once.
+async fn settle(
+    state: &AppState,
+    rate: RateLimitDecision,
+    slot: Option<Reservation>,
+    claim: Option<Claim>,
+    response: Response,
+    span: &tracing::Span,
+) -> (Response, RateLimitDecision) {
+    let slot = slot.filter(|_| !response.status().is_success());
+    let give_back = async {
+        match slot {
+            Some(slot) => Some(ratelimit::release(&state.store, slot).await),
+            None => None,
+        }
+    };
+    let (given_back, response) = tokio::join!(
+        give_back,
+        idempotency::settle(&state.store, &state.sealer, claim, response)
+    );
+    let rate = match given_back {
+        Some(Ok(())) => rate.released(),
+        Some(Err(error)) => {
+            span.in_scope(|| tracing::warn!(%error, "could not give back a rate-limit slot"));
+            rate
+        }
+        None => rate,
+    };
+    (response, rate)
 }

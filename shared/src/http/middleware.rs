@@ -106,19 +106,46 @@ async fn serve(
         .config
         .max_body_bytes
         .max(multipart::MAX_REQUEST_BYTES);
+    // A read may have to run again (`Settled::again`): kept, bodiless.
+    let again = read_again(&request);
     let response = match arriving.arrive(request, largest_body).await {
         Ok(request) => {
             calls
-                .scope(next.run(request))
+                .scope(next.clone().run(request))
                 .instrument(span.clone())
                 .await
         }
         Err(refused) => refused.into_response(),
     };
-    calls
+    let (response, settled) = calls
         .scope(returned.settle(state, versioned, response, span))
         .instrument(span.clone())
-        .await
+        .await;
+    match again {
+        Some(request) if settled.again => {
+            let (arriving, fresh) = lifecycle::begin();
+            *returned = fresh;
+            Box::pin(serve(
+                state, calls, span, versioned, request, next, arriving, returned,
+            ))
+            .await
+        }
+        _ => (response, settled),
+    }
+}
+
+/// A copy of a read (`GET`, `HEAD`: no body) to run again.
+fn read_again(request: &Request) -> Option<Request> {
+    if !matches!(*request.method(), http::Method::GET | http::Method::HEAD) {
+        return None;
+    }
+    let mut copy = Request::new(axum::body::Body::empty());
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    *copy.extensions_mut() = request.extensions().clone();
+    Some(copy)
 }
 
 /// How long the request may take: until Lambda's deadline, less the time

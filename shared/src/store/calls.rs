@@ -70,6 +70,12 @@ impl CallCounter {
         flight.waited + flight.since.map_or(Duration::ZERO, |s| s.elapsed())
     }
 
+    /// The counter of the request being served, if any (to carry into a
+    /// task the request spawns).
+    pub fn current() -> Option<CallCounter> {
+        CALLS.try_with(Clone::clone).ok()
+    }
+
     /// Runs `future` with this counter as the current request's counter.
     pub async fn scope<F: Future>(&self, future: F) -> F::Output {
         CALLS.scope(self.clone(), future).await

@@ -36,5 +36,6 @@ mod support;
 mod surplus_pages;
 mod surpluses;
 mod trucks;
+mod warm;
 mod waybills;
 mod webhooks;

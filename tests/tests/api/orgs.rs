@@ -94,9 +94,11 @@ fn list_shows_direct_children() {
         );
         assert_eq!(
             reply.ddb_calls, 3,
-            "the key and its budget at once, then one query"
+            "the key and its budget at once, and one query"
         );
-        assert_eq!(reply.round_trips, 2);
+        // The key is warm on this instance: its admission and the query
+        // start together (warm.rs pins the one round trip).
+        assert!(reply.round_trips <= 2, "{} round trips", reply.round_trips);
     });
 }
 
