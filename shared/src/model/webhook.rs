@@ -144,6 +144,11 @@ fn url(text: &str) -> Result<String, ApiError> {
     if text.contains('#') {
         return Err(bad("must not carry a fragment"));
     }
+    if !uri_characters(text) {
+        return Err(bad(
+            "must be a URI: RFC 3986 characters only, and % only as %XX (hex digits)",
+        ));
+    }
     let parsed = url::Url::parse(text).map_err(|_| bad("must name a valid public host"))?;
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(bad("must not carry credentials"));
@@ -156,6 +161,31 @@ fn url(text: &str) -> Result<String, ApiError> {
         )),
         _ => Err(bad("must name a valid public host")),
     }
+}
+
+/// Whether `text` holds only what an RFC 3986 URI may (its unreserved,
+/// reserved and `%XX` percent-encoded characters). HTTP clients read more
+/// (a stray `%`, spaces, non-ASCII), but a registered URL is shown back as
+/// a URI and sent as one.
+fn uri_characters(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_hexdigit);
+                if !(hex(i + 1) && hex(i + 2)) {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            b if b.is_ascii_alphanumeric() || b"-._~:/?[]@!$&'()*+,;=".contains(&b) => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The host a delivery to `url` would reach, read as the sender reads it;
@@ -223,6 +253,7 @@ mod tests {
         for url in [
             "https://hooks.example.com/concrete",
             "https://hooks.example.com:8443/a/b?c=d",
+            "https://hooks.example.com/a%20b?c=%C3%A4",
             "https://93.184.215.14/hook",
             "https://[2606:4700:4700::1111]/hook",
             "https://Example.COM./x",
@@ -256,6 +287,12 @@ mod tests {
             "https://intranet/hook",
             "https://bad_host.example.com/",
             "https://example.com/#fragment",
+            "https://example.com/uc%",
+            "https://example.com/a%2",
+            "https://example.com/a%zz",
+            "https://example.com/a b",
+            "https://example.com/ä",
+            "https://example.com/a|b",
             "https://2130706433/",
             long.as_str(),
         ] {
