@@ -262,7 +262,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         // A webhook's secret, shown once: a retry of the same request gets
         // the same answer, secret included; at rest it is sealed.
         let key = unique("hook");
-        let url = format!("https://hooks.example.com/{}", unique("h"));
+        let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
         let body = json!({"event": "surplus.delivered", "url": url});
         let first = post(&t.key, "/api/v1/webhooks", &key, &body).await;
         first.expect(201, None);
