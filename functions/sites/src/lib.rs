@@ -17,7 +17,7 @@ use shared::model::archive::ListQuery;
 use shared::model::site::{CreateSite, PatchSite, Site, SitePerson, SiteRecord};
 use shared::store::calls::CallCounter;
 use shared::store::members::Membership;
-use shared::store::records::Record;
+use shared::store::records::{Record, archiving, restoring};
 use shared::{ApiResult, AppState};
 use uuid::Uuid;
 
@@ -125,7 +125,11 @@ async fn archive_site(
 ) -> ApiResult<Json<Data<Site>>> {
     let people = working_at(&ctx, ctx.org_id, id);
     let sites = ctx.store.sites();
-    Ok(written(sites.archive_beside(ctx.org_id, id, people).await?))
+    Ok(written(
+        sites
+            .modify_beside(ctx.org_id, id, people, archiving)
+            .await?,
+    ))
 }
 
 /// POST /api/v1/sites/{siteId}/restore — write:data — 409 `not_archived`.
@@ -135,7 +139,11 @@ async fn restore(
 ) -> ApiResult<Json<Data<Site>>> {
     let people = working_at(&ctx, ctx.org_id, id);
     let sites = ctx.store.sites();
-    Ok(written(sites.restore_beside(ctx.org_id, id, people).await?))
+    Ok(written(
+        sites
+            .modify_beside(ctx.org_id, id, people, restoring)
+            .await?,
+    ))
 }
 
 /// GET /api/v1/sites/{siteId}/members — read:data — the site's people (contact person, then

@@ -220,8 +220,16 @@ pub(crate) fn hold_truck(
     )
 }
 
-/// By last name, first name (then id, so the order is total).
-fn by_name(members: &mut [Membership]) {
+/// The memberships `query` finds, by last name, first name (then id, so
+/// the order is total).
+async fn by_name(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+) -> ApiResult<Vec<Membership>> {
+    let mut members: Vec<Membership> = query_all(query)
+        .await?
+        .into_iter()
+        .map(membership)
+        .collect::<ApiResult<_>>()?;
     members.sort_by(|a, b| {
         (&a.last_name, &a.first_name, a.profile_id).cmp(&(
             &b.last_name,
@@ -229,6 +237,7 @@ fn by_name(members: &mut [Membership]) {
             b.profile_id,
         ))
     });
+    Ok(members)
 }
 
 impl Members<'_> {
@@ -336,13 +345,7 @@ impl Members<'_> {
                 .filter_expression("active = :yes")
                 .expression_attribute_values(":yes", AttributeValue::Bool(true));
         }
-        let mut members: Vec<Membership> = query_all(query)
-            .await?
-            .into_iter()
-            .map(membership)
-            .collect::<ApiResult<_>>()?;
-        by_name(&mut members);
-        Ok(members)
+        by_name(query).await
     }
 
     /// Applies validated changes to a membership and its person, in one
@@ -527,13 +530,7 @@ impl Members<'_> {
             .index_name("gsi2")
             .key_condition_expression("gsi2pk = :pk")
             .expression_attribute_values(":pk", s(keys::site_members_pk(org, site)));
-        let mut members: Vec<Membership> = query_all(query)
-            .await?
-            .into_iter()
-            .map(membership)
-            .collect::<ApiResult<_>>()?;
-        by_name(&mut members);
-        Ok(members)
+        by_name(query).await
     }
 
     /// When a membership's site changes to `Some(site)`: 422

@@ -187,49 +187,12 @@ impl<'a, R: Record> Records<'a, R> {
 
     /// DELETE: archives; 409 `already_archived` when archived.
     pub async fn archive(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
-        self.archive_beside(org, id, async { Ok(()) })
-            .await
-            .map(|(r, ())| r)
-    }
-
-    /// `archive`, with `beside` as in `modify_beside`.
-    pub async fn archive_beside<T>(
-        &self,
-        org: Uuid,
-        id: Uuid,
-        beside: impl Future<Output = ApiResult<T>>,
-    ) -> ApiResult<(R, T)> {
-        self.modify_beside(org, id, beside, |record| {
-            let now = crate::model::now();
-            let mut archived_at = record.archived_at();
-            archive::archive(&mut archived_at, now)?;
-            record.set_archived(archived_at, now);
-            Ok(())
-        })
-        .await
+        self.modify(org, id, archiving).await
     }
 
     /// POST .../restore: unarchives; 409 `not_archived` when active.
     pub async fn restore(&self, org: Uuid, id: Uuid) -> ApiResult<R> {
-        self.restore_beside(org, id, async { Ok(()) })
-            .await
-            .map(|(r, ())| r)
-    }
-
-    /// `restore`, with `beside` as in `modify_beside`.
-    pub async fn restore_beside<T>(
-        &self,
-        org: Uuid,
-        id: Uuid,
-        beside: impl Future<Output = ApiResult<T>>,
-    ) -> ApiResult<(R, T)> {
-        self.modify_beside(org, id, beside, |record| {
-            let mut archived_at = record.archived_at();
-            archive::restore(&mut archived_at)?;
-            record.set_archived(archived_at, crate::model::now());
-            Ok(())
-        })
-        .await
+        self.modify(org, id, restoring).await
     }
 
     fn item(&self, record: &R) -> ApiResult<super::item::Item> {
@@ -265,6 +228,24 @@ pub(crate) fn item<R: Record>(record: &R) -> ApiResult<super::item::Item> {
         item.insert(name.into(), s(value));
     }
     Ok(item)
+}
+
+/// The change of an archive (`modify`'s, or `modify_beside`'s): 409
+/// `already_archived` when archived.
+pub fn archiving<R: Record>(record: &mut R) -> ApiResult<()> {
+    let now = crate::model::now();
+    let mut archived_at = record.archived_at();
+    archive::archive(&mut archived_at, now)?;
+    record.set_archived(archived_at, now);
+    Ok(())
+}
+
+/// The change of a restore: 409 `not_archived` when active.
+pub fn restoring<R: Record>(record: &mut R) -> ApiResult<()> {
+    let mut archived_at = record.archived_at();
+    archive::restore(&mut archived_at)?;
+    record.set_archived(archived_at, crate::model::now());
+    Ok(())
 }
 
 /// A transaction's check that organization `org`'s record `id` of kind `R`
