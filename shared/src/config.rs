@@ -136,6 +136,10 @@ pub struct Config {
     pub webhook_seal_key: Option<KeySource>,
     /// Largest accepted JSON request body.
     pub max_body_bytes: usize,
+    /// A request of a key this instance admitted lately reads beside its
+    /// admission (`http::lifecycle`; `WARM_REQUESTS`, on by default). Off,
+    /// every request waits for its admission first: `make bench`'s before.
+    pub warm_requests: bool,
     /// How long and how often a call to AWS may try (`shared::aws`).
     pub sdk_limits: crate::aws::SdkLimits,
     pub geocode: GeocodeConfig,
@@ -277,6 +281,7 @@ impl Config {
             webhook_seal_key,
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
+            warm_requests: flag("WARM_REQUESTS", true)?,
             sdk_limits,
             geocode: GeocodeConfig {
                 api_key: credential("GEOCODE_API_KEY"),
@@ -356,6 +361,7 @@ mod tests {
         assert_eq!(c.table_name, DEFAULT_TABLE);
         assert_eq!(c.short_name.key_prefix(), "svc_app_");
         assert!(c.public_api_enabled);
+        assert!(c.warm_requests);
         assert!(c.rate_limit.enabled);
         assert_eq!(c.rate_limit.limit, 100);
         assert_eq!(c.rate_limit.window, Duration::from_secs(60));
@@ -378,9 +384,11 @@ mod tests {
             LOCAL,
             ("RATE_LIMIT_ENABLED", "false"),
             ("PUBLIC_API_ENABLED", "0"),
+            ("WARM_REQUESTS", "off"),
         ])
         .unwrap();
-        assert!(!c.rate_limit.enabled && !c.public_api_enabled);
+        assert!(!c.rate_limit.enabled && !c.public_api_enabled && !c.warm_requests);
+        assert!(config(&[LOCAL, ("WARM_REQUESTS", "sometimes")]).is_err());
     }
 
     #[test]

@@ -108,6 +108,7 @@ impl Files {
     }
 
     pub async fn put(&self, key: &str, bytes: bytes::Bytes, kind: ImageKind) -> ApiResult<()> {
+        crate::gate::writes_may_go().await?;
         self.s3
             .put_object()
             .bucket(&self.bucket)

@@ -10,6 +10,7 @@ pub mod deployment_key;
 pub mod endpoints;
 pub mod error;
 pub mod files;
+pub mod gate;
 pub mod http;
 pub mod links;
 pub mod model;

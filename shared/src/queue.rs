@@ -73,6 +73,7 @@ impl WebhookQueue {
 
     /// Sends `message` of organization `org`.
     pub async fn send(&self, org: Uuid, message: &QueueMessage) -> ApiResult<()> {
+        crate::gate::writes_may_go().await?;
         self.sqs
             .send_message()
             .queue_url(self.url()?)
@@ -87,6 +88,7 @@ impl WebhookQueue {
     /// Sends `messages`, each of its organization, ten to a call; an entry
     /// SQS refused is an error.
     pub async fn send_all(&self, messages: &[(Uuid, QueueMessage)]) -> ApiResult<()> {
+        crate::gate::writes_may_go().await?;
         let url = self.url()?;
         for chunk in messages.chunks(SEND_BATCH) {
             let entries = chunk

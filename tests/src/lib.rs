@@ -28,16 +28,30 @@ pub mod mutate;
 pub mod providers;
 pub mod webhooks;
 
+/// A debug build polls a request tens of futures deep, each frame large:
+/// deeper than a thread's default 2 MiB once the SDK's connector is under
+/// it. Test bodies run on this runtime's workers, with stacks of their own.
+const STACK_BYTES: usize = 16 * 1024 * 1024;
+
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(STACK_BYTES)
         .build()
         .expect("test runtime")
 });
 
-/// Runs a test body on the shared runtime (SDK connection pools live there).
-pub fn run<F: Future>(future: F) -> F::Output {
-    RUNTIME.block_on(future)
+/// Runs a test body on the shared runtime (SDK connection pools live there),
+/// as a task on its workers (`STACK_BYTES`); its panic is the test's.
+pub fn run<F>(future: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match RUNTIME.block_on(RUNTIME.spawn(future)) {
+        Ok(output) => output,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 pub struct Harness {
@@ -155,6 +169,8 @@ pub struct Reply {
     pub ddb_calls: u32,
     /// Sequential round trips to DynamoDB (parallel calls share one).
     pub round_trips: u32,
+    /// The read and write capacity units DynamoDB reported for its calls.
+    pub units: shared::store::calls::Units,
 }
 
 impl Reply {
@@ -263,6 +279,7 @@ impl Call {
             .unwrap_or(DynamoCalls {
                 calls: 0,
                 round_trips: 0,
+                units: Default::default(),
             });
         let bytes = response
             .into_body()
@@ -280,6 +297,7 @@ impl Call {
             text,
             ddb_calls: cost.calls,
             round_trips: cost.round_trips,
+            units: cost.units,
         }
     }
 

@@ -11,20 +11,24 @@
 //!    request counted in one round trip (`ApiKeys::admit`); 401, 403 or
 //!    429 otherwise, in the contract's order (`auth::decision`). It holds
 //!    the key's organization, the key, the rate-limit decision and the
-//!    budget slot the request holds. A warm read does not wait for it: a
-//!    `GET` whose key this instance admitted lately (`auth::memory`: the
-//!    organization, a scope that covers the route, budget left) has its
-//!    admission started in a task of its own and runs its handler at once,
-//!    so the admission and the route's own query take one round trip.
+//!    budget slot the request holds. A warm request does not wait for it:
+//!    a `GET` or `PATCH` whose key this instance admitted lately
+//!    (`auth::memory`: the organization, a scope that covers the route,
+//!    budget left) has its admission started in a task of its own and runs
+//!    its handler at once, so the admission and the route's own reads take
+//!    one round trip. Its writes wait for the admission (`gate`,
+//!    which the admission holds), and go only if it let the request in: a
+//!    warm `PATCH` reads beside its admission, then writes.
 //! 3. `Claimed` (the `Ctx` extractor): the `Idempotency-Key`, if any, is
 //!    claimed, or the request does not run (the first answer is replayed,
 //!    or 400/409/422). The `Claimed` goes back to the layer, and the
 //!    handler runs.
 //! 4. `Settled` (the layer, after the handler, `Returned::settle`): a warm
-//!    read's admission is awaited first. Refused, the handler's answer is
-//!    dropped unread and the refusal answers, exactly as a cold request's
-//!    would; admitted for another organization than remembered, the answer
-//!    is dropped and the request runs again, cold (`Settled::again`). Then
+//!    request's admission is awaited first. Refused, the handler's answer
+//!    is dropped unread and the refusal answers, exactly as a cold
+//!    request's would; admitted for another organization than remembered,
+//!    the answer is dropped and the request runs again, cold
+//!    (`Settled::again`), nothing written. Then
 //!    the slot is kept for a success or given back (and counted as a
 //!    failure), the answer is kept for its `Idempotency-Key` or the key
 //!    freed, and the `X-RateLimit-*` headers are written. A request refused
@@ -48,6 +52,7 @@ use crate::auth::memory::Recalled;
 use crate::auth::scope::RequiredScope;
 use crate::error::ApiError;
 use crate::error::codes;
+use crate::gate::WriteGate;
 use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
 use crate::state::AppState;
 use crate::store::calls::CallCounter;
@@ -62,9 +67,10 @@ pub struct Arriving(oneshot::Sender<Handback>);
 #[derive(Debug)]
 pub struct Arrived {
     idempotency: Option<Presented>,
-    /// A read (`GET`, `HEAD`): its handler may start before its admission
-    /// ends, when its key is remembered.
-    read: bool,
+    /// Its handler may start before its admission ends, when its key is
+    /// remembered: the layer kept a copy to run it again (`GET`, `HEAD`,
+    /// `PATCH`).
+    early: bool,
     back: oneshot::Sender<Handback>,
 }
 
@@ -117,7 +123,7 @@ enum Admission {
         rate: RateLimitDecision,
         slot: Option<Reservation>,
     },
-    /// A warm read's, running beside its handler; awaited before the
+    /// A warm request's, running beside its handler; awaited before the
     /// answer leaves.
     Running(JoinHandle<Result<Outcome, Refusal>>),
 }
@@ -134,13 +140,18 @@ pub struct Claimed {
 impl Arriving {
     /// Stage 1, in the layer: `request` with its `Arrived` in its
     /// extensions (its body read first when it carries an
-    /// `Idempotency-Key`: at most `limit` bytes).
-    pub async fn arrive(self, request: Request, limit: usize) -> Result<Request, ApiError> {
-        let read = matches!(*request.method(), http::Method::GET | http::Method::HEAD);
+    /// `Idempotency-Key`: at most `limit` bytes). An `early` request (one
+    /// the layer can run again) may start before its admission ends.
+    pub async fn arrive(
+        self,
+        request: Request,
+        limit: usize,
+        early: bool,
+    ) -> Result<Request, ApiError> {
         let (mut request, idempotency) = idempotency::read(request, limit).await?;
         let arrived = Arrived {
             idempotency,
-            read,
+            early,
             back: self.0,
         };
         request.extensions_mut().insert(InTransit::new(arrived));
@@ -169,7 +180,7 @@ impl Arrived {
     }
 
     /// Stage 2, in the extractor: admits the key `headers` present for a
-    /// route that needs `S`; for a warm read, starts its admission and
+    /// route that needs `S`; for a warm request, starts its admission and
     /// lets the handler run beside it.
     pub async fn admit<S: RequiredScope>(
         self,
@@ -178,18 +189,19 @@ impl Arrived {
     ) -> Result<Admitted, NotRun> {
         let Arrived {
             idempotency,
-            read,
+            early,
             back,
         } = self;
         let decided = match presented(state, headers) {
             Err(refused) => Err(refused),
             Ok(hash) => {
-                let recalled = read.then(|| recall::<S>(state, &hash)).flatten();
+                let recalled = early.then(|| recall::<S>(state, &hash)).flatten();
                 if let Some(recalled) = recalled {
+                    let running = beside::<S>(state, hash, recalled.org_id);
                     return Ok(Admitted {
                         org_id: recalled.org_id,
                         key_id: recalled.key_id,
-                        admission: Admission::Running(beside::<S>(state, hash)),
+                        admission: Admission::Running(running),
                         idempotency,
                         back,
                     });
@@ -246,6 +258,9 @@ fn presented(state: &AppState, headers: &HeaderMap) -> Result<KeyHash, Refusal> 
 /// the next admission will most likely let a request that needs `S` in.
 fn recall<S: RequiredScope>(state: &AppState, hash: &KeyHash) -> Option<Recalled> {
     let config = &state.config;
+    if !config.warm_requests {
+        return None;
+    }
     state.key_memory.recall(
         hash,
         S::SCOPE,
@@ -254,15 +269,26 @@ fn recall<S: RequiredScope>(state: &AppState, hash: &KeyHash) -> Option<Recalled
     )
 }
 
-/// A warm read's admission, in a task of its own (with the request's call
-/// counter and span), so that the handler's query runs at the same time.
+/// A warm request's admission, in a task of its own (with the request's
+/// call counter and span), so that the handler's reads go out at the same
+/// time. It holds the request's writes until it ends, and lets them go
+/// only if it admits the request for `remembered`, the organization the
+/// handler runs for.
 fn beside<S: RequiredScope>(
     state: &AppState,
     hash: KeyHash,
+    remembered: Uuid,
 ) -> JoinHandle<Result<Outcome, Refusal>> {
     let state = state.clone();
-    let admission =
-        async move { admission::<S>(&state, hash).await }.instrument(tracing::Span::current());
+    let writes = WriteGate::hold();
+    let admission = async move {
+        let outcome = admission::<S>(&state, hash).await;
+        if let Some(writes) = writes {
+            writes.decide(matches!(&outcome, Ok((org, ..)) if *org == remembered));
+        }
+        outcome
+    }
+    .instrument(tracing::Span::current());
     match CallCounter::current() {
         Some(counter) => tokio::spawn(async move { counter.scope(admission).await }),
         None => tokio::spawn(admission),
@@ -371,8 +397,9 @@ impl Admitted {
 pub struct Settled {
     /// The key's organization, when a key was accepted.
     pub org: Option<Uuid>,
-    /// A warm read whose admission named another organization than
-    /// remembered: its answer was dropped; run the request again.
+    /// A warm request whose admission named another organization than
+    /// remembered: its answer was dropped, nothing written; run the
+    /// request again.
     pub again: bool,
 }
 
@@ -467,12 +494,14 @@ enum Decided {
         claim: Option<Claim>,
     },
     Refused(Refusal),
-    /// A warm read's key belongs to another organization than remembered.
+    /// A warm request's key belongs to another organization than
+    /// remembered.
     Elsewhere,
 }
 
 impl Claimed {
-    /// The admission's outcome: decided already, or a warm read's, awaited.
+    /// The admission's outcome: decided already, or a warm request's,
+    /// awaited.
     async fn decided(self, state: &AppState) -> Decided {
         let Claimed {
             org_id,

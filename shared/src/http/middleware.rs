@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::lifecycle::{self, Arriving, Returned, Settled};
 use super::multipart;
 use crate::error::{ApiError, InternalCause};
+use crate::gate::WriteGate;
 use crate::state::AppState;
 use crate::store::calls::{CallCounter, DynamoCalls};
 
@@ -62,6 +63,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
     let cost = DynamoCalls {
         calls: calls.get(),
         round_trips: calls.round_trips(),
+        units: calls.units(),
     };
     response.extensions_mut().insert(cost);
     if let Some(InternalCause(cause)) = response.extensions().get::<InternalCause>() {
@@ -83,6 +85,8 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
             ddb_ms = calls.waited().as_secs_f64() * 1000.0,
             ddb_calls = cost.calls,
             round_trips = cost.round_trips,
+            read_units = cost.units.read,
+            write_units = cost.units.write,
             org_id = settled.org.map(|o| o.to_string()),
             "request served"
         );
@@ -106,16 +110,22 @@ async fn serve(
         .config
         .max_body_bytes
         .max(multipart::MAX_REQUEST_BYTES);
-    // A read may have to run again (`Settled::again`): kept, bodiless.
-    let again = read_again(&request);
-    let response = match arriving.arrive(request, largest_body).await {
-        Ok(request) => {
-            calls
-                .scope(next.clone().run(request))
-                .instrument(span.clone())
-                .await
+    // A warm request may have to run again (`Settled::again`): a copy kept.
+    let (response, again) = match again(request, state.config.max_body_bytes).await {
+        Err(refused) => (refused.into_response(), None),
+        Ok((request, again)) => {
+            let early = again.is_some();
+            let response = match arriving.arrive(request, largest_body, early).await {
+                Ok(request) => {
+                    // Its writes behind a gate its admission may hold.
+                    let writes = WriteGate::default();
+                    let route = writes.scope(next.clone().run(request));
+                    calls.scope(route).instrument(span.clone()).await
+                }
+                Err(refused) => refused.into_response(),
+            };
+            (response, again)
         }
-        Err(refused) => refused.into_response(),
     };
     let (response, settled) = calls
         .scope(returned.settle(state, versioned, response, span))
@@ -134,18 +144,44 @@ async fn serve(
     }
 }
 
-/// A copy of a read (`GET`, `HEAD`: no body) to run again.
-fn read_again(request: &Request) -> Option<Request> {
-    if !matches!(*request.method(), http::Method::GET | http::Method::HEAD) {
-        return None;
+/// The request, and a copy of it to run again if it is one that may start
+/// before its admission ends: a read (`GET`, `HEAD`: no body), or a
+/// `PATCH` that declares a body of at most `limit` bytes (read here, 413
+/// when it brings more). None for any other request.
+async fn again(request: Request, limit: usize) -> Result<(Request, Option<Request>), ApiError> {
+    use http::Method;
+    let method = request.method();
+    if matches!(*method, Method::GET | Method::HEAD) {
+        let copy = copy(&request, axum::body::Body::empty());
+        return Ok((request, Some(copy)));
     }
-    let mut copy = Request::new(axum::body::Body::empty());
+    let declared = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .or_else(|| axum::body::HttpBody::size_hint(request.body()).exact());
+    let small = declared.is_some_and(|length| length <= limit as u64);
+    if *method != Method::PATCH || !small {
+        return Ok((request, None));
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+    let copy = copy(&request, axum::body::Body::from(bytes));
+    Ok((request, Some(copy)))
+}
+
+/// `request` with `body`.
+fn copy(request: &Request, body: axum::body::Body) -> Request {
+    let mut copy = Request::new(body);
     *copy.method_mut() = request.method().clone();
     *copy.uri_mut() = request.uri().clone();
     *copy.version_mut() = request.version();
     *copy.headers_mut() = request.headers().clone();
     *copy.extensions_mut() = request.extensions().clone();
-    Some(copy)
+    copy
 }
 
 /// How long the request may take: until Lambda's deadline, less the time

@@ -6,15 +6,20 @@
 //! and the sequential round trips: the number of separate stretches of that
 //! time (calls made in parallel share one). It also notes which operation
 //! and key shape each call had (`CallNote`), so a 500 can say which store
-//! call failed without a secret or a value in the log. Outside a request
-//! (CLI, setup) nothing is counted.
+//! call failed without a secret or a value in the log, and it adds up the
+//! read and write capacity units DynamoDB reports for each call (every call
+//! of a request asks for them: `ReturnConsumedCapacity=TOTAL`, which costs
+//! nothing). Outside a request (CLI, setup) nothing is counted or asked.
+//! The same interceptor refuses a write that the request's `WriteGate`
+//! still holds (`gate.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::interceptors::{
-    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+    BeforeSerializationInterceptorContextMut, BeforeTransmitInterceptorContextRef,
+    FinalizerInterceptorContextRef,
 };
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
@@ -37,6 +42,17 @@ struct Calls {
     flight: Mutex<Flight>,
     /// The last call that failed, and the last call.
     notes: Mutex<(Option<CallNote>, Option<CallNote>)>,
+    units: Mutex<Units>,
+}
+
+/// Capacity units DynamoDB reported for a request's calls: read units of
+/// GetItem, Query and their batch and transaction forms, write units of
+/// the rest. A call that failed reports none (a refused conditional write
+/// still costs its write units in AWS).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Units {
+    pub read: f64,
+    pub write: f64,
 }
 
 /// What a store call was, without its values: the DynamoDB operation and
@@ -96,6 +112,17 @@ impl CallCounter {
         notes.1 = Some(note);
     }
 
+    /// The capacity units of the calls made so far.
+    pub fn units(&self) -> Units {
+        *self.0.units.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add_units(&self, units: Units) {
+        let mut total = self.0.units.lock().unwrap_or_else(|e| e.into_inner());
+        total.read += units.read;
+        total.write += units.write;
+    }
+
     fn flight(&self) -> std::sync::MutexGuard<'_, Flight> {
         self.0.flight.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -153,10 +180,11 @@ impl CallCounter {
 
 /// What a request cost in DynamoDB calls, put in response extensions so
 /// in-process tests can read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DynamoCalls {
     pub calls: u32,
     pub round_trips: u32,
+    pub units: Units,
 }
 
 #[derive(Debug)]
@@ -165,6 +193,24 @@ pub struct CountCalls;
 impl Intercept for CountCalls {
     fn name(&self) -> &'static str {
         "CountCalls"
+    }
+
+    /// Within a request, every call asks for the capacity it consumed;
+    /// and a write the request's gate still holds does not go (`gate.rs`:
+    /// here, where the operation's name is known).
+    fn modify_before_serialization(
+        &self,
+        context: &mut BeforeSerializationInterceptorContextMut<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if crate::gate::writes_held() && WRITES.contains(&operation(cfg).as_str()) {
+            return Err("a write before the request's admission let it in".into());
+        }
+        if CALLS.try_with(|_| ()).is_ok() {
+            units::ask(context.input_mut());
+        }
+        Ok(())
     }
 
     fn read_before_attempt(
@@ -195,9 +241,10 @@ impl Intercept for CountCalls {
     ) -> Result<(), BoxError> {
         let _ = CALLS.try_with(|calls| {
             calls.ended();
-            let operation = cfg
-                .load::<aws_smithy_runtime_api::client::orchestrator::Metadata>()
-                .map_or("?".to_owned(), |m| m.name().to_owned());
+            let operation = operation(cfg);
+            if let Some(Ok(output)) = context.output_or_error() {
+                calls.add_units(units::reported(&operation, output));
+            }
             calls.note(CallNote {
                 operation,
                 key_shape: cfg
@@ -208,6 +255,102 @@ impl Intercept for CountCalls {
             });
         });
         Ok(())
+    }
+}
+
+/// The DynamoDB operations that write.
+const WRITES: [&str; 5] = [
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "TransactWriteItems",
+    "BatchWriteItem",
+];
+
+/// The name of the operation a call's config bag is for.
+fn operation(cfg: &ConfigBag) -> String {
+    cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>()
+        .map_or("?".to_owned(), |m| m.name().to_owned())
+}
+
+/// Capacity units: asked for in a call's input, read off its output.
+mod units {
+    use aws_sdk_dynamodb::operation as op;
+    use aws_sdk_dynamodb::types::{ConsumedCapacity, ReturnConsumedCapacity};
+    use aws_smithy_runtime_api::client::interceptors::context::{Input, Output};
+
+    use super::{Units, WRITES};
+
+    /// Sets `ReturnConsumedCapacity=TOTAL` on the input of any operation
+    /// a request makes.
+    pub fn ask(input: &mut Input) {
+        macro_rules! total {
+            ($($input:ty),*) => {$(
+                if let Some(input) = input.downcast_mut::<$input>() {
+                    input.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
+                    return;
+                }
+            )*};
+        }
+        total!(
+            op::get_item::GetItemInput,
+            op::query::QueryInput,
+            op::batch_get_item::BatchGetItemInput,
+            op::transact_get_items::TransactGetItemsInput,
+            op::put_item::PutItemInput,
+            op::update_item::UpdateItemInput,
+            op::delete_item::DeleteItemInput,
+            op::transact_write_items::TransactWriteItemsInput,
+            op::batch_write_item::BatchWriteItemInput
+        );
+    }
+
+    /// The units `output` of `operation` reports.
+    pub fn reported(operation: &str, output: &Output) -> Units {
+        fn sum<'a>(consumed: impl IntoIterator<Item = &'a ConsumedCapacity>) -> f64 {
+            consumed.into_iter().filter_map(|c| c.capacity_units).sum()
+        }
+        macro_rules! one {
+            ($($output:ty),*) => {$(
+                if let Some(output) = output.downcast_ref::<$output>() {
+                    return sum(output.consumed_capacity.as_ref());
+                }
+            )*};
+        }
+        macro_rules! many {
+            ($($output:ty),*) => {$(
+                if let Some(output) = output.downcast_ref::<$output>() {
+                    return sum(output.consumed_capacity.iter().flatten());
+                }
+            )*};
+        }
+        let units = (|| {
+            one!(
+                op::get_item::GetItemOutput,
+                op::query::QueryOutput,
+                op::put_item::PutItemOutput,
+                op::update_item::UpdateItemOutput,
+                op::delete_item::DeleteItemOutput
+            );
+            many!(
+                op::batch_get_item::BatchGetItemOutput,
+                op::transact_get_items::TransactGetItemsOutput,
+                op::transact_write_items::TransactWriteItemsOutput,
+                op::batch_write_item::BatchWriteItemOutput
+            );
+            0.0
+        })();
+        if WRITES.contains(&operation) {
+            Units {
+                read: 0.0,
+                write: units,
+            }
+        } else {
+            Units {
+                read: units,
+                write: 0.0,
+            }
+        }
     }
 }
 

@@ -90,6 +90,9 @@ pub(crate) async fn transact(
     actions: Vec<TransactWriteItem>,
     conflicts: &[Conflict],
 ) -> ApiResult<()> {
+    // A warm request's reads went out beside its admission; its writes
+    // wait for it (`gate`).
+    crate::gate::writes_may_go().await?;
     let mut attempt = 0;
     loop {
         attempt += 1;

@@ -8,7 +8,15 @@ use std::path::{Path, PathBuf};
 
 /// `shared/src`'s top-level modules, bottom layer first.
 const LAYERS: &[&[&str]] = &[
-    &["error", "net", "aws", "outbound", "endpoints", "telemetry"],
+    &[
+        "error",
+        "net",
+        "aws",
+        "outbound",
+        "endpoints",
+        "telemetry",
+        "gate",
+    ],
     &["model", "queue", "secrets"],
     &["auth", "links", "deployment_key"],
     &["store", "files", "sealed", "cursor", "config"],

@@ -41,11 +41,16 @@ async fn fewest_round_trips(router: &Router, t: &TestOrg, path: &str) -> u32 {
     fewest
 }
 
-/// A refusal carries the contract's error body and nothing of the record.
+/// A refusal carries the contract's error body and nothing of the record,
+/// and no log line of the run holds the record's `secret` (its name).
 fn refused_without_data(reply: &Reply, status: u16, code: &str, secret: &str) {
     reply.expect(status, Some(code));
     assert!(reply.body.get("data").is_none(), "{}", reply.text);
     assert!(!reply.text.contains(secret), "{}", reply.text);
+    assert!(
+        !api_tests::logs::logs().contains(secret),
+        "a log line holds {secret:?}"
+    );
 }
 
 #[test]
@@ -72,8 +77,38 @@ fn a_warm_read_takes_one_round_trip_and_a_cold_one_two() {
         ] {
             assert_eq!(fewest_round_trips(&warm, &t, &path).await, 1, "{path}");
         }
-        // The answer is the cold one's.
-        assert_eq!(get(&warm, &t, &path).await.body, first.body);
+        // The answer is the cold one's, at the cold one's cost: a strongly
+        // consistent read of the key and of the site (a unit each, under
+        // 4 KB), and the count's write (a unit).
+        let again = get(&warm, &t, &path).await;
+        assert_eq!(again.body, first.body);
+        let units = |r: &Reply| (r.units.read, r.units.write);
+        assert_eq!(units(&first), (2.0, 1.0));
+        assert_eq!(units(&again), (2.0, 1.0));
+    });
+}
+
+#[test]
+fn with_warm_requests_off_every_request_waits_for_its_admission() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Cold yard"})).await;
+        let path = format!("/api/v1/sites/{site}");
+        let off = harness()
+            .await
+            .router_with(|config| config.warm_requests = false);
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            let reply = get(&off, &t, &path).await;
+            reply.expect(200, None);
+            assert_eq!(reply.round_trips, 2, "the key, then the site");
+            answers.push(reply.body);
+        }
+        let reply = patch(&off, &t, &path, json!({"city": "Oulu"})).await;
+        reply.expect(200, None);
+        assert_eq!(reply.round_trips, 3, "the key, the site, the write");
+        assert_eq!(answers[0], answers[2]);
+        assert_eq!(reply.body["data"]["city"], "Oulu");
     });
 }
 
@@ -206,5 +241,126 @@ fn two_organizations_on_one_warm_instance_never_see_each_others_records() {
                 assert!(!list.text.contains(other_name), "{}", list.text);
             }
         }
+    });
+}
+
+async fn patch(router: &Router, t: &TestOrg, path: &str, body: serde_json::Value) -> Reply {
+    call(Method::PATCH, path)
+        .key(&t.key)
+        .json(&body)
+        .send_to(router)
+        .await
+}
+
+#[test]
+fn a_warm_patch_reads_beside_its_admission_and_writes_after_it() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Patched yard"})).await;
+        let path = format!("/api/v1/sites/{site}");
+        // Cold: the key, the site, then the write.
+        let cold = harness().await.router_with(|_| {});
+        let first = patch(&cold, &t, &path, json!({"city": "Oulu"})).await;
+        first.expect(200, None);
+        assert_eq!(first.round_trips, 3, "the key, the site, the write");
+        // Warm: the key and the site at once, then the write.
+        let warm = warm_instance(&t).await;
+        let mut fewest = u32::MAX;
+        for n in 0..12 {
+            let city = format!("Town {n}");
+            let reply = patch(&warm, &t, &path, json!({"city": city})).await;
+            reply.expect(200, None);
+            assert_eq!(reply.body["data"]["city"], json!(city));
+            fewest = fewest.min(reply.round_trips);
+            if fewest <= 2 {
+                break;
+            }
+        }
+        assert_eq!(fewest, 2);
+        // What was written is what a read shows.
+        let stored = harness()
+            .await
+            .store()
+            .sites()
+            .require(t.id(), site.parse().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            stored
+                .city
+                .as_deref()
+                .is_some_and(|c| c.starts_with("Town "))
+        );
+    });
+}
+
+#[test]
+fn a_warm_patch_of_a_key_that_may_no_longer_write_writes_nothing() {
+    run(async {
+        let h = harness().await;
+        let store = h.store();
+        for (code, status) in [
+            ("api_key_revoked", 401),
+            ("org_inactive", 403),
+            ("feature_not_enabled", 403),
+        ] {
+            let t = org().await;
+            let site = new_site(&t, json!({"name": format!("Kept yard {code}")})).await;
+            let id = site.parse().unwrap();
+            let path = format!("/api/v1/sites/{site}");
+            let router = warm_instance(&t).await;
+            patch(&router, &t, &path, json!({"city": "Before"}))
+                .await
+                .expect(200, None);
+            let before = store.sites().require(t.id(), id).await.unwrap();
+            match code {
+                "api_key_revoked" => {
+                    let key_id = store.api_keys().list(t.id()).await.unwrap()[0].key_id;
+                    store.api_keys().revoke(t.id(), key_id).await.unwrap();
+                }
+                "org_inactive" => store.orgs().deactivate(t.id()).await.unwrap(),
+                _ => store
+                    .api_keys()
+                    .set_entitlement(t.id(), false)
+                    .await
+                    .unwrap(),
+            }
+            let reply = patch(&router, &t, &path, json!({"city": "After"})).await;
+            refused_without_data(&reply, status, code, "Kept yard");
+            let after = store.sites().require(t.id(), id).await.unwrap();
+            assert_eq!(after.city.as_deref(), Some("Before"), "{code}: written");
+            assert_eq!(after.version, before.version, "{code}: written");
+        }
+    });
+}
+
+#[test]
+fn a_write_waits_for_its_admission_and_a_write_that_does_not_wait_fails() {
+    use shared::gate::{WriteGate, writes_may_go};
+    use shared::store::quotas::{Counted, WindowQuota};
+    run(async {
+        let store = harness().await.store();
+        let quota = WindowQuota {
+            pk: format!("TEST#gate#{}", uuid::Uuid::now_v7()),
+            uses: 5,
+            period: Duration::from_secs(60),
+        };
+        let now = shared::model::now().unix_millis();
+        let gate = WriteGate::default();
+        gate.scope(async {
+            let admission = WriteGate::hold().expect("inside a gate");
+            // A write that does not wait is refused while the gate holds,
+            // and nothing is counted.
+            assert!(store.quotas().count(&quota, now).await.is_err());
+            let waiting = writes_may_go();
+            admission.decide(true);
+            waiting.await.expect("let in");
+            assert_eq!(
+                store.quotas().count(&quota, now).await.unwrap(),
+                Counted::Within { remaining: 4 },
+                "the refused write counted nothing"
+            );
+        })
+        .await;
     });
 }
