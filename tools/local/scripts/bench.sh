@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # `make bench`: what a request costs, route by route, through the dev server
 # against engines of the bench's own (DynamoDB Local, moto).
-#   1. DynamoDB Local's GetItem round trip: the yardstick of every wait.
+#   1. DynamoDB Local's GetItem round trip: the yardstick of every wait
+#      (each route's p50 is also given as a ratio to it, x_getitem), and
+#      the engine's own floor for the shapes a request's calls take
+#      (`bench engine`: an UpdateItem, two or three calls at once, a
+#      write's admission before or inside its transaction).
 #   2. Per route, on one connection (REQUESTS each): a single read, a list
 #      page, a create, a PATCH, surplus list pages (50 and 100 rows over
 #      LOADS, 100,000, loads of one organization), and DATA_REQUESTS (50)
@@ -9,7 +13,9 @@
 #      3.: DynamoDB calls and sequential round trips per request,
 #      p50/p99 latency as the client sees it, and from the server's log the
 #      p50 of latency minus the time spent waiting on DynamoDB (`ddb_ms`):
-#      the code's own share.
+#      the code's own share, and the read and write units DynamoDB
+#      reported. The single reads, the 100-row page and the PATCH then
+#      run again on a server with WARM_REQUESTS=false: the before.
 #   3. Costs that must not grow with the data: the summary over a year of
 #      10,000 vs 100 loads (rollup items read), nearby search over 10,000
 #      places of 100 organizations (index items read), webhook deliveries.
@@ -57,7 +63,11 @@ export WEBHOOK_ALLOW_LOOPBACK_HTTP=true
 # engine's, not its start's.
 $bin/bench getitem "${WARMUP:-3000}" >/dev/null
 echo "==> DynamoDB Local's GetItem round trip"
-$bin/bench getitem "$REQUESTS"
+getitem=$($bin/bench getitem "$REQUESTS")
+echo "$getitem"
+export GETITEM_P50_MS=$(field "$getitem" "['dynamodb_getitem']['p50_ms']")
+echo "==> the engine's floor for a request's shapes of calls, $REQUESTS each (bench engine)"
+$bin/bench engine "$REQUESTS"
 
 log=$STATE_DIR/bench-server.log
 # The limit stays on (its write is part of every request) but high.
@@ -86,8 +96,8 @@ request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", body, method=
 print(json.load(urllib.request.urlopen(request))["data"].get("id", ""))
 PY
 }
-bench() { # METHOD PATH [BODY]: REQUESTS requests on one connection
-    $bin/bench load "127.0.0.1:$BENCH_PORT" "$1" "$2" "$key" "$REQUESTS" 1 "${3:-}"
+bench() { # METHOD PATH [BODY]: REQUESTS requests on one connection (to PORT, else BENCH_PORT)
+    $bin/bench load "127.0.0.1:${PORT:-$BENCH_PORT}" "$1" "$2" "$key" "$REQUESTS" 1 "${3:-}"
 }
 mark() { # LABEL: the server's log lines from here on are LABEL's ("" ends it)
     py -c "import json,sys; print(json.dumps({'line': sum(1 for _ in open(sys.argv[1])), 'label': sys.argv[2]}))" \
@@ -98,6 +108,7 @@ bench_data() { # PATH: DATA_REQUESTS requests on one connection
 }
 
 demo routes
+routes_key=$key
 site=$(call POST /api/v1/sites '{"name": "Bench site", "street_address": "Bench street 1", "lat": 60.17, "lng": 24.94}')
 echo "==> per route, one connection, $REQUESTS requests each"
 bench GET /api/health
@@ -119,6 +130,25 @@ bench GET /api/v1/surpluses
 mark "surplus-page-100 of $LOADS"
 bench GET "/api/v1/surpluses?status=open&site_id=$pages_site&limit=100"
 mark ""
+
+# Before: the same requests on a server whose requests all wait for their
+# admission (WARM_REQUESTS=false), in this run, against the same engine.
+echo "==> before: WARM_REQUESTS=false, the same requests"
+pages_key=$key
+cold_log=$STATE_DIR/bench-server-cold.log
+cold_port=$((BENCH_PORT + 1))
+warm_server=$server
+WARM_REQUESTS=false RATE_LIMIT_PER_WINDOW=100000000 serve_local "$cold_port" "$cold_log"
+export PORT=$cold_port
+key=$routes_key
+bench GET /api/v1/orgs
+bench GET "/api/v1/sites/$site"
+bench PATCH "/api/v1/sites/$site" '{"city": "Helsinki"}'
+key=$pages_key
+bench GET "/api/v1/surpluses?status=open&site_id=$pages_site&limit=100"
+unset PORT
+stop_local
+server=$warm_server
 
 # The summary's cost must not grow with the loads: 10,000 and 100
 # delivered loads over a year, the same year-long window.
@@ -182,6 +212,8 @@ PY
 
 echo "==> from the server's log: per route, successful requests only"
 py tools/local/scripts/bench_log.py "$log" "$labels" "$marks"
+echo "==> before (WARM_REQUESTS=false), from its server's log"
+py tools/local/scripts/bench_log.py "$cold_log" "$labels"
 stop_local
 
 if [ "$BINARIES" != 0 ]; then

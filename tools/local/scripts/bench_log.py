@@ -1,19 +1,23 @@
 """`make bench`: what the dev server's JSON log says, per route.
 
 Usage: python bench_log.py SERVER_LOG LABELS_JSON [MARKS_JSONL]
+(GETITEM_P50_MS in the environment: each route's p50 also as a ratio to
+the engine's GetItem round trip, `x_getitem`.)
 
 LABELS_JSON maps organization ids to the bench's names for them, so the
 same route over different data sets (the summary at 10,000 and 100 loads)
 is told apart. MARKS_JSONL lines `{"line": N, "label": L}` name the log's
 lines from line N on L instead (until the next mark; an empty L ends it):
 two page sizes over one organization's loads. For each route and data set, over successful requests: the
-DynamoDB calls and sequential round trips per request, the server's p50 and
+DynamoDB calls, sequential round trips and the read and write capacity
+units DynamoDB reported per request, the server's p50 and
 p99 latency, the p50 time waiting on DynamoDB (`ddb_ms`) and the p50 of
 latency minus that wait: the code's own share. Then the items the summary
 and nearby search read, and the webhook queue's cost.
 """
 
 import json
+import os
 import sys
 
 
@@ -24,6 +28,7 @@ def percentile(values, p):
 
 def main():
     log, labels = sys.argv[1], json.loads(sys.argv[2])
+    getitem = float(os.environ.get("GETITEM_P50_MS") or 0)
     marks = [json.loads(line) for line in open(sys.argv[3])] if len(sys.argv) > 3 else []
     marks = sorted((m["line"], m["label"]) for m in marks)
     routes, summary_items, cells, messages, attempts = {}, set(), {}, {}, []
@@ -50,12 +55,16 @@ def main():
             attempts.append(row["duration_ms"])
     for (method, route, label), rows in sorted(routes.items(), key=lambda kv: str(kv[0])):
         own = [r["latency_ms"] - r.get("ddb_ms", 0) for r in rows]
+        p50 = percentile([r["latency_ms"] for r in rows], 0.5)
         print(json.dumps({
             "route": f"{method} {route}", "data": label, "requests": len(rows),
             "ddb_calls": round(sum(r["ddb_calls"] for r in rows) / len(rows), 2),
             "round_trips": round(sum(r.get("round_trips", 0) for r in rows) / len(rows), 2),
             "round_trips_max": max(r.get("round_trips", 0) for r in rows),
-            "p50_ms": round(percentile([r["latency_ms"] for r in rows], 0.5), 2),
+            "read_units": round(sum(r.get("read_units", 0) for r in rows) / len(rows), 2),
+            "write_units": round(sum(r.get("write_units", 0) for r in rows) / len(rows), 2),
+            "p50_ms": round(p50, 2),
+            **({"x_getitem": round(p50 / getitem, 2)} if getitem else {}),
             "p99_ms": round(percentile([r["latency_ms"] for r in rows], 0.99), 2),
             "ddb_p50_ms": round(percentile([r.get("ddb_ms", 0) for r in rows], 0.5), 2),
             "own_p50_ms": round(percentile(own, 0.5), 3),

@@ -8,6 +8,11 @@
 //! time, `TABLE_NAME`, a key that does not exist); prints p50 and p99, the
 //! yardstick of every route's DynamoDB waits.
 //!
+//! `bench engine <requests>`: the engine's own floor for the shapes of a
+//! request's DynamoDB calls (see `engine`), each as a JSON line with its
+//! p50, p99 and write units per request; then one key's writes at once,
+//! with the admission before and inside the write's transaction.
+//!
 //! `bench cold <binary> <event.json> <key> [METHOD path[?query]]`: starts a
 //! Lambda binary against a minimal Lambda Runtime API served here, hands it
 //! the event (an API Gateway request for the path, or the event file as it
@@ -58,9 +63,10 @@ async fn main() -> Result<()> {
             .await
         }
         ["getitem", requests] => getitem(requests.parse()?).await,
+        ["engine", requests] => engine(requests.parse()?).await,
         ["cold", binary, event, key, rest @ ..] => cold(binary, event, key, rest).await,
         _ => bail!(
-            "usage: bench load <host:port> <METHOD> <path> <key> <requests> <concurrency> [body] | bench getitem <requests> | bench cold <binary> <event.json> <key> [METHOD path]"
+            "usage: bench load <host:port> <METHOD> <path> <key> <requests> <concurrency> [body] | bench getitem <requests> | bench engine <requests> | bench cold <binary> <event.json> <key> [METHOD path]"
         ),
     }
 }
@@ -102,6 +108,191 @@ async fn getitem(requests: usize) -> Result<()> {
         percentile(&latencies, 0.50),
         percentile(&latencies, 0.99)
     );
+    Ok(())
+}
+
+/// The engine's floor for the shapes a request's calls take, one shape
+/// after another, one request at a time: a GetItem, a counting UpdateItem,
+/// two or three of them at once (a warm read's admission beside its
+/// record), and the two shapes a write can take: its admission (an
+/// UpdateItem) before its transaction, or inside it. Each shape prints its
+/// p50 and p99, and the write units DynamoDB reports per request. Then
+/// `WRITERS` requests of one key at once, in both write shapes, counting
+/// the transactions the engine cancelled for a conflict on the key's item.
+async fn engine(requests: usize) -> Result<()> {
+    use aws_sdk_dynamodb::types::{
+        AttributeValue, Put, ReturnConsumedCapacity, ReturnValue, TransactWriteItem, Update,
+    };
+    const WRITERS: usize = 8;
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let db = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = std::env::var("TABLE_NAME").unwrap_or_else(|_| "integration-api".into());
+    let (db, table) = (&db, table.as_str());
+    let s = |v: &str| AttributeValue::S(v.into());
+    let units = |c: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>| {
+        c.and_then(|c| c.capacity_units).unwrap_or(0.0)
+    };
+    let get = || async move {
+        db.get_item()
+            .table_name(table)
+            .key("pk", s("BENCH#none"))
+            .key("sk", s("BENCH"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map(|_| 0.0)
+            .map_err(anyhow::Error::from)
+    };
+    // The admission's shape: count one on the key's item, under a cap.
+    let counting = |pk: &str| {
+        Update::builder()
+            .table_name(table)
+            .key("pk", s(pk))
+            .key("sk", s("BENCH"))
+            .update_expression("ADD #n :one")
+            .condition_expression("attribute_not_exists(#n) OR #n < :cap")
+            .expression_attribute_names("#n", "c")
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":cap", AttributeValue::N("1000000000".into()))
+            .build()
+            .map_err(anyhow::Error::from)
+    };
+    let count = move |pk: &'static str| async move {
+        let update = counting(pk)?;
+        db.update_item()
+            .table_name(table)
+            .set_key(Some(update.key))
+            .update_expression(update.update_expression)
+            .set_condition_expression(update.condition_expression)
+            .set_expression_attribute_names(update.expression_attribute_names)
+            .set_expression_attribute_values(update.expression_attribute_values)
+            .return_values(ReturnValue::AllNew)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map(|out| units(out.consumed_capacity()))
+            .map_err(anyhow::Error::from)
+    };
+    // A record of the write's own: a small item of its own key.
+    let record = |id: usize| {
+        Put::builder()
+            .table_name(table)
+            .item("pk", s(&format!("BENCH#record#{id}")))
+            .item("sk", s("BENCH"))
+            .item("name", s("Bench record"))
+            .build()
+            .map_err(anyhow::Error::from)
+    };
+    let transact = move |admission: bool, id: usize| async move {
+        let mut items = vec![TransactWriteItem::builder().put(record(id)?).build()];
+        if admission {
+            items.insert(
+                0,
+                TransactWriteItem::builder()
+                    .update(counting("BENCH#a")?)
+                    .build(),
+            );
+        }
+        db.transact_write_items()
+            .set_transact_items(Some(items))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map(|out| {
+                out.consumed_capacity()
+                    .iter()
+                    .map(|c| units(Some(c)))
+                    .sum::<f64>()
+            })
+            .map_err(anyhow::Error::from)
+    };
+    let admit_then_write = move |id: usize| async move {
+        Ok::<_, anyhow::Error>(count("BENCH#a").await? + transact(false, id).await?)
+    };
+    macro_rules! shape {
+        ($name:expr, |$i:ident| $call:expr) => {{
+            let mut latencies = Vec::with_capacity(requests);
+            let mut write_units = 0.0;
+            for $i in 0..requests + 20 {
+                let started = Instant::now();
+                let spent: f64 = $call;
+                if $i >= 20 {
+                    latencies.push(started.elapsed());
+                    write_units += spent;
+                }
+            }
+            latencies.sort();
+            println!(
+                "{{\"shape\":\"{}\",\"requests\":{requests},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"write_units\":{:.1}}}",
+                $name,
+                percentile(&latencies, 0.50),
+                percentile(&latencies, 0.99),
+                write_units / requests.max(1) as f64
+            );
+        }};
+    }
+    shape!("GetItem", |_i| get().await?);
+    shape!("UpdateItem", |_i| count("BENCH#a").await?);
+    shape!("GetItem + GetItem", |_i| {
+        let (a, b) = tokio::try_join!(get(), get())?;
+        a + b
+    });
+    shape!("GetItem + UpdateItem", |_i| {
+        let (a, b) = tokio::try_join!(get(), count("BENCH#a"))?;
+        a + b
+    });
+    shape!("GetItem + GetItem + UpdateItem", |_i| {
+        let (a, b, c) = tokio::try_join!(get(), get(), count("BENCH#a"))?;
+        a + b + c
+    });
+    shape!("UpdateItem + UpdateItem (two items)", |_i| {
+        let (a, b) = tokio::try_join!(count("BENCH#a"), count("BENCH#b"))?;
+        a + b
+    });
+    shape!("UpdateItem, then TransactWriteItems[Put]", |i| {
+        admit_then_write(i).await?
+    });
+    shape!("TransactWriteItems[Update key, Put]", |i| transact(true, i)
+        .await?);
+    // One key's requests at once: the admission before the transaction
+    // never conflicts (an UpdateItem waits its turn); inside it, the key's
+    // item is in every transaction, and the engine cancels those that meet.
+    for (name, inside) in [
+        ("UpdateItem, then TransactWriteItems[Put]", false),
+        ("TransactWriteItems[Update key, Put]", true),
+    ] {
+        let rounds = (requests / WRITERS).max(1);
+        let mut conflicts = 0usize;
+        let started = Instant::now();
+        for round in 0..rounds {
+            let writers = (0..WRITERS).map(|w| {
+                let id = round * WRITERS + w;
+                async move {
+                    if inside {
+                        transact(true, id).await
+                    } else {
+                        admit_then_write(id).await
+                    }
+                }
+            });
+            for outcome in futures::future::join_all(writers).await {
+                if let Err(e) = outcome {
+                    let text = format!("{e:?}");
+                    if text.contains("TransactionConflict") || text.contains("TransactionCanceled")
+                    {
+                        conflicts += 1;
+                    } else {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        println!(
+            "{{\"contention\":\"{name}\",\"writers\":{WRITERS},\"requests\":{},\"cancelled\":{conflicts},\"ms_per_round\":{:.3}}}",
+            rounds * WRITERS,
+            started.elapsed().as_secs_f64() * 1000.0 / rounds as f64
+        );
+    }
     Ok(())
 }
 
