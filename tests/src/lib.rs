@@ -171,6 +171,8 @@ pub struct Reply {
     pub round_trips: u32,
     /// The read and write capacity units DynamoDB reported for its calls.
     pub units: shared::store::calls::Units,
+    /// Its reads went out beside its key's admission (a warm request).
+    pub warm: bool,
 }
 
 impl Reply {
@@ -280,6 +282,7 @@ impl Call {
                 calls: 0,
                 round_trips: 0,
                 units: Default::default(),
+                warm: false,
             });
         let bytes = response
             .into_body()
@@ -298,6 +301,7 @@ impl Call {
             ddb_calls: cost.calls,
             round_trips: cost.round_trips,
             units: cost.units,
+            warm: cost.warm,
         }
     }
 

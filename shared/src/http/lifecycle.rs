@@ -401,6 +401,9 @@ pub struct Settled {
     /// remembered: its answer was dropped, nothing written; run the
     /// request again.
     pub again: bool,
+    /// A warm request: its route's reads went out beside its admission,
+    /// which let it in.
+    pub warm: bool,
 }
 
 impl Returned {
@@ -414,36 +417,45 @@ impl Returned {
         response: Response,
         span: &tracing::Span,
     ) -> (Response, Settled) {
-        let (mut response, rate, org) = match self.from.try_recv().ok() {
-            None => (response, None, None),
-            Some(Handback::Refused { rate, org }) => (response, rate, org),
+        let (mut response, rate, org, warm) = match self.from.try_recv().ok() {
+            None => (response, None, None, false),
+            Some(Handback::Refused { rate, org }) => (response, rate, org, false),
             Some(Handback::Claimed(claimed)) => match claimed.decided(state).await {
                 Decided::Admitted {
                     org,
                     rate,
                     slot,
                     claim,
+                    warm,
                 } => {
                     self.shown = Some((Some(rate), Some(org)));
                     let (response, rate) = settle(state, rate, slot, claim, response, span).await;
-                    (response, Some(rate), Some(org))
+                    (response, Some(rate), Some(org), warm)
                 }
                 // The handler's answer is dropped unread: the refusal
                 // answers, as it would have before the handler.
-                Decided::Refused(refused) => {
-                    (refused.error.into_response(), refused.rate, refused.org)
-                }
+                Decided::Refused(refused) => (
+                    refused.error.into_response(),
+                    refused.rate,
+                    refused.org,
+                    false,
+                ),
                 Decided::Elsewhere => {
                     let settled = Settled {
-                        org: None,
                         again: true,
+                        ..Settled::default()
                     };
                     return (response, settled);
                 }
             },
         };
         show(state, versioned, rate, &mut response);
-        (response, Settled { org, again: false })
+        let settled = Settled {
+            org,
+            warm,
+            ..Settled::default()
+        };
+        (response, settled)
     }
 
     /// For an answer made without its route's (cut off by the deadline):
@@ -464,7 +476,10 @@ impl Returned {
             None => self.shown.take().unwrap_or((None, None)),
         };
         show(state, versioned, rate, response);
-        Settled { org, again: false }
+        Settled {
+            org,
+            ..Settled::default()
+        }
     }
 }
 
@@ -492,6 +507,8 @@ enum Decided {
         rate: RateLimitDecision,
         slot: Option<Reservation>,
         claim: Option<Claim>,
+        /// Admitted beside its handler (a warm request).
+        warm: bool,
     },
     Refused(Refusal),
     /// A warm request's key belongs to another organization than
@@ -514,6 +531,7 @@ impl Claimed {
                 rate,
                 slot,
                 claim,
+                warm: false,
             },
             Admission::Running(running) => match running.await {
                 Ok(Ok((org, _, rate, slot))) if org == org_id => Decided::Admitted {
@@ -521,6 +539,7 @@ impl Claimed {
                     rate,
                     slot,
                     claim,
+                    warm: true,
                 },
                 Ok(Ok((_, _, _, slot))) => {
                     // Counted for a request that runs again: given back.

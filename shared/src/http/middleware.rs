@@ -64,6 +64,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         calls: calls.get(),
         round_trips: calls.round_trips(),
         units: calls.units(),
+        warm: settled.warm,
     };
     response.extensions_mut().insert(cost);
     if let Some(InternalCause(cause)) = response.extensions().get::<InternalCause>() {
@@ -87,6 +88,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
             round_trips = cost.round_trips,
             read_units = cost.units.read,
             write_units = cost.units.write,
+            warm = cost.warm,
             org_id = settled.org.map(|o| o.to_string()),
             "request served"
         );

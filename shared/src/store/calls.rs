@@ -185,6 +185,9 @@ pub struct DynamoCalls {
     pub calls: u32,
     pub round_trips: u32,
     pub units: Units,
+    /// The request's reads went out beside its key's admission (a warm
+    /// request, `http::lifecycle`).
+    pub warm: bool,
 }
 
 #[derive(Debug)]

@@ -81,6 +81,7 @@ fn a_warm_read_takes_one_round_trip_and_a_cold_one_two() {
         // consistent read of the key and of the site (a unit each, under
         // 4 KB), and the count's write (a unit).
         let again = get(&warm, &t, &path).await;
+        assert!(!first.warm && again.warm);
         assert_eq!(again.body, first.body);
         let units = |r: &Reply| (r.units.read, r.units.write);
         assert_eq!(units(&first), (2.0, 1.0));
@@ -102,6 +103,7 @@ fn with_warm_requests_off_every_request_waits_for_its_admission() {
             let reply = get(&off, &t, &path).await;
             reply.expect(200, None);
             assert_eq!(reply.round_trips, 2, "the key, then the site");
+            assert!(!reply.warm);
             answers.push(reply.body);
         }
         let reply = patch(&off, &t, &path, json!({"city": "Oulu"})).await;
