@@ -10,7 +10,8 @@ is told apart. MARKS_JSONL lines `{"line": N, "label": L}` name the log's
 lines from line N on L instead (until the next mark; an empty L ends it):
 two page sizes over one organization's loads. For each route and data set, over successful requests: the
 DynamoDB calls, sequential round trips and the read and write capacity
-units DynamoDB reported per request, the server's p50 and
+units DynamoDB reported per request, the share of them that were warm
+(their reads beside the key's admission), the server's p50 and
 p99 latency, the p50 time waiting on DynamoDB (`ddb_ms`) and the p50 of
 latency minus that wait: the code's own share. Then the items the summary
 and nearby search read, and the webhook queue's cost.
@@ -61,6 +62,7 @@ def main():
             "ddb_calls": round(sum(r["ddb_calls"] for r in rows) / len(rows), 2),
             "round_trips": round(sum(r.get("round_trips", 0) for r in rows) / len(rows), 2),
             "round_trips_max": max(r.get("round_trips", 0) for r in rows),
+            "warm": round(sum(1 for r in rows if r.get("warm")) / len(rows), 3),
             "read_units": round(sum(r.get("read_units", 0) for r in rows) / len(rows), 2),
             "write_units": round(sum(r.get("write_units", 0) for r in rows) / len(rows), 2),
             "p50_ms": round(p50, 2),
