@@ -148,10 +148,16 @@ async fn setup() -> Harness {
 impl Harness {
     /// The router with other settings (deployment switch, rate limit, ...).
     pub fn router_with(&self, change: impl FnOnce(&mut Config)) -> Router {
+        self.instance_with(change).0
+    }
+
+    /// A fresh instance with other settings: its router and its state
+    /// (what it remembers of keys, `auth::memory`).
+    pub fn instance_with(&self, change: impl FnOnce(&mut Config)) -> (Router, AppState) {
         let mut config = (*self.state.config).clone();
         change(&mut config);
         let state = AppState::new(config, &self.sdk);
-        shared::http::app(local::routes(), state)
+        (shared::http::app(local::routes(), state.clone()), state)
     }
 
     pub fn store(&self) -> &shared::store::Store {

@@ -12,6 +12,7 @@ use axum::Router;
 use http::Method;
 use serde_json::json;
 use shared::auth::Scope;
+use shared::auth::key::KeyHash;
 
 use crate::sites::new_site;
 
@@ -364,5 +365,52 @@ fn a_write_waits_for_its_admission_and_a_write_that_does_not_wait_fails() {
             );
         })
         .await;
+    });
+}
+
+#[test]
+fn a_key_remembered_for_another_organization_runs_again_cold_and_writes_nothing() {
+    run(async {
+        let a = org().await;
+        let b = org().await;
+        let a_site = new_site(&a, json!({"name": "A's own yard"})).await;
+        let b_site: uuid::Uuid = new_site(&b, json!({"name": "B's own yard"}))
+            .await
+            .parse()
+            .unwrap();
+        let h = harness().await;
+        let (router, instance) = h.instance_with(|_| {});
+        // The instance takes A's key for B's (a guard: a key never changes
+        // organization, so only a fault could make it so).
+        let mut mistaken = h.store().api_keys().list(a.id()).await.unwrap().remove(0);
+        mistaken.org_id = b.id();
+        let mistake = || {
+            instance
+                .key_memory
+                .remember(&KeyHash::of(&a.key), &mistaken, true)
+        };
+
+        // A read of A's site runs first as B's (no such site there), is
+        // dropped, and runs again cold, as A's.
+        mistake();
+        let reply = get(&router, &a, &format!("/api/v1/sites/{a_site}")).await;
+        reply.expect(200, None);
+        assert_eq!(reply.body["data"]["name"], "A's own yard");
+        assert!(!reply.warm);
+        // Corrected: the next read is warm, as A's.
+        let reply = get(&router, &a, &format!("/api/v1/sites/{a_site}")).await;
+        reply.expect(200, None);
+        assert!(reply.warm);
+
+        // A PATCH of B's site with A's key: run first as B's, it finds the
+        // site and its write waits for the admission, which names A:
+        // nothing is written, and the cold run answers as A's.
+        mistake();
+        let before = h.store().sites().require(b.id(), b_site).await.unwrap();
+        let path = format!("/api/v1/sites/{b_site}");
+        let reply = patch(&router, &a, &path, json!({"city": "Taken"})).await;
+        refused_without_data(&reply, 404, "site_not_found", "B's own yard");
+        let after = h.store().sites().require(b.id(), b_site).await.unwrap();
+        assert_eq!(after, before, "B's site was written");
     });
 }
