@@ -30,7 +30,7 @@ pub mod webhooks;
 
 /// A debug build polls a request tens of futures deep, each frame large:
 /// deeper than a thread's default 2 MiB once the SDK's connector is under
-/// it. Test bodies run on this runtime's workers, with stacks of their own.
+/// it. Test bodies and the runtime's workers get stacks of this size.
 const STACK_BYTES: usize = 16 * 1024 * 1024;
 
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
@@ -42,16 +42,23 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 });
 
 /// Runs a test body on the shared runtime (SDK connection pools live there),
-/// as a task on its workers (`STACK_BYTES`); its panic is the test's.
+/// from a thread of the test's own with a `STACK_BYTES` stack: it keeps the
+/// test's name and captured output, and its panic is the test's.
 pub fn run<F>(future: F) -> F::Output
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future + Send,
+    F::Output: Send,
 {
-    match RUNTIME.block_on(RUNTIME.spawn(future)) {
-        Ok(output) => output,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
+    let name = std::thread::current().name().unwrap_or("test").to_owned();
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || RUNTIME.block_on(future))
+            .expect("a thread for the test body")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 pub struct Harness {

@@ -134,7 +134,9 @@ async fn serve(
         .instrument(span.clone())
         .await;
     match again {
-        Some(request) if settled.again => {
+        Some(mut request) if settled.again => {
+            // Cold this time: its admission first, and no copy kept.
+            request.extensions_mut().insert(RunAgain);
             let (arriving, fresh) = lifecycle::begin();
             *returned = fresh;
             Box::pin(serve(
@@ -149,9 +151,13 @@ async fn serve(
 /// The request, and a copy of it to run again if it is one that may start
 /// before its admission ends: a read (`GET`, `HEAD`: no body), or a
 /// `PATCH` that declares a body of at most `limit` bytes (read here, 413
-/// when it brings more). None for any other request.
+/// when it brings more). None for any other request, and for one that
+/// runs again.
 async fn again(request: Request, limit: usize) -> Result<(Request, Option<Request>), ApiError> {
     use http::Method;
+    if request.extensions().get::<RunAgain>().is_some() {
+        return Ok((request, None));
+    }
     let method = request.method();
     if matches!(*method, Method::GET | Method::HEAD) {
         let copy = copy(&request, axum::body::Body::empty());
@@ -174,6 +180,10 @@ async fn again(request: Request, limit: usize) -> Result<(Request, Option<Reques
     let copy = copy(&request, axum::body::Body::from(bytes));
     Ok((request, Some(copy)))
 }
+
+/// Marks a request that runs again (`Settled::again`): it runs cold.
+#[derive(Clone, Copy, Debug)]
+struct RunAgain;
 
 /// `request` with `body`.
 fn copy(request: &Request, body: axum::body::Body) -> Request {
