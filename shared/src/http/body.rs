@@ -22,11 +22,28 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let limit = AppState::from_ref(state).config.max_body_bytes;
-        let bytes = axum::body::to_bytes(request.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        let bytes = at_most(request.into_body(), limit).await?;
         parse(&bytes).map(JsonBody)
     }
+}
+
+/// A body read whole: at most `limit` bytes, 413 `payload_too_large` when
+/// it brings more.
+pub(crate) async fn at_most(
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<bytes::Bytes, ApiError> {
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge(limit))
+}
+
+/// The body's length as the request declares it (`Content-Length`).
+pub(crate) fn declared_length(request: &Request) -> Option<usize> {
+    request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok())
 }
 
 /// Parses a JSON object body into `T`.

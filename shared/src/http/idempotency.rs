@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use sha2::{Digest, Sha256};
 
+use super::body;
 use crate::error::ApiError;
 use crate::error::codes;
 use crate::sealed::Sealer;
@@ -97,17 +98,11 @@ pub async fn read(
     let Some(key) = well_formed(value) else {
         return Ok((request, Some(Presented::Malformed)));
     };
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|length| length > limit) {
+    if body::declared_length(&request).is_some_and(|length| length > limit) {
         return Ok((request, None));
     }
-    let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+    let (parts, sent) = request.into_parts();
+    let bytes = body::at_most(sent, limit).await?;
     let fingerprint = fingerprint(&parts, &bytes);
     let presented = Presented::Valid { key, fingerprint };
     Ok((
