@@ -291,12 +291,7 @@ impl Call {
             .extensions()
             .get::<DynamoCalls>()
             .copied()
-            .unwrap_or(DynamoCalls {
-                calls: 0,
-                round_trips: 0,
-                units: Default::default(),
-                warm: false,
-            });
+            .unwrap_or_default();
         let bytes = response
             .into_body()
             .collect()

@@ -180,7 +180,7 @@ impl CallCounter {
 
 /// What a request cost in DynamoDB calls, put in response extensions so
 /// in-process tests can read it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DynamoCalls {
     pub calls: u32,
     pub round_trips: u32,
