@@ -172,7 +172,7 @@ async fn again(request: Request, limit: usize) -> Result<(Request, Option<Reques
         let hint = axum::body::HttpBody::size_hint(request.body()).exact()?;
         usize::try_from(hint).ok()
     });
-    if !declared.is_some_and(|length| length <= limit) {
+    if declared.is_none_or(|length| length > limit) {
         return Ok((request, None));
     }
     let (parts, sent) = request.into_parts();
