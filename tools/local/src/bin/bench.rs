@@ -82,33 +82,49 @@ async fn getitem(requests: usize) -> Result<()> {
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let db = aws_sdk_dynamodb::Client::new(&sdk);
     let table = std::env::var("TABLE_NAME").unwrap_or_else(|_| "integration-api".into());
-    let mut latencies = Vec::with_capacity(requests);
-    for i in 0..requests + 20 {
-        let started = Instant::now();
-        db.get_item()
-            .table_name(&table)
-            .key(
-                "pk",
-                aws_sdk_dynamodb::types::AttributeValue::S("BENCH#none".into()),
-            )
-            .key(
-                "sk",
-                aws_sdk_dynamodb::types::AttributeValue::S("BENCH".into()),
-            )
-            .consistent_read(true)
-            .send()
-            .await?;
-        if i >= 20 {
-            latencies.push(started.elapsed());
-        }
-    }
-    latencies.sort();
+    let (latencies, _) = timed(requests, |_| absent(&db, &table)).await?;
     println!(
         "{{\"dynamodb_getitem\":{{\"requests\":{requests},\"p50_ms\":{:.2},\"p99_ms\":{:.2}}}}}",
         percentile(&latencies, 0.50),
         percentile(&latencies, 0.99)
     );
     Ok(())
+}
+
+/// A strongly consistent GetItem of a key that does not exist (no units
+/// counted: reads are not what `timed` adds up).
+async fn absent(db: &aws_sdk_dynamodb::Client, table: &str) -> Result<f64> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    db.get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S("BENCH#none".into()))
+        .key("sk", AttributeValue::S("BENCH".into()))
+        .consistent_read(true)
+        .send()
+        .await?;
+    Ok(0.0)
+}
+
+/// `requests` calls one at a time, after 20 that warm up: their latencies,
+/// sorted, and the write units they reported on average.
+async fn timed<F, Fut>(requests: usize, mut call: F) -> Result<(Vec<Duration>, f64)>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<f64>>,
+{
+    const WARM_UP: usize = 20;
+    let mut latencies = Vec::with_capacity(requests);
+    let mut write_units = 0.0;
+    for i in 0..requests + WARM_UP {
+        let started = Instant::now();
+        let spent = call(i).await?;
+        if i >= WARM_UP {
+            latencies.push(started.elapsed());
+            write_units += spent;
+        }
+    }
+    latencies.sort();
+    Ok((latencies, write_units / requests.max(1) as f64))
 }
 
 /// The engine's floor for the shapes a request's calls take, one shape
@@ -132,17 +148,7 @@ async fn engine(requests: usize) -> Result<()> {
     let units = |c: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>| {
         c.and_then(|c| c.capacity_units).unwrap_or(0.0)
     };
-    let get = || async move {
-        db.get_item()
-            .table_name(table)
-            .key("pk", s("BENCH#none"))
-            .key("sk", s("BENCH"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map(|_| 0.0)
-            .map_err(anyhow::Error::from)
-    };
+    let get = || absent(db, table);
     // The admission's shape: count one on the key's item, under a cap.
     let counting = |pk: &str| {
         Update::builder()
@@ -209,51 +215,56 @@ async fn engine(requests: usize) -> Result<()> {
     let admit_then_write = move |id: usize| async move {
         Ok::<_, anyhow::Error>(count("BENCH#a").await? + transact(false, id).await?)
     };
-    macro_rules! shape {
-        ($name:expr, |$i:ident| $call:expr) => {{
-            let mut latencies = Vec::with_capacity(requests);
-            let mut write_units = 0.0;
-            for $i in 0..requests + 20 {
-                let started = Instant::now();
-                let spent: f64 = $call;
-                if $i >= 20 {
-                    latencies.push(started.elapsed());
-                    write_units += spent;
-                }
-            }
-            latencies.sort();
-            println!(
-                "{{\"shape\":\"{}\",\"requests\":{requests},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"write_units\":{:.1}}}",
-                $name,
-                percentile(&latencies, 0.50),
-                percentile(&latencies, 0.99),
-                write_units / requests.max(1) as f64
-            );
-        }};
-    }
-    shape!("GetItem", |_i| get().await?);
-    shape!("UpdateItem", |_i| count("BENCH#a").await?);
-    shape!("GetItem + GetItem", |_i| {
-        let (a, b) = tokio::try_join!(get(), get())?;
-        a + b
-    });
-    shape!("GetItem + UpdateItem", |_i| {
-        let (a, b) = tokio::try_join!(get(), count("BENCH#a"))?;
-        a + b
-    });
-    shape!("GetItem + GetItem + UpdateItem", |_i| {
-        let (a, b, c) = tokio::try_join!(get(), get(), count("BENCH#a"))?;
-        a + b + c
-    });
-    shape!("UpdateItem + UpdateItem (two items)", |_i| {
-        let (a, b) = tokio::try_join!(count("BENCH#a"), count("BENCH#b"))?;
-        a + b
-    });
-    shape!("UpdateItem, then TransactWriteItems[Put]", |i| {
-        admit_then_write(i).await?
-    });
-    shape!("TransactWriteItems[Update key, Put]", |i| transact(true, i)
-        .await?);
+    let shape = |name: &str, (latencies, write_units): (Vec<Duration>, f64)| {
+        println!(
+            "{{\"shape\":\"{name}\",\"requests\":{requests},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"write_units\":{write_units:.1}}}",
+            percentile(&latencies, 0.50),
+            percentile(&latencies, 0.99),
+        );
+    };
+    shape("GetItem", timed(requests, |_| get()).await?);
+    shape("UpdateItem", timed(requests, |_| count("BENCH#a")).await?);
+    // Calls at once: the units of each added up.
+    shape(
+        "GetItem + GetItem",
+        timed(requests, |_| async move {
+            let (a, b) = tokio::try_join!(get(), get())?;
+            Ok(a + b)
+        })
+        .await?,
+    );
+    shape(
+        "GetItem + UpdateItem",
+        timed(requests, |_| async move {
+            let (a, b) = tokio::try_join!(get(), count("BENCH#a"))?;
+            Ok(a + b)
+        })
+        .await?,
+    );
+    shape(
+        "GetItem + GetItem + UpdateItem",
+        timed(requests, |_| async move {
+            let (a, b, c) = tokio::try_join!(get(), get(), count("BENCH#a"))?;
+            Ok(a + b + c)
+        })
+        .await?,
+    );
+    shape(
+        "UpdateItem + UpdateItem (two items)",
+        timed(requests, |_| async move {
+            let (a, b) = tokio::try_join!(count("BENCH#a"), count("BENCH#b"))?;
+            Ok(a + b)
+        })
+        .await?,
+    );
+    shape(
+        "UpdateItem, then TransactWriteItems[Put]",
+        timed(requests, admit_then_write).await?,
+    );
+    shape(
+        "TransactWriteItems[Update key, Put]",
+        timed(requests, |i| transact(true, i)).await?,
+    );
     // One key's requests at once: the admission before the transaction
     // never conflicts (an UpdateItem waits its turn); inside it, the key's
     // item is in every transaction, and the engine cancels those that meet.
