@@ -35,6 +35,13 @@ impl AppState {
         Ok((record, secret))
     }
 
+    /// The secret of webhook `record`, opened from its sealed copy.
+    pub async fn open_webhook_secret(&self, record: &WebhookRecord) -> ApiResult<String> {
+        self.sealer
+            .open(record.id.as_bytes(), &record.sealed_secret)
+            .await
+    }
+
     /// Queues one more attempt of delivery `delivery` of webhook `webhook`
     /// of `org`, with the same delivery id: 404 `webhook_not_found` (first,
     /// also for another organization's webhook), `delivery_not_found`.

@@ -23,6 +23,7 @@ use shared::store::calls::DynamoCalls;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
+pub mod cuts;
 pub mod logs;
 pub mod mutate;
 pub mod providers;

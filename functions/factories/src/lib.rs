@@ -4,14 +4,13 @@
 //! POST /api/v1/factories/{factoryId}/restore.
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{FactoryId, PathId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -44,15 +43,16 @@ async fn list(
 async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateFactory>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     let factory = body.validate(ctx.org_id, shared::model::now())?;
-    ctx.store.factories().create(&factory).await?;
-    let location = format!("/api/v1/factories/{}", factory.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(factory.view())),
-    ))
+    let created = async |_, factory: FactoryRecord| {
+        Ok(Created {
+            path: format!("/api/v1/factories/{}", factory.id),
+            data: factory.view(),
+        })
+    };
+    ctx.commit(ctx.store.factories().create(&factory), created)
+        .await
 }
 
 /// GET /api/v1/factories/{factoryId} — read:data — archived included.
@@ -76,11 +76,11 @@ async fn archive(
 }
 
 /// POST /api/v1/factories/{factoryId}/restore — write:data — 409 `not_archived`.
-async fn restore(
-    ctx: Ctx<WriteData>,
-    PathId(id, _): PathId<FactoryId>,
-) -> ApiResult<Json<Data<Factory>>> {
-    Ok(Json(Data(
-        ctx.store.factories().restore(ctx.org_id, id).await?.view(),
-    )))
+async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<FactoryId>) -> ApiResult<Response> {
+    let factories = ctx.store.factories();
+    let restored = factories.restore(ctx.org_id, id);
+    ctx.commit(restored, async |_, factory: FactoryRecord| {
+        Ok(Json(Data(factory.view())))
+    })
+    .await
 }

@@ -36,26 +36,23 @@ async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Grant>>> {
 async fn upsert(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateGrant>,
-) -> ApiResult<(StatusCode, Json<Data<Grant>>)> {
+) -> ApiResult<axum::response::Response> {
     let grantee = body.grantee_org_id.0;
     if grantee == ctx.org_id {
         return Err(codes::GRANT_TO_SELF.with("an organization cannot grant access to itself"));
     }
-    if ctx.store.orgs().get(grantee).await?.is_none() {
-        return Err(codes::GRANTEE_NOT_FOUND.with("grantee_org_id names no organization"));
-    }
     let scope = body.scope.unwrap_or_default();
-    let (grant, created) = ctx
-        .store
-        .grants()
-        .upsert(ctx.org_id, grantee, scope)
-        .await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(Data(grant))))
+    let grants = ctx.store.grants();
+    let upserted = grants.upsert(ctx.org_id, grantee, scope);
+    ctx.commit(upserted, async |_, (grant, created): (Grant, bool)| {
+        let status = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok((status, Json(Data(grant))))
+    })
+    .await
 }
 
 /// DELETE /api/v1/org-access-grants/{granteeOrgId} — write:data — 204; 404 `grant_not_found`.

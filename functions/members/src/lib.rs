@@ -3,15 +3,14 @@
 //! reset. Contract: api-v1.md, "Member", "Membership" and "Members".
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::{get, put};
 use shared::auth::password;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{MemberId, PathId};
 use shared::http::query::QueryParams;
 use shared::model::member::{
@@ -57,7 +56,7 @@ async fn list(
 async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateMember>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     let new = body.validate()?;
     let login = match &new.login {
         None => None,
@@ -74,13 +73,15 @@ async fn create(
             })
         }
     };
-    let member = ctx.store.members().add(ctx.org_id, &new, login).await?;
-    let location = format!("/api/v1/members/{}", member.profile_id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(member.view())),
-    ))
+    let members = ctx.store.members();
+    let created = async |_, member: Membership| {
+        Ok(Created {
+            path: format!("/api/v1/members/{}", member.profile_id),
+            data: member.view(),
+        })
+    };
+    ctx.commit(members.add(ctx.org_id, &new, login), created)
+        .await
 }
 
 /// GET /api/v1/members/{memberId} — read:data — inactive included; 404 `member_not_found`.

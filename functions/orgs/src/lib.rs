@@ -2,14 +2,13 @@
 //! creation and self-update. Contract: api-v1.md, "Organizations".
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::get;
 use shared::auth::{ReadOrgs, ReadOwnOrg, WriteOrgsSelf};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{OrgId, PathId};
 use shared::model::org::{CreateOrg, Organization, PatchOrg};
 use shared::{ApiError, ApiResult, AppState};
@@ -60,20 +59,22 @@ async fn read(
 async fn create(
     ctx: Ctx<WriteOrgsSelf>,
     JsonBody(body): JsonBody<CreateOrg>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     if body.parent_id.is_some_and(|parent| parent.0 != ctx.org_id) {
         return Err(ApiError::OrgIdMismatch(
             "parent_id must be the key's organization",
         ));
     }
     let new = body.validate()?;
-    let org = ctx.store.orgs().create_child(ctx.org_id, &new).await?;
-    let location = format!("/api/v1/orgs/{}", org.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(org)),
-    ))
+    let orgs = ctx.store.orgs();
+    let created = async |_, org: Organization| {
+        Ok(Created {
+            path: format!("/api/v1/orgs/{}", org.id),
+            data: org,
+        })
+    };
+    ctx.commit(orgs.create_child(ctx.org_id, &new), created)
+        .await
 }
 
 /// PATCH /api/v1/orgs/{orgId} — write:orgs:self — updates the key's own organization.

@@ -3,14 +3,13 @@
 //! Contract: api-v1.md, "Receiving points" and "Archivable records".
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{PathId, ReceivingPointId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -58,7 +57,7 @@ async fn list(
 async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateReceivingPoint>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     let point = body.validate(ctx.org_id, shared::model::now())?;
     let site = ctx
         .store
@@ -69,16 +68,15 @@ async fn create(
     if site.archived_at.is_some() {
         return Err(ApiError::site_archived());
     }
-    ctx.store
-        .receiving_points()
-        .create_under::<SiteRecord>(&point, site.id, ApiError::site_archived)
-        .await?;
-    let location = format!("/api/v1/receiving-points/{}", point.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(detail(&ctx, &point).await?)),
-    ))
+    let points = ctx.store.receiving_points();
+    let stored = points.create_under::<SiteRecord>(&point, site.id, ApiError::site_archived);
+    let created = async |state, point: ReceivingPointRecord| {
+        Ok(Created {
+            path: format!("/api/v1/receiving-points/{}", point.id),
+            data: detail(&state, &point).await?,
+        })
+    };
+    ctx.commit(stored, created).await
 }
 
 /// GET /api/v1/receiving-points/{rpId} — read:data — with `open_hours` and signed `photos`.
@@ -119,7 +117,11 @@ async fn archive(
 async fn restore(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<ReceivingPointId>,
-) -> ApiResult<Json<Data<ReceivingPoint>>> {
-    let point = ctx.store.receiving_points().restore(ctx.org_id, id).await?;
-    Ok(Json(Data(detail(&ctx, &point).await?)))
+) -> ApiResult<Response> {
+    let points = ctx.store.receiving_points();
+    let restored = points.restore(ctx.org_id, id);
+    ctx.commit(restored, async |state, point: ReceivingPointRecord| {
+        Ok(Json(Data(detail(&state, &point).await?)))
+    })
+    .await
 }

@@ -3,14 +3,13 @@
 //! "Archivable records". A partner granted access reads sites by id.
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{PathId, SiteId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -80,18 +79,17 @@ async fn list(
 }
 
 /// POST /api/v1/sites — write:data — 201 with the site.
-async fn create(
-    ctx: Ctx<WriteData>,
-    JsonBody(body): JsonBody<CreateSite>,
-) -> ApiResult<impl IntoResponse> {
+async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateSite>) -> ApiResult<Response> {
     let site = body.validate(ctx.org_id, shared::model::now())?;
-    ctx.store.sites().create(&site).await?;
-    let location = format!("/api/v1/sites/{}", site.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(site.detail(Vec::new()))),
-    ))
+    ctx.commit(ctx.store.sites().create(&site), created).await
+}
+
+/// A new site's answer: 201 with its single view (nobody works there yet).
+async fn created(_: AppState, site: SiteRecord) -> ApiResult<Created<Site>> {
+    Ok(Created {
+        path: format!("/api/v1/sites/{}", site.id),
+        data: site.detail(Vec::new()),
+    })
 }
 
 /// GET /api/v1/sites/{siteId} — read:data — archived included, with its people (`members`) and metadata.
@@ -133,17 +131,12 @@ async fn archive_site(
 }
 
 /// POST /api/v1/sites/{siteId}/restore — write:data — 409 `not_archived`.
-async fn restore(
-    ctx: Ctx<WriteData>,
-    PathId(id, _): PathId<SiteId>,
-) -> ApiResult<Json<Data<Site>>> {
+async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<SiteId>) -> ApiResult<Response> {
     let people = working_at(&ctx, ctx.org_id, id);
     let sites = ctx.store.sites();
-    Ok(written(
-        sites
-            .modify_beside(ctx.org_id, id, people, restoring)
-            .await?,
-    ))
+    let restored = sites.modify_beside(ctx.org_id, id, people, restoring);
+    ctx.commit(restored, async |_, site| Ok(written(site)))
+        .await
 }
 
 /// GET /api/v1/sites/{siteId}/members — read:data — the site's people (contact person, then

@@ -7,14 +7,13 @@
 mod waybill;
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List, Page};
+use shared::http::envelope::{Created, Data, List, Page};
 use shared::http::path::{PathId, SurplusId};
 use shared::http::query::QueryParams;
 use shared::model::surplus::{
@@ -89,15 +88,16 @@ async fn list(
 async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateSurplus>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     let mut load = body.validate(ctx.org_id, shared::model::now())?;
-    ctx.store.surpluses().create(&mut load).await?;
-    let location = format!("/api/v1/surpluses/{}", load.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(view(&ctx, &load).await?)),
-    ))
+    let surpluses = ctx.store.surpluses();
+    let created = async |state, load: SurplusRecord| {
+        Ok(Created {
+            path: format!("/api/v1/surpluses/{}", load.id),
+            data: view(&state, &load).await?,
+        })
+    };
+    ctx.commit(surpluses.create(&mut load), created).await
 }
 
 /// GET /api/v1/surpluses/{surplusId} — read:data — with a signed waybill link; 404 `surplus_not_found`.

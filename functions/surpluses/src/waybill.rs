@@ -7,6 +7,7 @@
 //! an upload never confirmed does not stay; confirmation copies the object
 //! to the same name under `waybills/` and removes the upload.
 
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shared::auth::WriteData;
 use shared::error::codes;
@@ -19,7 +20,8 @@ use shared::http::envelope::Data;
 use shared::http::idempotency::SealAtRest;
 use shared::http::multipart::{self, ImageUpload};
 use shared::http::path::{PathId, SurplusId};
-use shared::model::surplus::{StoredWaybill, Surplus};
+use shared::model::surplus::{StoredWaybill, SurplusRecord};
+use shared::store::outcome;
 use shared::{ApiError, ApiResult};
 use uuid::Uuid;
 
@@ -36,8 +38,12 @@ fn path(area: &str, org: Uuid, surplus: Uuid, name: &str) -> String {
     format!("{area}/{org}/{surplus}/{name}")
 }
 
+/// A new file's name; the same for every retry of a request with the
+/// same `Idempotency-Key`, so a retry after a failure writes over what the
+/// failed attempt left instead of beside it.
 fn new_name(kind: ImageKind) -> String {
-    format!("{}.{}", Uuid::now_v7(), kind.extension())
+    let id = outcome::idempotent_id().unwrap_or_else(Uuid::now_v7);
+    format!("{id}.{}", kind.extension())
 }
 
 /// The name of one of this load's form uploads, when `storage_path` is one:
@@ -52,27 +58,51 @@ fn upload_name(storage_path: &str, org: Uuid, surplus: Uuid) -> Option<&str> {
     (known && canonical).then_some(name)
 }
 
-/// Records a stored object as the load's waybill; the one it replaces is
-/// deleted.
-async fn keep<S>(ctx: &Ctx<S>, id: Uuid, waybill: StoredWaybill) -> ApiResult<Json<Data<Surplus>>> {
-    let stored = ctx
-        .store
-        .surpluses()
-        .set_waybill(ctx.org_id, id, &waybill)
-        .await;
-    let (load, replaced) = match stored {
-        Ok(done) => done,
-        Err(error) => {
-            // Not kept (delivered meanwhile, gone): leave no orphan.
-            ctx.files.delete(&waybill.storage_path).await?;
-            return Err(error);
+/// Records a stored object as the load's waybill (the answer, the load,
+/// commits with it); the one it replaces is deleted afterwards.
+async fn keep<S>(ctx: &Ctx<S>, id: Uuid, waybill: StoredWaybill) -> ApiResult<Response> {
+    let surpluses = ctx.store.surpluses();
+    let mut replaced = None;
+    let stored = async {
+        match surpluses.set_waybill(ctx.org_id, id, &waybill).await {
+            Ok((load, old)) => {
+                replaced.clone_from(&old);
+                Ok((load, old))
+            }
+            // Refused (delivered meanwhile, gone): leave no orphan. Not
+            // after a failure, which may have committed unheard: the
+            // object may be the load's waybill.
+            Err(error) if error.status().is_client_error() => {
+                ctx.files.delete(&waybill.storage_path).await?;
+                Err(error)
+            }
+            Err(error) => Err(error),
         }
     };
-    // The same object kept twice (two confirmations at once) is not replaced.
+    let answer = ctx
+        .commit(
+            stored,
+            async |state, (load, _): (SurplusRecord, Option<String>)| {
+                Ok(Json(Data(crate::view(&state, &load).await?)))
+            },
+        )
+        .await?;
+    // The same object kept twice (two confirmations at once) is not
+    // replaced. Committed already: a failure leaves the old object behind
+    // (logged), not the request undone.
     if let Some(old) = replaced.filter(|old| *old != waybill.storage_path) {
-        ctx.files.delete(&old).await?;
+        leave_behind(ctx.files.delete(&old).await, &old);
     }
-    Ok(Json(Data(crate::view(ctx, &load).await?)))
+    Ok(answer)
+}
+
+/// A file no longer needed that could not be deleted once the change that
+/// freed it was committed: logged (its name holds no secret), the answer
+/// stands.
+fn leave_behind(deleted: ApiResult<()>, path: &str) {
+    if let Err(error) = deleted {
+        tracing::warn!(%error, path, "a file no longer needed was left behind");
+    }
 }
 
 /// POST /api/v1/surpluses/{surplusId}/waybill — write:data — multipart
@@ -82,7 +112,7 @@ pub async fn upload(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SurplusId>,
     upload: ImageUpload,
-) -> ApiResult<Json<Data<Surplus>>> {
+) -> ApiResult<Response> {
     ctx.store.surpluses().require(ctx.org_id, id).await?;
     let path = path(KEPT, ctx.org_id, id, &new_name(upload.kind));
     let size = upload.bytes.len() as u64;
@@ -167,7 +197,7 @@ pub async fn confirm(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SurplusId>,
     JsonBody(body): JsonBody<Confirm>,
-) -> ApiResult<Json<Data<Surplus>>> {
+) -> ApiResult<Response> {
     shared::model::validate::max_len("storage_path", &body.storage_path, MAX_STORAGE_PATH)?;
     let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
     let not_found = || {
@@ -183,7 +213,7 @@ pub async fn confirm(
     {
         // A retry of a confirmation that succeeded.
         ctx.files.delete(upload).await?;
-        return Ok(Json(Data(crate::view(&ctx, &load).await?)));
+        return Ok(Json(Data(crate::view(&ctx, &load).await?)).into_response());
     }
     // The object is checked, then exactly the version checked is copied:
     // an upload written over it in between (the form stays valid 15
@@ -216,6 +246,6 @@ pub async fn confirm(
     let answer = keep(&ctx, id, waybill).await?;
     // Only once kept: until then a retry can still find the upload (the
     // bucket expires what is left under `uploads/` after a day).
-    ctx.files.delete(upload).await?;
+    leave_behind(ctx.files.delete(upload).await, upload);
     Ok(answer)
 }

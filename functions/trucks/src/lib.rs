@@ -3,14 +3,13 @@
 //! taking a truck out of service are the operator's (admin CLI).
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::Response;
 use axum::routing::get;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{PathId, TruckId};
 use shared::model::truck::{CreateTruck, PatchTruck, Truck, TruckRecord};
 use shared::{ApiResult, AppState};
@@ -33,18 +32,15 @@ async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Truck>>> {
 
 /// POST /api/v1/trucks — write:data — 201; 403 `org_id_mismatch`; 409
 /// `license_conflict`; 422 `driver_not_found`, `factory_not_found`, `factory_archived`.
-async fn create(
-    ctx: Ctx<WriteData>,
-    JsonBody(body): JsonBody<CreateTruck>,
-) -> ApiResult<impl IntoResponse> {
+async fn create(ctx: Ctx<WriteData>, JsonBody(body): JsonBody<CreateTruck>) -> ApiResult<Response> {
     let truck = body.validate(ctx.org_id, shared::model::now())?;
-    ctx.store.trucks().create(&truck).await?;
-    let location = format!("/api/v1/trucks/{}", truck.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(truck.view())),
-    ))
+    let created = async |_, truck: TruckRecord| {
+        Ok(Created {
+            path: format!("/api/v1/trucks/{}", truck.id),
+            data: truck.view(),
+        })
+    };
+    ctx.commit(ctx.store.trucks().create(&truck), created).await
 }
 
 /// GET /api/v1/trucks/{truckId} — read:data — 404 `truck_not_found` unless in service here.

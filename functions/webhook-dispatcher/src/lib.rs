@@ -233,11 +233,7 @@ impl Dispatcher {
             tracing::info!(delivery_id = %id, "load archived: nothing to deliver");
             return Ok(Ok(()));
         };
-        let secret = self
-            .state
-            .sealer
-            .open(hook.id.as_bytes(), &hook.sealed_secret)
-            .await?;
+        let secret = self.state.open_webhook_secret(&hook).await?;
         let payload = serde_json::to_vec(&envelope).map_err(shared::ApiError::internal)?;
         let attempted_at = shared::model::now();
         let headers = self.headers(&hook, &secret, id, attempted_at.unix(), &payload);

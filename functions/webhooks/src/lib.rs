@@ -4,14 +4,14 @@
 //! Contract: api-v1.md, "Webhooks", "Events"; docs/webhooks.md.
 
 use axum::Router;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List, Page};
+use shared::http::envelope::{Created, Data, List, Page};
 use shared::http::idempotency::SealAtRest;
 use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
@@ -45,20 +45,29 @@ async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Webhook>>> {
 async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateWebhook>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     let new = body.validate(ctx.config.webhook_allow_loopback)?;
-    let (record, secret) = ctx.register_webhook(ctx.org_id, new).await?;
-    let id = record.id;
-    let location = format!("/api/v1/webhooks/{id}");
-    // The secret is in the answer: kept for a retry only sealed.
-    Ok(SealAtRest((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(Data(CreatedWebhook {
+    let registered = async {
+        let (record, _) = ctx.register_webhook(ctx.org_id, new).await?;
+        Ok(record)
+    };
+    ctx.commit(registered, created).await
+}
+
+/// A new webhook's answer: 201 with its secret, opened from the record
+/// (the answer is kept for a retry only sealed).
+async fn created(
+    state: AppState,
+    record: WebhookRecord,
+) -> ApiResult<SealAtRest<Created<CreatedWebhook>>> {
+    let secret = state.open_webhook_secret(&record).await?;
+    Ok(SealAtRest(Created {
+        path: format!("/api/v1/webhooks/{}", record.id),
+        data: CreatedWebhook {
             webhook: record.view(),
             secret,
-        })),
-    )))
+        },
+    }))
 }
 
 /// DELETE /api/v1/webhooks/{webhookId} — write:data — 200 with the removed

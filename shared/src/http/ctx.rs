@@ -57,6 +57,23 @@ where
 }
 
 impl<S> Ctx<S> {
+    /// Runs `write` and answers what `render` makes of the value it
+    /// returns; with an `Idempotency-Key`, that answer commits in the
+    /// write's own transaction (`idempotency::commit`). Every write of a
+    /// `POST` route goes through it.
+    pub async fn commit<T, A, Fut>(
+        &self,
+        write: impl Future<Output = Result<T, ApiError>>,
+        render: impl Fn(AppState, T) -> Fut + Send + Sync + 'static,
+    ) -> Result<axum::response::Response, ApiError>
+    where
+        T: std::any::Any + Clone + Send + Sync,
+        Fut: Future<Output = Result<A, ApiError>> + Send + 'static,
+        A: axum::response::IntoResponse,
+    {
+        super::idempotency::commit(&self.state, write, render).await
+    }
+
     /// Spends one use of `quota` for this request's key: 429 with the
     /// quota's code (and `Retry-After`) when the key has none left in the
     /// current window. Call it just before the work the quota bounds.

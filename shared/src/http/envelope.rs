@@ -1,5 +1,8 @@
-//! Response envelopes: `{data}` and `{data, meta: {count}}`.
+//! Response envelopes: `{data}` and `{data, meta: {count}}`; a creation's
+//! 201 with its `Location`.
 
+use axum::response::{IntoResponse, Response};
+use http::{StatusCode, header};
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 
@@ -11,6 +14,23 @@ impl<T: Serialize> Serialize for Data<T> {
         let mut s = serializer.serialize_struct("Data", 1)?;
         s.serialize_field("data", &self.0)?;
         s.end()
+    }
+}
+
+/// 201 `{data: T}` with `Location: <path>`: a record created at `path`.
+pub struct Created<T> {
+    pub path: String,
+    pub data: T,
+}
+
+impl<T: Serialize> IntoResponse for Created<T> {
+    fn into_response(self) -> Response {
+        (
+            StatusCode::CREATED,
+            [(header::LOCATION, self.path)],
+            super::Json(Data(self.data)),
+        )
+            .into_response()
     }
 }
 

@@ -11,15 +11,22 @@
 //!    one conditional write: this request runs, or it gets 422
 //!    `idempotency_key_reused`, 409 `idempotency_key_in_flight`, or the
 //!    first answer with `Idempotent-Replayed: true`.
-//! 3. `settle` (after the handler): keeps the answer for 24 h
-//!    from the claim, or frees the key when the answer is a 5xx or a 429
-//!    (transient: a retry should run). An answer that carries a secret
-//!    (`SealAtRest`: a webhook's secret, an upload form's credentials) is
-//!    kept sealed with the deployment's seal key, bound to its item, and
-//!    opened only to be replayed.
+//! 3. `commit` (the route's write): a route that writes renders its
+//!    answer from what its write is about to commit, and the answer goes
+//!    into the write's own transaction (`store::outcome`), so a request
+//!    that dies after its commit still leaves its answer for the retry.
+//! 4. `settle` (after the handler): an answer not kept by a transaction
+//!    (a refusal, a route that commits nothing) is kept for 24 h from the
+//!    claim, or the key is freed when the answer is a 5xx or a 429
+//!    (transient: a retry should run; a committed answer stays).
 //!
-//! A claim whose request died holds the key for `LEASE` at most.
+//! An answer that carries a secret (`SealAtRest`: a webhook's secret, an
+//! upload form's credentials) is kept sealed with the deployment's seal
+//! key, bound to its item, and opened only to be replayed. A claim whose
+//! request died holds the key for `LEASE` at most.
 
+use std::any::Any;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
@@ -34,6 +41,7 @@ use crate::error::codes;
 use crate::sealed::Sealer;
 use crate::store::Store;
 use crate::store::idempotency::{Answer, Claim, Claimed, item_of};
+use crate::store::outcome::{self, Kept};
 
 pub const HEADER: &str = "idempotency-key";
 /// Set on a replayed answer.
@@ -59,6 +67,10 @@ pub struct SealAtRest<R>(pub R);
 /// The marker `SealAtRest` leaves on the response.
 #[derive(Clone, Copy, Debug)]
 struct Sealed;
+
+/// The marker of an answer its write's transaction kept already.
+#[derive(Clone, Copy, Debug)]
+struct Committed;
 
 impl<R: IntoResponse> IntoResponse for SealAtRest<R> {
     fn into_response(self) -> Response {
@@ -211,13 +223,16 @@ pub async fn claim(
         Some(Presented::Valid { key, fingerprint }) => (key, fingerprint),
     };
     let now = unix_ms(SystemTime::now());
-    let lease_until = now + millis(LEASE);
+    let (lease_until, keep_until) = (now + millis(LEASE), now + millis(RETENTION));
     match store
         .idempotency()
-        .claim(key_id, &key, &fingerprint, now, lease_until)
+        .claim(key_id, &key, &fingerprint, now, lease_until, keep_until)
         .await?
     {
-        Claimed::Ours(claim) => Ok(Some(claim)),
+        Claimed::Ours(claim) => {
+            outcome::claimed(claim.clone());
+            Ok(Some(claim))
+        }
         Claimed::Reused => Err(codes::IDEMPOTENCY_KEY_REUSED
             .with("this Idempotency-Key was used for another request; use a new key")
             .into()),
@@ -238,10 +253,107 @@ pub async fn claim(
     }
 }
 
-/// Step 3: keeps the answer of the request that holds a claim, or frees
-/// the key. A failure to save is logged, never answered: the effect
-/// happened, and the answer still goes out; the claim lapses after its
-/// lease.
+/// Step 3, in a route: runs `write` and answers what `render` makes of
+/// the value it returns. With a claim, the answer is rendered before the
+/// transaction that commits the value goes, and kept in it
+/// (`store::outcome`); the route then answers exactly what was kept.
+pub async fn commit<T, W, F, Fut, A>(
+    state: &crate::AppState,
+    write: W,
+    render: F,
+) -> Result<Response, ApiError>
+where
+    T: Any + Clone + Send + Sync,
+    W: Future<Output = Result<T, ApiError>>,
+    F: Fn(crate::AppState, T) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<A, ApiError>> + Send + 'static,
+    A: IntoResponse,
+{
+    let render = Arc::new(render);
+    let kept_render: outcome::Render = {
+        let (state, render) = (state.clone(), render.clone());
+        Arc::new(move |value: Box<dyn Any + Send>, claim: Claim| {
+            let (state, render) = (state.clone(), render.clone());
+            Box::pin(async move {
+                let value = value
+                    .downcast::<T>()
+                    .map_err(|_| ApiError::internal("an answer rendered from another type"))?;
+                let response = render(state.clone(), *value).await?.into_response();
+                let (_, kept) = keep(&state.sealer, &claim, response).await?;
+                kept?.ok_or_else(|| ApiError::internal("an answer too large to keep"))
+            })
+        })
+    };
+    let kept_with_write = outcome::answering::<T>(kept_render);
+    let value = write.await?;
+    if let Some(answer) = outcome::take_committed() {
+        let mut response = answer_response(answer);
+        response.extensions_mut().insert(Committed);
+        return Ok(response);
+    }
+    if kept_with_write {
+        // A store write that commits without its answer: kept after it,
+        // as a refusal's is (settle), which a crash in between would lose.
+        tracing::error!("a write committed without its Idempotency-Key's answer");
+        debug_assert!(
+            false,
+            "a write committed without its Idempotency-Key's answer"
+        );
+    }
+    Ok(render(state.clone(), value).await?.into_response())
+}
+
+/// A response read whole.
+type Read = (http::response::Parts, axum::body::Bytes);
+
+/// `response` read whole, and how it is kept for `claim`: None when it is
+/// too large to keep; an error when it cannot be sealed. An answer marked
+/// `SealAtRest` is kept sealed, bound to the claim's item.
+async fn keep(
+    sealer: &Sealer,
+    claim: &Claim,
+    response: Response,
+) -> Result<(Read, Result<Option<Kept>, ApiError>), ApiError> {
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|error| ApiError::internal(format!("an unreadable answer: {error}")))?;
+    if bytes.len() > MAX_KEPT_BODY {
+        return Ok(((parts, bytes), Ok(None)));
+    }
+    let sealed = parts.extensions.get::<Sealed>().is_some();
+    let plain = Answer {
+        status: parts.status.as_u16(),
+        headers: KEPT_HEADERS
+            .iter()
+            .filter_map(|name| {
+                let value = parts.headers.get(name)?.to_str().ok()?;
+                Some((name.as_str().to_owned(), value.to_owned()))
+            })
+            .collect(),
+        body: bytes.to_vec(),
+        sealed: false,
+    };
+    let stored = if sealed {
+        match seal(sealer, &claim.item(), &bytes).await {
+            Ok(body) => Answer {
+                body,
+                sealed: true,
+                ..plain.clone()
+            },
+            Err(error) => return Ok(((parts, bytes), Err(error))),
+        }
+    } else {
+        plain.clone()
+    };
+    Ok(((parts, bytes), Ok(Some(Kept { plain, stored }))))
+}
+
+/// Step 4: keeps the answer of the request that holds a claim, or frees
+/// the key, unless its write's transaction kept it already. An answer that
+/// could not be kept is not given (500): the claim lapses after its lease,
+/// and a retry runs again (nothing was committed, or the answer would have
+/// been kept with it).
 pub async fn settle(
     store: &Store,
     sealer: &Sealer,
@@ -251,6 +363,9 @@ pub async fn settle(
     let Some(claim) = claim else {
         return response;
     };
+    if response.extensions().get::<Committed>().is_some() {
+        return response;
+    }
     let status = response.status();
     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
         if let Err(error) = store.idempotency().release(&claim).await {
@@ -258,53 +373,37 @@ pub async fn settle(
         }
         return response;
     }
-    let (parts, body) = response.into_parts();
-    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => bytes,
+    let ((parts, bytes), outcome) = match keep(sealer, &claim, response).await {
+        Ok((read, Ok(Some(kept)))) => {
+            (read, store.idempotency().answer(&claim, &kept.stored).await)
+        }
+        Ok((read, Ok(None))) => {
+            tracing::warn!(
+                bytes = read.1.len(),
+                "answer too large to keep; Idempotency-Key freed"
+            );
+            (read, store.idempotency().release(&claim).await)
+        }
+        // Never kept in the clear: the key is freed instead.
+        Ok((read, Err(error))) => {
+            tracing::warn!(%error, "could not seal an answer; Idempotency-Key freed");
+            (read, store.idempotency().release(&claim).await)
+        }
         Err(error) => {
             tracing::error!(%error, "could not read an answer to keep it");
-            return ApiError::internal("unreadable answer").into_response();
-        }
-    };
-    let outcome = if bytes.len() > MAX_KEPT_BODY {
-        tracing::warn!(
-            bytes = bytes.len(),
-            "answer too large to keep; Idempotency-Key freed"
-        );
-        store.idempotency().release(&claim).await
-    } else {
-        let sealed = parts.extensions.get::<Sealed>().is_some();
-        let body = if sealed {
-            seal(sealer, &claim.item(), &bytes).await
-        } else {
-            Ok(bytes.to_vec())
-        };
-        match body {
-            Ok(body) => {
-                let answer = Answer {
-                    status: status.as_u16(),
-                    headers: KEPT_HEADERS
-                        .iter()
-                        .filter_map(|name| {
-                            let value = parts.headers.get(name)?.to_str().ok()?;
-                            Some((name.as_str().to_owned(), value.to_owned()))
-                        })
-                        .collect(),
-                    body,
-                    sealed,
-                };
-                let until = claim.at + millis(RETENTION);
-                store.idempotency().answer(&claim, &answer, until).await
+            if let Err(error) = store.idempotency().release(&claim).await {
+                tracing::warn!(%error, "could not free an Idempotency-Key");
             }
-            // Never kept in the clear: the key is freed instead.
-            Err(error) => {
-                tracing::warn!(%error, "could not seal an answer; Idempotency-Key freed");
-                store.idempotency().release(&claim).await
-            }
+            return error.into_response();
         }
     };
     if let Err(error) = outcome {
+        // Not given unless kept: the client retries, and the retry runs
+        // again (nothing was committed, or its answer would be kept) or
+        // finds this answer if it was kept unheard.
         tracing::warn!(%error, "could not keep the answer of an Idempotency-Key");
+        return ApiError::internal("the answer could not be kept for its Idempotency-Key")
+            .into_response();
     }
     Response::from_parts(parts, Body::from(bytes))
 }
@@ -318,6 +417,15 @@ async fn seal(sealer: &Sealer, item: &str, body: &[u8]) -> Result<Vec<u8>, ApiEr
 
 /// A kept answer, sent again.
 fn replay(answer: Answer) -> Response {
+    let mut response = answer_response(answer);
+    response
+        .headers_mut()
+        .insert(REPLAYED, HeaderValue::from_static("true"));
+    response
+}
+
+/// A kept answer (not sealed) as a response.
+fn answer_response(answer: Answer) -> Response {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     let mut response = (status, answer.body).into_response();
     let headers = response.headers_mut();
@@ -330,7 +438,6 @@ fn replay(answer: Answer) -> Response {
             headers.insert(name, value);
         }
     }
-    headers.insert(REPLAYED, HeaderValue::from_static("true"));
     response
 }
 

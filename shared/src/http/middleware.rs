@@ -20,6 +20,7 @@ use crate::error::{ApiError, InternalCause};
 use crate::gate::WriteGate;
 use crate::state::AppState;
 use crate::store::calls::{CallCounter, DynamoCalls};
+use crate::store::outcome::Outcome;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -120,9 +121,11 @@ async fn serve(
             let early = again.is_some();
             let response = match arriving.arrive(request, largest_body, early).await {
                 Ok(request) => {
-                    // Its writes behind a gate its admission may hold.
+                    // Its writes behind a gate its admission may hold, its
+                    // answer committed with them (`store::outcome`).
                     let writes = WriteGate::default();
-                    let route = writes.scope(next.clone().run(request));
+                    let outcome = Outcome::default();
+                    let route = writes.scope(outcome.scope(next.clone().run(request)));
                     calls.scope(route).instrument(span.clone()).await
                 }
                 Err(refused) => refused.into_response(),

@@ -3,12 +3,13 @@
 
 use std::collections::HashSet;
 
-use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnValue};
+use aws_sdk_dynamodb::types::{KeysAndAttributes, Put, ReturnValue, TransactWriteItem};
 use uuid::Uuid;
 
-use super::item::{from_item, get_s, key, s};
+use super::item::{from_item, get_s, key, s, to_item};
 use super::records::{Record, sk};
-use super::{Store, keys, query_records, sdk_error};
+use super::tx::{raced, retry_races, transact};
+use super::{Store, keys, outcome, query_records, sdk_error};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::grant::{Grant, GrantScope};
@@ -34,7 +35,11 @@ pub fn grant_not_found() -> ApiError {
 }
 
 impl Grants<'_> {
-    /// Creates or updates the grant to `grantee`; `true` when created.
+    /// Creates or updates the grant to `grantee` (422 `grantee_not_found`
+    /// when no such organization exists); `true` when created. The grantee
+    /// and the grant are read at once, then the grant is written on
+    /// condition that nobody changed it meanwhile (retried on a race), with
+    /// the request's answer for it (`outcome`).
     pub async fn upsert(
         &self,
         granter: Uuid,
@@ -42,32 +47,63 @@ impl Grants<'_> {
         scope: GrantScope,
     ) -> ApiResult<(Grant, bool)> {
         let store = self.0;
-        let now = crate::model::now();
-        let new_id = Uuid::now_v7();
-        let out = store
-            .update(keys::org_pk(granter), grant_sk(grantee))
-            .update_expression(
-                "SET id = if_not_exists(id, :id), created_at = if_not_exists(created_at, :now), updated_at = :now, \
-                 #scope = :scope, granter_org_id = :granter, grantee_org_id = :grantee, gsi1pk = :gpk, gsi1sk = :gsk",
-            )
-            .expression_attribute_names("#scope", "scope")
-            .expression_attribute_values(":id", s(new_id.to_string()))
-            .expression_attribute_values(":now", s(now.to_string()))
-            .expression_attribute_values(
-                ":scope",
-                s(serde_json::to_value(scope).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),
-            )
-            .expression_attribute_values(":granter", s(granter.to_string()))
-            .expression_attribute_values(":grantee", s(grantee.to_string()))
-            .expression_attribute_values(":gpk", s(grantee_pk(grantee)))
-            .expression_attribute_values(":gsk", s(grant_sk(granter)))
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await
-            .map_err(sdk_error)?;
-        let grant: Grant = from_item(out.attributes.unwrap_or_default())?;
-        let created = grant.id == new_id;
-        Ok((grant, created))
+        let orgs = store.orgs();
+        retry_races(|| async {
+            let (found, current) = tokio::join!(
+                orgs.get(grantee),
+                store.get_item(grant_key(granter, grantee))
+            );
+            if found?.is_none() {
+                return Err(codes::GRANTEE_NOT_FOUND.with("grantee_org_id names no organization"));
+            }
+            let current: Option<Grant> = current?.map(from_item).transpose()?;
+            let now = crate::model::now();
+            let (grant, unchanged_since) = match current {
+                Some(current) => {
+                    let was = current.updated_at;
+                    let grant = Grant {
+                        scope,
+                        updated_at: now,
+                        ..current
+                    };
+                    (grant, Some(was))
+                }
+                None => {
+                    let grant = Grant {
+                        id: Uuid::now_v7(),
+                        granter_org_id: granter,
+                        grantee_org_id: grantee,
+                        scope,
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    (grant, None)
+                }
+            };
+            let mut item = to_item(&grant)?;
+            item.extend([
+                (keys::PK.to_owned(), s(keys::org_pk(granter))),
+                (keys::SK.to_owned(), s(grant_sk(grantee))),
+                ("gsi1pk".to_owned(), s(grantee_pk(grantee))),
+                ("gsi1sk".to_owned(), s(grant_sk(granter))),
+            ]);
+            let put = Put::builder()
+                .table_name(store.table())
+                .set_item(Some(item));
+            let put = match unchanged_since {
+                Some(was) => put
+                    .condition_expression("updated_at = :was")
+                    .expression_attribute_values(":was", s(was.to_string())),
+                None => put.condition_expression("attribute_not_exists(pk)"),
+            };
+            let put = put.build().map_err(ApiError::internal)?;
+            let written = (grant, unchanged_since.is_none());
+            outcome::render(&written).await?;
+            let actions = vec![TransactWriteItem::builder().put(put).build()];
+            transact(store, actions, &[(0, raced)]).await?;
+            Ok(written)
+        })
+        .await
     }
 
     /// Grants `granter` has issued, oldest first.

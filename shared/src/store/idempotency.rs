@@ -13,13 +13,15 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use uuid::Uuid;
 
 use super::item::{Item, get_s, get_u64, key, n, s};
 use super::keys::{TTL, idempotency_pk, idempotency_sk};
 use super::{Store, new_or_old, unless_condition_failed};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 
 pub struct Idempotency<'a>(pub(super) &'a Store);
 
@@ -31,6 +33,8 @@ pub struct Claim {
     token: Uuid,
     /// Unix milliseconds of the claim.
     pub at: u64,
+    /// Unix milliseconds until which its answer is kept.
+    pub keep_until: u64,
 }
 
 /// An answer kept for replay.
@@ -88,6 +92,75 @@ const STATUS: &str = "status";
 const HEADERS: &str = "headers";
 const BODY: &str = "body";
 const SEALED: &str = "sealed";
+/// The token of the claim whose request answered (so a request whose
+/// transaction committed on an attempt it never heard back from knows).
+const BY: &str = "by";
+
+/// Keeps an answer and ends the claim, if the claim is still the
+/// request's: the update of `Idempotency::answer` and of the action a
+/// transaction carries (`answer_action`).
+const ANSWER: &str = "SET #until = :until, #ttl = :ttl, #status = :status, \
+     #headers = :headers, #body = :body, #sealed = :sealed, #by = :token REMOVE #token";
+const STILL_OURS: &str = "#token = :token";
+
+/// The names and values of `ANSWER` for `answer` of `claim`.
+fn answer_attributes(
+    claim: &Claim,
+    answer: &Answer,
+) -> (HashMap<String, String>, HashMap<String, AttributeValue>) {
+    let headers: HashMap<String, AttributeValue> = answer
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), s(value)))
+        .collect();
+    let names = [
+        ("#until", UNTIL),
+        ("#ttl", TTL),
+        ("#status", STATUS),
+        ("#headers", HEADERS),
+        ("#body", BODY),
+        ("#sealed", SEALED),
+        ("#token", TOKEN),
+        ("#by", BY),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let until = claim.keep_until;
+    let values = [
+        (":until", n(until)),
+        (":ttl", n(until.div_ceil(1000))),
+        (":status", n(answer.status)),
+        (":headers", AttributeValue::M(headers)),
+        (":body", AttributeValue::B(Blob::new(answer.body.clone()))),
+        (":sealed", AttributeValue::Bool(answer.sealed)),
+        (":token", s(claim.token.to_string())),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    (names, values)
+}
+
+/// The transaction action that keeps `answer` for `claim`'s request, on
+/// condition that the claim is still the request's.
+pub(crate) fn answer_action(
+    table: &str,
+    claim: &Claim,
+    answer: &Answer,
+) -> ApiResult<TransactWriteItem> {
+    let (names, values) = answer_attributes(claim, answer);
+    let update = Update::builder()
+        .table_name(table)
+        .set_key(Some(key(claim.pk.clone(), claim.sk.clone())))
+        .update_expression(ANSWER)
+        .condition_expression(STILL_OURS)
+        .set_expression_attribute_names(Some(names))
+        .set_expression_attribute_values(Some(values))
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok(TransactWriteItem::builder().update(update).build())
+}
 
 impl Idempotency<'_> {
     /// Claims `idempotency_key` of API key `key_id` for a request with
@@ -99,6 +172,7 @@ impl Idempotency<'_> {
         fingerprint: &str,
         now: u64,
         lease_until: u64,
+        keep_until: u64,
     ) -> ApiResult<Claimed> {
         let store = self.0;
         let claim = Claim {
@@ -106,12 +180,13 @@ impl Idempotency<'_> {
             sk: idempotency_sk(idempotency_key),
             token: Uuid::new_v4(),
             at: now,
+            keep_until,
         };
         let result = store
             .update(claim.pk.clone(), claim.sk.clone())
             .update_expression(
                 "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl \
-                 REMOVE #status, #headers, #body, #sealed",
+                 REMOVE #status, #headers, #body, #sealed, #by",
             )
             .condition_expression("attribute_not_exists(pk) OR #until <= :now")
             .expression_attribute_names("#fp", FINGERPRINT)
@@ -122,6 +197,7 @@ impl Idempotency<'_> {
             .expression_attribute_names("#headers", HEADERS)
             .expression_attribute_names("#body", BODY)
             .expression_attribute_names("#sealed", SEALED)
+            .expression_attribute_names("#by", BY)
             .expression_attribute_values(":fp", s(fingerprint))
             .expression_attribute_values(":until", n(lease_until))
             .expression_attribute_values(":token", s(claim.token.to_string()))
@@ -136,44 +212,33 @@ impl Idempotency<'_> {
         })
     }
 
-    /// Keeps `answer` for the claim's request until `until` (Unix ms),
+    /// Keeps `answer` for the claim's request until its `keep_until`,
     /// unless the claim was lost meanwhile (its lease ran out and another
     /// request took the key).
-    pub async fn answer(&self, claim: &Claim, answer: &Answer, until: u64) -> ApiResult<()> {
-        let store = self.0;
-        let headers: HashMap<String, AttributeValue> = answer
-            .headers
-            .iter()
-            .map(|(name, value)| (name.clone(), s(value)))
-            .collect();
+    pub async fn answer(&self, claim: &Claim, answer: &Answer) -> ApiResult<()> {
+        let (names, values) = answer_attributes(claim, answer);
         unless_condition_failed(
-            store
+            self.0
                 .update(claim.pk.clone(), claim.sk.clone())
-                .update_expression(
-                    "SET #until = :until, #ttl = :ttl, #status = :status, \
-                     #headers = :headers, #body = :body, #sealed = :sealed REMOVE #token",
-                )
-                .condition_expression("#token = :token")
-                .expression_attribute_names("#until", UNTIL)
-                .expression_attribute_names("#ttl", TTL)
-                .expression_attribute_names("#status", STATUS)
-                .expression_attribute_names("#headers", HEADERS)
-                .expression_attribute_names("#body", BODY)
-                .expression_attribute_names("#sealed", SEALED)
-                .expression_attribute_names("#token", TOKEN)
-                .expression_attribute_values(":until", n(until))
-                .expression_attribute_values(":sealed", AttributeValue::Bool(answer.sealed))
-                .expression_attribute_values(":ttl", n(until.div_ceil(1000)))
-                .expression_attribute_values(":status", n(answer.status))
-                .expression_attribute_values(":headers", AttributeValue::M(headers))
-                .expression_attribute_values(
-                    ":body",
-                    AttributeValue::B(Blob::new(answer.body.clone())),
-                )
-                .expression_attribute_values(":token", s(claim.token.to_string()))
+                .update_expression(ANSWER)
+                .condition_expression(STILL_OURS)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(Some(values))
                 .send()
                 .await,
         )
+    }
+
+    /// Whether `claim`'s request answered: its answer is kept (a
+    /// transaction that carried it committed, though its caller may not
+    /// have heard so).
+    pub(crate) async fn answered_by(&self, claim: &Claim) -> ApiResult<bool> {
+        let item = self
+            .0
+            .get_item(key(claim.pk.clone(), claim.sk.clone()))
+            .await?;
+        let token = claim.token.to_string();
+        Ok(item.is_some_and(|item| get_s(&item, BY) == Some(token.as_str())))
     }
 
     /// Gives the key back (the request failed and may be retried), unless

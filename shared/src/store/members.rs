@@ -21,7 +21,7 @@ use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, MEMBER_PREFIX, UNIQUE_SK};
 use super::records::still_active;
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error};
+use super::{Store, outcome, query_all, sdk_error};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
@@ -303,6 +303,7 @@ impl Members<'_> {
                 fresh,
             )?);
         }
+        outcome::render(&membership).await?;
         transact(store, actions, &conflicts).await?;
         Ok(membership)
     }

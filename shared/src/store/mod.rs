@@ -17,6 +17,7 @@ pub mod keys;
 pub mod members;
 pub mod orgs;
 pub mod outbox;
+pub mod outcome;
 pub mod places;
 pub mod quotas;
 pub mod records;

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::item::{self, from_item, key, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK};
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_all, sdk_error};
+use super::{Store, outcome, query_all, sdk_error};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
@@ -281,6 +281,8 @@ impl Orgs<'_> {
                 None,
             )?);
         }
+        let org = item.into_record(Vec::new()).org;
+        outcome::render(&org).await?;
         // A parent changed meanwhile (status, entitlement, children) is read again.
         transact(
             store,
@@ -288,7 +290,7 @@ impl Orgs<'_> {
             &[(1, ApiError::org_name_conflict), (2, raced)],
         )
         .await?;
-        Ok(item.into_record(Vec::new()).org)
+        Ok(org)
     }
 
     /// The version of the organization's set of keys; `None` when the

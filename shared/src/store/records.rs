@@ -13,11 +13,11 @@ use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_records, sdk_error};
+use super::{Store, outcome, query_records, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::model::archive::{self, StatusFilter};
 
-pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync {
+pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// Sort-key prefix, e.g. `SITE#`.
     const PREFIX: &'static str;
     fn not_found() -> ApiError;
@@ -86,8 +86,8 @@ impl<'a, R: Record> Records<'a, R> {
         query_records(query).await
     }
 
-    /// Stores a new record with its geo entries.
-    pub async fn create(&self, record: &R) -> ApiResult<()> {
+    /// Stores a new record with its geo entries; returns it.
+    pub async fn create(&self, record: &R) -> ApiResult<R> {
         self.insert(record, Vec::new(), Vec::new()).await
     }
 
@@ -99,20 +99,21 @@ impl<'a, R: Record> Records<'a, R> {
         record: &R,
         parent_id: Uuid,
         archived: fn() -> ApiError,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<R> {
         let check = still_active::<P>(self.store.table(), record.org_id(), parent_id)?;
         self.insert(record, vec![check], vec![(1, archived)]).await
     }
 
     /// A new record, `more` actions after it (`conflicts` naming them by
     /// position), its geo entries and its organization's count of public
-    /// places, in one transaction.
+    /// places, in one transaction (with the request's answer for the
+    /// record: `outcome`).
     async fn insert(
         &self,
         record: &R,
         more: Vec<aws_sdk_dynamodb::types::TransactWriteItem>,
         mut conflicts: Vec<Conflict>,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<R> {
         let table = self.store.table();
         let mut actions = vec![put(
             table,
@@ -122,11 +123,14 @@ impl<'a, R: Record> Records<'a, R> {
         actions.extend(more);
         let org = record.org_id();
         geo_actions(table, org, &[], &record.geo(), &mut actions, &mut conflicts)?;
-        transact(self.store, actions, &conflicts).await
+        outcome::render(record).await?;
+        transact(self.store, actions, &conflicts).await?;
+        Ok(record.clone())
     }
 
     /// Reads the record, applies `change` (which may refuse with an error)
-    /// and writes it back if nobody changed it meanwhile.
+    /// and writes it back if nobody changed it meanwhile; returns it (the
+    /// request's answer for it commits with it: `outcome`).
     pub async fn modify(
         &self,
         org: Uuid,
@@ -134,21 +138,44 @@ impl<'a, R: Record> Records<'a, R> {
         change: impl Fn(&mut R) -> ApiResult<()>,
     ) -> ApiResult<R> {
         let nothing = async { Ok(()) };
-        Ok(self.modify_beside(org, id, nothing, change).await?.0)
+        let answer = |written: &R, _: &()| {
+            let written = written.clone();
+            async move { outcome::render(&written).await }
+        };
+        Ok(self.change(org, id, nothing, change, answer).await?.0)
     }
 
     /// `modify`, with `beside` (a read the answer needs) made at the same
     /// time as the record's first read and finished before anything is
-    /// written: when it fails, nothing is.
-    pub async fn modify_beside<T>(
+    /// written: when it fails, nothing is. The request's answer for both
+    /// commits with the record.
+    pub async fn modify_beside<T: Clone + Send + 'static>(
         &self,
         org: Uuid,
         id: Uuid,
         beside: impl Future<Output = ApiResult<T>>,
         change: impl Fn(&mut R) -> ApiResult<()>,
     ) -> ApiResult<(R, T)> {
+        let answer = |written: &R, beside: &T| {
+            let both = (written.clone(), beside.clone());
+            async move { outcome::render(&both).await }
+        };
+        self.change(org, id, beside, change, answer).await
+    }
+
+    /// `modify_beside`, the answer rendered by `answer` before each
+    /// attempt's transaction.
+    async fn change<T, A: Future<Output = ApiResult<()>>>(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        beside: impl Future<Output = ApiResult<T>>,
+        change: impl Fn(&mut R) -> ApiResult<()>,
+        answer: impl Fn(&R, &T) -> A,
+    ) -> ApiResult<(R, T)> {
         let (first_read, beside) = tokio::join!(self.require(org, id), beside);
         let beside = beside?;
+        let (beside_ref, answer) = (&beside, &answer);
         let mut first_read = Some(first_read);
         let change = &change;
         let written = retry_races(|| {
@@ -177,6 +204,7 @@ impl<'a, R: Record> Records<'a, R> {
                 let mut conflicts: Vec<Conflict> = vec![(0, raced)];
                 let (old, new) = (current.geo(), updated.geo());
                 geo_actions(table, org, &old, &new, &mut actions, &mut conflicts)?;
+                answer(&updated, beside_ref).await?;
                 transact(self.store, actions, &conflicts).await?;
                 Ok(updated)
             }

@@ -17,7 +17,7 @@ use super::outbox::OutboxRecord;
 use super::records::{Record, item, sk};
 use super::rollups;
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, project, query_records, sdk_error};
+use super::{Store, outcome, project, query_records, sdk_error};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
@@ -322,7 +322,7 @@ impl Surpluses<'_> {
     /// Stores a new load with its first log entry, after resolving its
     /// origin site, destination and truck (and its driver at this moment),
     /// in one transaction that checks them again.
-    pub async fn create(&self, load: &mut SurplusRecord) -> ApiResult<()> {
+    pub async fn create(&self, load: &mut SurplusRecord) -> ApiResult<SurplusRecord> {
         let org = load.org_id;
         let table = self.0.table();
         // The origin, the destination and the truck, read at once; their
@@ -374,7 +374,9 @@ impl Surpluses<'_> {
                 }
             }
         }
-        transact(self.0, actions, &conflicts).await
+        outcome::render(&*load).await?;
+        transact(self.0, actions, &conflicts).await?;
+        Ok(load.clone())
     }
 
     /// Applies validated changes (the status machine, the route lock, a new
@@ -498,12 +500,14 @@ impl Surpluses<'_> {
             updated.updated_at = crate::model::now();
             updated.version = current.version + 1;
             let actions = vec![self.write(&updated, current.version)?];
-            transact(self.0, actions, &[(0, raced)]).await?;
             let replaced = current
                 .waybill
                 .map(|w| w.storage_path)
                 .filter(|path| *path != waybill.storage_path);
-            Ok((updated, replaced))
+            let written = (updated, replaced);
+            outcome::render(&written).await?;
+            transact(self.0, actions, &[(0, raced)]).await?;
+            Ok(written)
         })
         .await
     }

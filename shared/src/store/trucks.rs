@@ -14,7 +14,7 @@ use super::keys::{self, TRUCK_PREFIX, UNIQUE_SK};
 use super::members::{Membership, hold_truck, release_driver, release_truck};
 use super::records::{Record, item, sk};
 use super::tx::{Conflict, put, raced, retry_races, transact};
-use super::{Store, query_records, sdk_error};
+use super::{Store, outcome, query_records, sdk_error};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
@@ -180,7 +180,7 @@ impl Trucks<'_> {
     /// driver (an active member, 422 `driver_not_found`, released from any
     /// other truck) and its factory (422 `factory_not_found`,
     /// `factory_archived`), in one transaction.
-    pub async fn create(&self, truck: &TruckRecord) -> ApiResult<()> {
+    pub async fn create(&self, truck: &TruckRecord) -> ApiResult<TruckRecord> {
         retry_races(|| async {
             let org = truck.org_id;
             let (_, related) = self
@@ -210,9 +210,11 @@ impl Trucks<'_> {
                 conflicts.push((actions.len(), factory_archived));
                 actions.push(TransactWriteItem::builder().condition_check(check).build());
             }
+            outcome::render(truck).await?;
             transact(self.0, actions, &conflicts).await
         })
-        .await
+        .await?;
+        Ok(truck.clone())
     }
 
     /// Applies validated changes to an active truck: a plate or country

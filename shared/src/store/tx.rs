@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 
 use super::item::Item;
-use super::{Store, cancellation_codes, sdk_error};
+use super::{Store, cancellation_codes, outcome, sdk_error};
 use crate::error::{ApiError, ApiResult};
 use crate::error::{Code, codes};
 
@@ -84,44 +84,80 @@ pub(crate) fn concurrent_update() -> ApiError {
 pub(crate) type Conflict = (usize, fn() -> ApiError);
 
 /// Runs a transaction; a failed condition on action `i` becomes the error
-/// paired with `i` in `conflicts`.
+/// paired with `i` in `conflicts`. When the request holds a claim on its
+/// `Idempotency-Key` and its answer was rendered for this transaction
+/// (`outcome`), the answer goes in it as a last action, on condition that
+/// the claim is still the request's: 409 `idempotency_key_in_flight` when
+/// it is not (nothing committed).
 pub(crate) async fn transact(
     store: &Store,
-    actions: Vec<TransactWriteItem>,
+    mut actions: Vec<TransactWriteItem>,
     conflicts: &[Conflict],
 ) -> ApiResult<()> {
     // A warm request's reads went out beside its admission; its writes
     // wait for it (`gate`).
     crate::gate::writes_may_go().await?;
+    let answer = outcome::take_pending();
+    let kept_at = match &answer {
+        Some((claim, kept)) => {
+            actions.push(outcome::action(store.table(), claim, kept)?);
+            Some(actions.len() - 1)
+        }
+        None => None,
+    };
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match store
+        let sent = store
             .db
             .transact_write_items()
             .set_transact_items(Some(actions.clone()))
             .send()
-            .await
+            .await;
+        let error = match sent {
+            Ok(_) => {
+                if let Some((_, kept)) = answer {
+                    outcome::commit(kept);
+                }
+                return Ok(());
+            }
+            Err(error) => error,
+        };
+        let codes = cancellation_codes(&error).unwrap_or_default();
+        let code = |i: usize| codes.get(i).and_then(Option::as_deref);
+        if let (Some(at), Some((claim, kept))) = (kept_at, &answer)
+            && code(at) == Some("ConditionalCheckFailed")
         {
-            Ok(_) => return Ok(()),
-            Err(error) => {
-                let codes = cancellation_codes(&error).unwrap_or_default();
-                let code = |i: usize| codes.get(i).and_then(Option::as_deref);
-                for (index, make) in conflicts {
-                    if code(*index) == Some("ConditionalCheckFailed") {
-                        return Err(make());
-                    }
-                }
-                // Another transaction held one of the items: try again.
-                let raced = codes.iter().flatten().any(|c| c == "TransactionConflict");
-                if raced && attempt < CONFLICT_ATTEMPTS {
-                    tokio::time::sleep(std::time::Duration::from_millis(20 * attempt)).await;
-                    continue;
-                }
-                return Err(sdk_error(error));
+            // The claim is no longer the request's: this transaction
+            // committed on an attempt whose answer was lost, or the
+            // claim lapsed and another request holds the key.
+            if store.idempotency().answered_by(claim).await? {
+                outcome::commit(kept.clone());
+                return Ok(());
+            }
+            return Err(claim_lapsed());
+        }
+        for (index, make) in conflicts {
+            if code(*index) == Some("ConditionalCheckFailed") {
+                return Err(make());
             }
         }
+        // Another transaction held one of the items: try again.
+        let raced = codes.iter().flatten().any(|c| c == "TransactionConflict");
+        if raced && attempt < CONFLICT_ATTEMPTS {
+            tokio::time::sleep(std::time::Duration::from_millis(20 * attempt)).await;
+            continue;
+        }
+        return Err(sdk_error(error));
     }
+}
+
+/// 409 for a request whose claim on its `Idempotency-Key` lapsed while it
+/// ran (it was held past the claim's lease, and a retry took the key).
+fn claim_lapsed() -> ApiError {
+    codes::IDEMPOTENCY_KEY_IN_FLIGHT.with(
+        "this request ran past its hold on its Idempotency-Key, and another request with the key holds it now; nothing was changed; retry later to get that request's answer",
+    )
 }
 
 /// Attempts of a transaction cancelled by a conflicting transaction.

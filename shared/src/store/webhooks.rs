@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 use super::item::{from_item, key, n, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK, WEBHOOK_PREFIX};
 use super::tx::{delete, put, transact};
-use super::{Store, query_records};
+use super::{Store, outcome, query_records};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::webhook::{MAX_WEBHOOKS, WebhookRecord};
@@ -97,6 +97,7 @@ impl Webhooks<'_> {
             (1, webhook_already_exists as fn() -> ApiError),
             (2, webhook_limit_reached),
         ];
+        outcome::render(record).await?;
         transact(self.0, actions, &conflicts).await
     }
 

@@ -8,6 +8,7 @@ mod conformance;
 mod contract;
 mod deliveries;
 mod description_rules;
+mod exactly_once;
 mod factories;
 mod faults;
 mod function_list;

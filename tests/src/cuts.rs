@@ -1,0 +1,204 @@
+//! Faults at the wire: an HTTP client for every AWS SDK client of a state
+//! (DynamoDB, S3, SQS, Secrets Manager) that, once armed, breaks the n-th
+//! call it carries in one of three ways:
+//!
+//! - `Fail`: the call never leaves (a connection refused): nothing happens
+//!   at the service, the caller hears an error.
+//! - `Cut`: the call reaches the service and takes effect, and its answer
+//!   is lost (a connection cut after the commit): the caller hears an error.
+//! - `Die`: the call reaches the service and takes effect, and the caller
+//!   never hears anything again (the function was killed right after):
+//!   `Cuts::died` wakes whoever runs the request, to drop it.
+//! - `Stall`: the call waits before it leaves until `Cuts::go` (a frozen
+//!   container, thawed later); `Cuts::stalled` tells when it waits.
+//!
+//! Calls are counted from arming, every service together, so a request's
+//! calls can be broken one after the other. The SDK's own retries are off
+//! for such a client: each call's fault is seen, not retried away.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use tokio::sync::Notify;
+
+/// How the armed call breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    Fail,
+    Cut,
+    Die,
+    Stall,
+}
+
+#[derive(Debug, Default)]
+struct Plan {
+    calls: AtomicUsize,
+    armed: Mutex<Option<(Cut, At)>>,
+    /// The call that was broken: its number and what it was.
+    broken: Mutex<Option<String>>,
+    died: Notify,
+    stalled: Notify,
+    go: Notify,
+}
+
+/// Which call breaks.
+#[derive(Clone, Copy, Debug)]
+enum At {
+    /// The n-th from arming.
+    Nth(usize),
+    /// The first whose operation contains this.
+    First(&'static str),
+}
+
+/// The switch of a faulty client.
+#[derive(Clone, Debug, Default)]
+pub struct Cuts(Arc<Plan>);
+
+impl Cuts {
+    /// Breaks the `at`-th call from now (1 is the next) by `cut`.
+    pub fn arm(&self, cut: Cut, at: usize) {
+        self.0.calls.store(0, Ordering::SeqCst);
+        *self.0.broken.lock().unwrap() = None;
+        *self.0.armed.lock().unwrap() = Some((cut, At::Nth(at)));
+    }
+
+    /// Breaks the next call whose operation (as `broken` names it)
+    /// contains `operation`, by `cut`.
+    pub fn arm_first(&self, cut: Cut, operation: &'static str) {
+        self.arm(cut, 0);
+        *self.0.armed.lock().unwrap() = Some((cut, At::First(operation)));
+    }
+
+    /// Breaks nothing more.
+    pub fn disarm(&self) {
+        *self.0.armed.lock().unwrap() = None;
+    }
+
+    /// What the broken call was (its operation), once it was made.
+    pub fn broken(&self) -> Option<String> {
+        self.0.broken.lock().unwrap().clone()
+    }
+
+    /// Calls made since arming.
+    pub fn calls(&self) -> usize {
+        self.0.calls.load(Ordering::SeqCst)
+    }
+
+    /// Resolves when a `Die` call has taken effect.
+    pub async fn died(&self) {
+        self.0.died.notified().await;
+    }
+
+    /// Resolves when a `Stall` call waits.
+    pub async fn stalled(&self) {
+        self.0.stalled.notified().await;
+    }
+
+    /// Lets a `Stall` call go.
+    pub fn go(&self) {
+        self.0.go.notify_one();
+    }
+
+    /// `sdk` with this switch on its HTTP client and without retries.
+    pub fn sdk(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
+        // The engines are on loopback, in plain HTTP.
+        let inner = sdk
+            .http_client()
+            .unwrap_or_else(|| aws_smithy_http_client::Builder::new().build_http());
+        sdk.to_builder()
+            .http_client(SharedHttpClient::new(Faulty {
+                inner,
+                plan: self.0.clone(),
+            }))
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .build()
+    }
+}
+
+#[derive(Debug)]
+struct Faulty {
+    inner: SharedHttpClient,
+    plan: Arc<Plan>,
+}
+
+impl HttpClient for Faulty {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(FaultyConnector {
+            inner: self.inner.http_connector(settings, components),
+            plan: self.plan.clone(),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct FaultyConnector {
+    inner: SharedHttpConnector,
+    plan: Arc<Plan>,
+}
+
+/// What a call is: its JSON protocol target (DynamoDB, SQS) or its method
+/// and path (S3).
+fn operation(request: &HttpRequest) -> String {
+    match request.headers().get("x-amz-target") {
+        Some(target) => target.to_owned(),
+        None => format!("{} {}", request.method(), request.uri()),
+    }
+}
+
+impl HttpConnector for FaultyConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let plan = self.plan.clone();
+        let n = plan.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let what = operation(&request);
+        let cut = {
+            let mut armed = plan.armed.lock().unwrap();
+            let cut = match *armed {
+                Some((cut, At::Nth(at))) if at == n => cut,
+                Some((cut, At::First(op))) if what.contains(op) => cut,
+                _ => return self.inner.call(request),
+            };
+            *armed = None;
+            cut
+        };
+        *plan.broken.lock().unwrap() = Some(format!("call {n}: {what}"));
+        let injected = || ConnectorError::io("injected fault".into());
+        match cut {
+            Cut::Fail => HttpConnectorFuture::ready(Err(injected())),
+            Cut::Cut => {
+                let sent = self.inner.call(request);
+                HttpConnectorFuture::new(async move {
+                    let _ = sent.await;
+                    Err(injected())
+                })
+            }
+            Cut::Stall => {
+                let inner = self.inner.clone();
+                HttpConnectorFuture::new(async move {
+                    plan.stalled.notify_one();
+                    plan.go.notified().await;
+                    inner.call(request).await
+                })
+            }
+            Cut::Die => {
+                let sent = self.inner.call(request);
+                HttpConnectorFuture::new(async move {
+                    let _ = sent.await;
+                    plan.died.notify_one();
+                    std::future::pending().await
+                })
+            }
+        }
+    }
+}

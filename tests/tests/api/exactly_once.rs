@@ -1,0 +1,650 @@
+//! Exactly once across crashes: every `POST` route is sent with an
+//! `Idempotency-Key` while one of its calls (DynamoDB, S3, SQS, Secrets
+//! Manager; `api_tests::cuts`) breaks, in turn the 1st, the 2nd, ... until
+//! none is left, in each of three ways: the call never leaves (`Fail`),
+//! it takes effect and its answer is lost (`Cut`), or it takes effect and
+//! the function dies right after (`Die`: the request is dropped, nothing
+//! after that call runs). Then the client retries with the same key, as it
+//! would, until it gets a definite answer (a claim left by a dead request
+//! is let lapse, as its lease would), and the test asserts:
+//!
+//! - within the lease, a retry is 409 `idempotency_key_in_flight`, never a
+//!   second run;
+//! - the retry's answer is 2xx, and equals the first answer byte for byte
+//!   when the first one was a success;
+//! - the request's effect happened exactly once (one record, one restore,
+//!   one waybill object), and the answer names what it made.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
+
+use api_tests::cuts::{Cut, Cuts};
+use api_tests::{Reply, TestOrg, call, harness, multipart, org, run, unique, unique_phone};
+use aws_sdk_dynamodb::types::AttributeValue;
+use axum::Router;
+use http::Method;
+use serde_json::{Value, json};
+use shared::store::keys::{idempotency_pk, idempotency_sk};
+
+use crate::trucks::plate;
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0";
+
+/// One organization's routers: one whose calls break when armed, one
+/// whose calls do not (the client's retry, the test's own reads).
+struct Bench {
+    t: TestOrg,
+    plain: Router,
+    faulty: Router,
+    cuts: Cuts,
+}
+
+impl Bench {
+    async fn new() -> Bench {
+        let h = harness().await;
+        let cuts = Cuts::default();
+        let sdk = cuts.sdk(&h.sdk);
+        let faulty = shared::AppState::new((*h.state.config).clone(), &sdk);
+        Bench {
+            t: org().await,
+            plain: shared::http::app(local::routes(), h.state.clone()),
+            faulty: shared::http::app(local::routes(), faulty),
+            cuts,
+        }
+    }
+
+    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+        let mut request = call(method, path).key(&self.t.key);
+        if let Some(body) = &body {
+            request = request.json(body);
+        }
+        request.send_to(&self.plain).await
+    }
+
+    /// The id of a record made by `POST path` with `body`.
+    async fn create(&self, path: &str, body: Value) -> String {
+        let reply = self.send(Method::POST, path, Some(body)).await;
+        reply.expect(201, None);
+        reply.body["data"]["id"].as_str().unwrap().to_owned()
+    }
+}
+
+/// What a request sends.
+enum Payload {
+    None,
+    Json(Value),
+    Form(Vec<u8>),
+}
+
+const BOUNDARY: &str = "exactly-once";
+
+/// One request of a route, ready to send: its prerequisites made.
+struct Case {
+    method: Method,
+    path: String,
+    payload: Payload,
+    /// What the request changes, read back (as a set of names).
+    effect: Effect,
+    /// What the retry's answer says it changed, to be found in the effect.
+    named: fn(&Reply) -> BTreeSet<String>,
+}
+
+/// Makes a route's prerequisites and its request, for one bench.
+type Prepare =
+    Box<dyn for<'a> Fn(&'a Bench) -> Pin<Box<dyn Future<Output = Case> + Send + 'a>> + Send + Sync>;
+
+type Effect = Box<dyn Fn() -> Pin<Box<dyn Future<Output = BTreeSet<String>> + Send>> + Send + Sync>;
+
+impl Case {
+    fn request(&self, b: &Bench, idempotency_key: &str) -> api_tests::Call {
+        let request = call(self.method.clone(), &self.path)
+            .key(&b.t.key)
+            .header("idempotency-key", idempotency_key);
+        match &self.payload {
+            Payload::None => request,
+            Payload::Json(body) => request.json(body),
+            Payload::Form(body) => request.body(
+                &format!("multipart/form-data; boundary={BOUNDARY}"),
+                body.clone(),
+            ),
+        }
+    }
+}
+
+/// The answer's `data.id`.
+fn data_id(reply: &Reply) -> BTreeSet<String> {
+    BTreeSet::from([reply.body["data"]["id"].as_str().unwrap_or("").to_owned()])
+}
+
+/// Nothing: the route keeps no record.
+fn nothing(_: &Reply) -> BTreeSet<String> {
+    BTreeSet::new()
+}
+
+/// An effect read through `GET path`'s ids.
+fn listed(b: &Bench, path: &str) -> Effect {
+    let (router, key, path) = (b.plain.clone(), b.t.key.clone(), path.to_owned());
+    Box::new(move || {
+        let (router, key, path) = (router.clone(), key.clone(), path.clone());
+        Box::pin(async move {
+            let reply = call(Method::GET, &path).key(&key).send_to(&router).await;
+            reply.expect(200, None);
+            reply.body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row["id"].as_str().unwrap().to_owned())
+                .collect()
+        })
+    })
+}
+
+/// An effect read as the objects under `prefix` in the bucket.
+fn objects(prefix: String) -> Effect {
+    Box::new(move || {
+        let prefix = prefix.clone();
+        Box::pin(async move {
+            let h = harness().await;
+            let s3 = shared::links::s3_client(&h.sdk);
+            let listed = s3
+                .list_objects_v2()
+                .bucket(&h.state.config.bucket_name)
+                .prefix(&prefix)
+                .send()
+                .await
+                .expect("list objects");
+            listed
+                .contents()
+                .iter()
+                .filter_map(|o| o.key().map(str::to_owned))
+                .collect()
+        })
+    })
+}
+
+/// A waybill answer names its object.
+fn waybill_name(reply: &Reply) -> BTreeSet<String> {
+    let path = reply.body["data"]["waybill"]["storage_path"]
+        .as_str()
+        .unwrap_or("");
+    BTreeSet::from([path.rsplit('/').next().unwrap_or("").to_owned()])
+}
+
+/// Sends `case` with key `idempotency_key` through the faulty router with
+/// its `at`-th call broken by `cut`: the reply, or None when the request
+/// died; with the broken call, or None when it made fewer calls.
+async fn broken(
+    b: &Bench,
+    case: &Case,
+    idempotency_key: &str,
+    cut: Cut,
+    at: usize,
+) -> (Option<Reply>, Option<String>) {
+    b.cuts.arm(cut, at);
+    let sent = case.request(b, idempotency_key).send_to(&b.faulty);
+    let reply = tokio::select! {
+        reply = sent => Some(reply),
+        () = b.cuts.died() => None,
+    };
+    b.cuts.disarm();
+    (reply, b.cuts.broken())
+}
+
+/// The lease of `idempotency_key` of `b`'s key ends now, as it would in
+/// `LEASE`, if it is held by a request that never answered. True when it
+/// was.
+async fn lapse(b: &Bench, idempotency_key: &str) -> bool {
+    let h = harness().await;
+    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let key_id = api_tests::key_id(&b.t).await;
+    let lapsed = db
+        .update_item()
+        .table_name(h.store().table())
+        .key("pk", AttributeValue::S(idempotency_pk(key_id)))
+        .key("sk", AttributeValue::S(idempotency_sk(idempotency_key)))
+        .update_expression("SET #until = :zero")
+        .condition_expression("attribute_exists(#token)")
+        .expression_attribute_names("#until", "until")
+        .expression_attribute_names("#token", "token")
+        .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+        .send()
+        .await;
+    lapsed.is_ok()
+}
+
+/// Runs `prepare`'s request with each of its calls broken in each way, and
+/// checks every outcome; the number of runs it took.
+async fn exactly_once(name: &str, prepare: Prepare) -> usize {
+    let mut runs = 0;
+    for cut in [Cut::Fail, Cut::Cut, Cut::Die] {
+        for at in 1.. {
+            let b = Bench::new().await;
+            let case = prepare(&b).await;
+            let before = (case.effect)().await;
+            let idempotency_key = unique("once");
+            let (first, broken) = broken(&b, &case, &idempotency_key, cut, at).await;
+            let Some(broken) = broken else {
+                // No call left to break: the request ran whole.
+                let first = first.expect("an answer");
+                assert!(first.status.is_success(), "{name}: {}", first.text);
+                break;
+            };
+            runs += 1;
+            let context = format!("{name}, {cut:?} at {broken}");
+            // Within the lease a request that never answered holds the key.
+            let mut retry = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+            if retry.status == 409 {
+                assert_eq!(retry.code(), "idempotency_key_in_flight", "{context}");
+                assert!(
+                    lapse(&b, &idempotency_key).await,
+                    "{context}: held by no one"
+                );
+                retry = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+            }
+            assert!(retry.status.is_success(), "{context}: {}", retry.text);
+            if let Some(first) = first.filter(|f| f.status.is_success()) {
+                assert_eq!(retry.header("idempotent-replayed"), "true", "{context}");
+                assert_eq!(
+                    (retry.status, &retry.text),
+                    (first.status, &first.text),
+                    "{context}"
+                );
+            }
+            // Once more: the same answer, replayed.
+            let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+            assert_eq!(again.header("idempotent-replayed"), "true", "{context}");
+            assert_eq!(again.text, retry.text, "{context}");
+            let after = (case.effect)().await;
+            let made: BTreeSet<String> = after.difference(&before).cloned().collect();
+            let named = (case.named)(&retry);
+            let made_names: BTreeSet<String> = made
+                .iter()
+                .map(|m| m.rsplit('/').next().unwrap_or(m).to_owned())
+                .collect();
+            assert_eq!(
+                made_names, named,
+                "{context}: made {made:?}, answered {named:?}"
+            );
+        }
+    }
+    runs
+}
+
+/// A request frozen past its claim's lease (a container frozen and thawed)
+/// while a retry took the key over and ran: when it thaws, its write is
+/// refused (409 `idempotency_key_in_flight`) and nothing of it is stored;
+/// the key keeps the retry's answer.
+#[test]
+fn a_request_thawed_after_its_lease_commits_nothing() {
+    run(async {
+        let b = Bench::new().await;
+        let case = Case {
+            method: Method::POST,
+            path: "/api/v1/sites".into(),
+            payload: Payload::Json(json!({"name": unique("Frozen")})),
+            effect: listed(&b, "/api/v1/sites?status=all"),
+            named: data_id,
+        };
+        let idempotency_key = unique("frozen");
+        b.cuts.arm_first(Cut::Stall, "TransactWriteItems");
+        let frozen = tokio::spawn({
+            let (request, faulty) = (case.request(&b, &idempotency_key), b.faulty.clone());
+            async move { request.send_to(&faulty).await }
+        });
+        b.cuts.stalled().await;
+        assert!(lapse(&b, &idempotency_key).await, "{:?}", b.cuts.broken());
+        let retry = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+        retry.expect(201, None);
+        b.cuts.go();
+        let thawed = frozen.await.unwrap();
+        b.cuts.disarm();
+        thawed.expect(409, Some("idempotency_key_in_flight"));
+        assert_eq!((case.effect)().await, data_id(&retry));
+        let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, retry.text);
+    });
+}
+
+#[test]
+fn creating_an_organization_happens_once() {
+    run(async {
+        exactly_once(
+            "POST /orgs",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let parent = b.t.id();
+                    let (router, key) = (b.plain.clone(), b.t.key.clone());
+                    Case {
+                        method: Method::POST,
+                        path: "/api/v1/orgs".into(),
+                        payload: Payload::Json(json!({"name": unique("Child")})),
+                        effect: Box::new(move || {
+                            let (router, key) = (router.clone(), key.clone());
+                            Box::pin(async move {
+                                let reply = call(Method::GET, &format!("/api/v1/orgs/{parent}"))
+                                    .key(&key)
+                                    .send_to(&router)
+                                    .await;
+                                reply.body["data"]["children"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .map(|c| c["id"].as_str().unwrap().to_owned())
+                                    .collect()
+                            })
+                        }),
+                        named: data_id,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
+
+/// A create route whose records `list` lists.
+async fn creates(name: &str, path: &'static str, list: &'static str, body: fn(&Bench) -> Value) {
+    let prepare: Prepare = Box::new(move |b: &Bench| {
+        Box::pin(async move {
+            Case {
+                method: Method::POST,
+                path: path.into(),
+                payload: Payload::Json(body(b)),
+                effect: listed(b, list),
+                named: data_id,
+            }
+        })
+    });
+    let runs = exactly_once(name, prepare).await;
+    assert!(runs >= 6, "{name}: {runs} runs");
+}
+
+#[test]
+fn creating_a_site_happens_once() {
+    run(creates(
+        "POST /sites",
+        "/api/v1/sites",
+        "/api/v1/sites?status=all",
+        |_| json!({"name": unique("Site")}),
+    ));
+}
+
+#[test]
+fn creating_a_factory_happens_once() {
+    run(creates(
+        "POST /factories",
+        "/api/v1/factories",
+        "/api/v1/factories?status=all",
+        |_| json!({"name": unique("Plant")}),
+    ));
+}
+
+#[test]
+fn creating_a_member_happens_once() {
+    run(creates(
+        "POST /members",
+        "/api/v1/members",
+        "/api/v1/members?include_inactive=true",
+        |_| json!({"first_name": "Dee", "last_name": "River", "phone": unique_phone(), "role": "driver"}),
+    ));
+}
+
+#[test]
+fn creating_a_truck_happens_once() {
+    run(creates(
+        "POST /trucks",
+        "/api/v1/trucks",
+        "/api/v1/trucks",
+        |b| json!({"orgId": b.t.id(), "license": plate(), "country": "fi"}),
+    ));
+}
+
+#[test]
+fn creating_a_webhook_happens_once() {
+    run(creates(
+        "POST /webhooks",
+        "/api/v1/webhooks",
+        "/api/v1/webhooks",
+        |_| json!({"event": "surplus.delivered", "url": format!("https://hooks.example.com/{}", uuid::Uuid::new_v4())}),
+    ));
+}
+
+#[test]
+fn creating_a_receiving_point_happens_once() {
+    run(async {
+        exactly_once(
+            "POST /receiving-points",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let site = b
+                        .create("/api/v1/sites", json!({"name": "Gate site"}))
+                        .await;
+                    Case {
+                        method: Method::POST,
+                        path: "/api/v1/receiving-points".into(),
+                        payload: Payload::Json(json!({"site_id": site, "name": unique("Gate")})),
+                        effect: listed(b, "/api/v1/receiving-points?status=all"),
+                        named: data_id,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn creating_a_load_happens_once() {
+    run(async {
+        exactly_once(
+            "POST /surpluses",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
+                    Case {
+                        method: Method::POST,
+                        path: "/api/v1/surpluses".into(),
+                        payload: Payload::Json(json!({"site_id": site, "volume_m3": 3})),
+                        effect: listed(b, "/api/v1/surpluses?status=all&limit=100"),
+                        named: data_id,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn a_grant_is_made_once() {
+    run(async {
+        exactly_once(
+            "POST /org-access-grants",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let grantee = org().await;
+                    let (router, key) = (b.plain.clone(), b.t.key.clone());
+                    Case {
+                        method: Method::POST,
+                        path: "/api/v1/org-access-grants".into(),
+                        payload: Payload::Json(
+                            json!({"grantee_org_id": grantee.id(), "scope": "full"}),
+                        ),
+                        effect: Box::new(move || {
+                            let (router, key) = (router.clone(), key.clone());
+                            Box::pin(async move {
+                                let reply = call(Method::GET, "/api/v1/org-access-grants")
+                                    .key(&key)
+                                    .send_to(&router)
+                                    .await;
+                                reply.body["data"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .map(|g| g["id"].as_str().unwrap().to_owned())
+                                    .collect()
+                            })
+                        }),
+                        named: data_id,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
+
+/// A restore route of records made at `create` with `body`.
+async fn restores(name: &str, create: &'static str, list: &'static str, body: fn(&str) -> Value) {
+    let prepare: Prepare = Box::new(move |b: &Bench| {
+        Box::pin(async move {
+            let site = b.create("/api/v1/sites", json!({"name": "Parent"})).await;
+            let id = b.create(create, body(&site)).await;
+            let path = format!("{create}/{id}");
+            b.send(Method::DELETE, &path, None).await.expect(200, None);
+            Case {
+                method: Method::POST,
+                path: format!("{path}/restore"),
+                payload: Payload::None,
+                effect: listed(b, list),
+                named: data_id,
+            }
+        })
+    });
+    exactly_once(name, prepare).await;
+}
+
+#[test]
+fn a_site_is_restored_once() {
+    run(restores(
+        "POST /sites/{id}/restore",
+        "/api/v1/sites",
+        "/api/v1/sites",
+        |_| json!({"name": unique("Archived")}),
+    ));
+}
+
+#[test]
+fn a_receiving_point_is_restored_once() {
+    run(restores(
+        "POST /receiving-points/{id}/restore",
+        "/api/v1/receiving-points",
+        "/api/v1/receiving-points",
+        |site| json!({"site_id": site, "name": unique("Archived")}),
+    ));
+}
+
+#[test]
+fn a_factory_is_restored_once() {
+    run(restores(
+        "POST /factories/{id}/restore",
+        "/api/v1/factories",
+        "/api/v1/factories",
+        |_| json!({"name": unique("Archived")}),
+    ));
+}
+
+#[test]
+fn a_waybill_is_uploaded_once() {
+    run(async {
+        exactly_once(
+            "POST /surpluses/{id}/waybill",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
+                    let load = b
+                        .create(
+                            "/api/v1/surpluses",
+                            json!({"site_id": site, "volume_m3": 2}),
+                        )
+                        .await;
+                    let form = multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG)));
+                    Case {
+                        method: Method::POST,
+                        path: format!("/api/v1/surpluses/{load}/waybill"),
+                        payload: Payload::Form(form),
+                        effect: objects(format!("waybills/{}/{load}/", b.t.id())),
+                        named: waybill_name,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn an_uploaded_waybill_is_confirmed_once() {
+    run(async {
+        exactly_once(
+            "POST /surpluses/{id}/waybill/confirm",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
+                    let load = b
+                        .create(
+                            "/api/v1/surpluses",
+                            json!({"site_id": site, "volume_m3": 2}),
+                        )
+                        .await;
+                    let granted = b
+                        .send(
+                            Method::POST,
+                            &format!("/api/v1/surpluses/{load}/waybill/upload"),
+                            Some(json!({"content_type": "image/png"})),
+                        )
+                        .await;
+                    granted.expect(200, None);
+                    let path = granted.body["data"]["storage_path"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned();
+                    let h = harness().await;
+                    h.state
+                        .files
+                        .put(&path, PNG.to_vec().into(), shared::files::ImageKind::Png)
+                        .await
+                        .unwrap();
+                    Case {
+                        method: Method::POST,
+                        path: format!("/api/v1/surpluses/{load}/waybill/confirm"),
+                        payload: Payload::Json(json!({"storage_path": path})),
+                        effect: objects(format!("waybills/{}/{load}/", b.t.id())),
+                        named: waybill_name,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
+
+#[test]
+fn an_upload_form_is_answered_once() {
+    run(async {
+        exactly_once(
+            "POST /surpluses/{id}/waybill/upload",
+            Box::new(|b: &Bench| {
+                Box::pin(async move {
+                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
+                    let load = b
+                        .create(
+                            "/api/v1/surpluses",
+                            json!({"site_id": site, "volume_m3": 2}),
+                        )
+                        .await;
+                    Case {
+                        method: Method::POST,
+                        path: format!("/api/v1/surpluses/{load}/waybill/upload"),
+                        payload: Payload::Json(json!({"content_type": "image/png"})),
+                        effect: Box::new(|| Box::pin(async { BTreeSet::new() })),
+                        named: nothing,
+                    }
+                })
+            }),
+        )
+        .await;
+    });
+}
