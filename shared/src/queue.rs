@@ -24,11 +24,15 @@ pub enum QueueMessage {
     /// Outbox record `outbox_id` is committed: fan it out to the webhooks.
     Announce { outbox_id: Uuid },
     /// Make delivery `delivery_id` (an integrator's retry when `manual`:
-    /// one attempt, whatever the delivery's state).
+    /// one attempt, whatever the delivery's state, once per `request`).
     Deliver {
         delivery_id: Uuid,
         #[serde(default)]
         manual: bool,
+        /// The retry request (shared by its retries with one
+        /// `Idempotency-Key`): its attempt is made once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request: Option<Uuid>,
     },
 }
 
@@ -202,7 +206,8 @@ mod tests {
             deliver,
             QueueMessage::Deliver {
                 delivery_id: id,
-                manual: false
+                manual: false,
+                request: None,
             }
         );
     }

@@ -59,9 +59,13 @@ impl AppState {
         );
         found?;
         let record = record?;
+        // The same request for every retry of this one with its
+        // Idempotency-Key: its attempt is made once however often it is
+        // queued.
         let message = QueueMessage::Deliver {
             delivery_id: delivery,
             manual: true,
+            request: Some(crate::store::outcome::idempotent_id().unwrap_or_else(Uuid::now_v7)),
         };
         self.queue.send(org, &message).await?;
         Ok(record.view())

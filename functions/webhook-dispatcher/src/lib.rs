@@ -128,10 +128,11 @@ impl Dispatcher {
             QueueMessage::Deliver {
                 delivery_id,
                 manual,
+                request,
             } => {
                 let owner = (!manual).then(|| message.message_id.clone().unwrap_or_default());
                 let receipt = message.receipt_handle.as_deref().unwrap_or_default();
-                self.deliver(delivery_id, owner.as_deref(), receipt, body)
+                self.deliver(delivery_id, owner.as_deref(), request, receipt, body)
                     .await
                     .unwrap_or_else(|error| {
                         tracing::error!(%delivery_id, %error, "delivery not attempted; SQS will return it");
@@ -178,6 +179,7 @@ impl Dispatcher {
                 let message = QueueMessage::Deliver {
                     delivery_id,
                     manual: false,
+                    request: None,
                 };
                 (outbox.org_id, message)
             })
@@ -188,18 +190,20 @@ impl Dispatcher {
     }
 
     /// Makes one attempt of delivery `id` (a scheduled one when `owner`,
-    /// the queue message's id, is given; else an integrator's retry).
+    /// the queue message's id, is given; else an integrator's retry,
+    /// `request`, made once).
     async fn deliver(
         &self,
         id: Uuid,
         owner: Option<&str>,
+        request: Option<Uuid>,
         receipt: &str,
         body: &str,
     ) -> ApiResult<Result<(), Again>> {
         let store = &self.state.store;
         let delivery = match store
             .deliveries()
-            .claim(id, owner, self.policy.lease)
+            .claim(id, owner, request, self.policy.lease)
             .await?
         {
             Claim::Claimed(delivery) => delivery,
@@ -253,6 +257,9 @@ impl Dispatcher {
         };
         let wait = self.policy.wait_after(attempt.attempt);
         let mut after = delivery.clone();
+        if let Some(request) = request.filter(|_| owner.is_none()) {
+            after.made_for(request);
+        }
         after.attempts = attempt.attempt;
         after.last_attempt_at = Some(attempted_at);
         after.status = match (&outcome, owner, wait) {

@@ -129,8 +129,15 @@ impl Deliveries<'_> {
     /// Claims delivery `id` for one attempt for `lease`. A scheduled
     /// attempt (`owner`: its queue message) needs the delivery pending and
     /// not owned by another message, so a delivery announced twice is
-    /// still made once; a manual one (`owner` None) only needs the lease.
-    pub async fn claim(&self, id: Uuid, owner: Option<&str>, lease: Duration) -> ApiResult<Claim> {
+    /// still made once; a manual one (`owner` None) needs the lease, and
+    /// its retry request (`request`) not made yet.
+    pub async fn claim(
+        &self,
+        id: Uuid,
+        owner: Option<&str>,
+        request: Option<Uuid>,
+        lease: Duration,
+    ) -> ApiResult<Claim> {
         let store = self.0;
         let now = chrono::Utc::now().timestamp_millis();
         let until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
@@ -142,11 +149,15 @@ impl Deliveries<'_> {
             .expression_attribute_values(":until", n(until))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        let update = match owner {
-            None => update
+        let update = match (owner, request) {
+            (None, None) => update
                 .update_expression("SET lease_until = :until")
                 .condition_expression(free),
-            Some(owner) => update
+            (None, Some(request)) => update
+                .update_expression("SET lease_until = :until")
+                .condition_expression(format!("{free} AND NOT contains(manual_requests, :request)"))
+                .expression_attribute_values(":request", s(request.to_string())),
+            (Some(owner), _) => update
                 .update_expression("SET lease_until = :until, #owner = :owner")
                 .condition_expression(format!(
                     "{free} AND #status = :pending AND (attribute_not_exists(#owner) OR #owner = :owner)"
@@ -166,9 +177,12 @@ impl Deliveries<'_> {
                         return Ok(Claim::Done);
                     };
                     let record: DeliveryRecord = from_item(item.clone())?;
-                    let theirs = owner.is_some()
-                        && (record.status != DeliveryStatus::Pending
-                            || record.owner.as_deref().is_some_and(|o| Some(o) != owner));
+                    let made = owner.is_none()
+                        && request.is_some_and(|r| record.manual_requests.contains(&r));
+                    let theirs = made
+                        || owner.is_some()
+                            && (record.status != DeliveryStatus::Pending
+                                || record.owner.as_deref().is_some_and(|o| Some(o) != owner));
                     let leased = get_i64(&item, "lease_until").is_some_and(|until| until >= now);
                     Ok(if !theirs && leased {
                         Claim::Busy

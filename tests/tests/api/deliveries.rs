@@ -71,7 +71,7 @@ async fn deliver_load(stack: &Stack, t: &TestOrg, load: &str) {
 
 /// Given a webhook of `t` at `receiver` and a load of `t` delivered through
 /// `stack`: the webhook id and the load id.
-async fn webhook_and_delivered_load(
+pub(crate) async fn webhook_and_delivered_load(
     stack: &Stack,
     t: &TestOrg,
     receiver: &Receiver,
@@ -925,7 +925,7 @@ fn a_claim_tells_an_attempt_in_flight_from_a_delivery_owned_elsewhere() {
         assert!(deliveries.create(&record).await.unwrap());
         assert!(!deliveries.create(&record).await.unwrap(), "created once");
         let lease = Duration::from_secs(30);
-        let claim = |owner: Option<&'static str>| deliveries.claim(record.id, owner, lease);
+        let claim = |owner: Option<&'static str>| deliveries.claim(record.id, owner, None, lease);
 
         assert!(matches!(
             claim(Some("m1")).await.unwrap(),
@@ -937,7 +937,7 @@ fn a_claim_tells_an_attempt_in_flight_from_a_delivery_owned_elsewhere() {
         // A second announcement's message is dropped: m1 owns the schedule.
         assert!(matches!(claim(Some("m2")).await.unwrap(), Claim::Done));
         // An unknown delivery is nothing to do.
-        let unknown = deliveries.claim(ids(), None, lease).await.unwrap();
+        let unknown = deliveries.claim(ids(), None, None, lease).await.unwrap();
         assert!(matches!(unknown, Claim::Done));
     });
 }

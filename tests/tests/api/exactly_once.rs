@@ -42,13 +42,18 @@ struct Bench {
 
 impl Bench {
     async fn new() -> Bench {
+        Bench::on(&harness().await.state).await
+    }
+
+    /// A bench of a new organization over `state`'s settings.
+    async fn on(state: &shared::AppState) -> Bench {
         let h = harness().await;
         let cuts = Cuts::default();
         let sdk = cuts.sdk(&h.sdk);
-        let faulty = shared::AppState::new((*h.state.config).clone(), &sdk);
+        let faulty = shared::AppState::new((*state.config).clone(), &sdk);
         Bench {
             t: org().await,
-            plain: shared::http::app(local::routes(), h.state.clone()),
+            plain: shared::http::app(local::routes(), state.clone()),
             faulty: shared::http::app(local::routes(), faulty),
             cuts,
         }
@@ -216,10 +221,15 @@ async fn lapse(b: &Bench, idempotency_key: &str) -> bool {
 /// Runs `prepare`'s request with each of its calls broken in each way, and
 /// checks every outcome; the number of runs it took.
 async fn exactly_once(name: &str, prepare: Prepare) -> usize {
+    exactly_once_on(name, &harness().await.state, prepare).await
+}
+
+/// `exactly_once` over `state`'s settings.
+async fn exactly_once_on(name: &str, state: &shared::AppState, prepare: Prepare) -> usize {
     let mut runs = 0;
     for cut in [Cut::Fail, Cut::Cut, Cut::Die] {
         for at in 1.. {
-            let b = Bench::new().await;
+            let b = Bench::on(state).await;
             let case = prepare(&b).await;
             let before = (case.effect)().await;
             let idempotency_key = unique("once");
@@ -646,5 +656,70 @@ fn an_upload_form_is_answered_once() {
             }),
         )
         .await;
+    });
+}
+
+/// An integrator's retry of a delivery: its attempt is made once, however
+/// often the request (or its queue message) comes.
+#[test]
+fn a_delivery_is_retried_once() {
+    use api_tests::webhooks::{Receiver, Stack, quick_policy};
+    use std::sync::Arc;
+    use std::time::Duration;
+    run(async {
+        // A short lease: a duplicate attempt that waited for another one's
+        // lease comes back within the effect's look.
+        let lease = Duration::from_millis(400);
+        let policy = webhook_dispatcher::policy::Policy {
+            lease,
+            ..quick_policy(8)
+        };
+        let stack = Arc::new(Stack::new(policy, false, |_| {}).await);
+        let state = stack.state.clone();
+        let prepare: Prepare = Box::new(move |b: &Bench| {
+            let stack = stack.clone();
+            Box::pin(async move {
+                let receiver = Receiver::start(vec![]).await;
+                let (hook, _) =
+                    crate::deliveries::webhook_and_delivered_load(&stack, &b.t, &receiver).await;
+                stack
+                    .drain_until(Duration::from_secs(20), || receiver.count() > 0)
+                    .await;
+                let listed = b
+                    .send(Method::GET, &format!("/api/v1/webhooks/{hook}/deliveries"), None)
+                    .await;
+                let delivery = listed.body["data"][0]["delivery_id"].as_str().unwrap_or_else(|| panic!("{}", listed.text)).to_owned();
+                let (router, key) = (b.plain.clone(), b.t.key.clone());
+                let attempts = format!("/api/v1/webhooks/{hook}/deliveries");
+                Case {
+                    method: Method::POST,
+                    path: format!("/api/v1/webhooks/{hook}/deliveries/{delivery}/retry"),
+                    payload: Payload::None,
+                    // The manual attempts made, once the queue is drained.
+                    effect: Box::new(move || {
+                        let (stack, router, key, attempts) =
+                            (stack.clone(), router.clone(), key.clone(), attempts.clone());
+                        Box::pin(async move {
+                            stack.drain().await;
+                            tokio::time::sleep(lease).await;
+                            stack.drain().await;
+                            let reply = call(Method::GET, &attempts).key(&key).send_to(&router).await;
+                            reply.body["data"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .filter(|a| a["manual"] == true)
+                                .map(|a| format!("attempt-{}", a["attempt"]))
+                                .collect()
+                        })
+                    }),
+                    named: |reply| {
+                        let made = reply.body["data"]["attempts"].as_u64().unwrap_or(0);
+                        BTreeSet::from([format!("attempt-{}", made + 1)])
+                    },
+                }
+            })
+        });
+        exactly_once_on("POST /webhooks/{id}/deliveries/{id}/retry", &state, prepare).await;
     });
 }
