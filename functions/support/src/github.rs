@@ -4,7 +4,12 @@
 //! <token>`, `Accept: application/vnd.github+json` and
 //! `X-GitHub-Api-Version: 2022-11-28`, body `{title, body, labels}`,
 //! answered `201 Created` with the issue (`number`, `html_url`, ...); an
-//! error is another status with `{message, documentation_url}`.
+//! error is another status with `{message, documentation_url}`. An issue
+//! opened for a request with an `Idempotency-Key` names the request
+//! (`marker`), and a retry of a request whose first attempt may have
+//! opened one looks for it first (`find`: "List repository issues",
+//! <https://docs.github.com/en/rest/issues/issues#list-repository-issues>,
+//! newest first).
 
 use http::header::{ACCEPT, AUTHORIZATION};
 use http::{HeaderMap, HeaderValue, Method};
@@ -21,7 +26,19 @@ pub const API_VERSION: &str = "2022-11-28";
 #[derive(Debug, Deserialize)]
 struct Issue {
     number: u64,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    created_at: Option<chrono::DateTime<chrono::Utc>>,
 }
+
+/// The line of an issue's body that names the request that opened it.
+fn marker(request: Uuid) -> String {
+    format!("- Request: `{request}`")
+}
+
+/// Pages of 100 issues `find` reads at most, newest first.
+const FIND_PAGES: u32 = 3;
 
 #[derive(Debug, Deserialize)]
 struct Refusal {
@@ -44,9 +61,10 @@ fn refused() -> Failure {
     }
 }
 
-/// The issue's body: who asked, then their text verbatim in a fence, so
-/// that nothing in it is markup or mentions anyone.
-pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid) -> String {
+/// The issue's body: who asked (and the request, when it has an
+/// `Idempotency-Key`), then their text verbatim in a fence, so that
+/// nothing in it is markup or mentions anyone.
+pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid, request: Option<Uuid>) -> String {
     let longest = ticket
         .description
         .split(|c| c != '~')
@@ -57,21 +75,17 @@ pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid) -> String {
     format!(
         "Opened through the Integration API.\n\n\
          - Organization: `{org}`\n\
-         - API key: `{key}`\n\n\
+         - API key: `{key}`\n{}\n\
          {fence}text\n{}\n{fence}\n",
+        request
+            .map(|r| format!("{}\n", marker(r)))
+            .unwrap_or_default(),
         ticket.description
     )
 }
 
-/// Opens `ticket`; the issue's number.
-pub async fn open(
-    state: &AppState,
-    ticket: &NewTicket,
-    org: Uuid,
-    key: Uuid,
-) -> Result<String, Failure> {
-    let config = &state.config.support;
-    let repository = config.repository.as_deref().unwrap_or_default();
+/// The tracker's headers: the token, GitHub's media type and API version.
+async fn headers(state: &AppState) -> Result<HeaderMap, Failure> {
     let token = state.support_token.get().await.map_err(|error| Failure {
         refused: true,
         error,
@@ -92,6 +106,75 @@ pub async fn open(
         "x-github-api-version",
         HeaderValue::from_static(API_VERSION),
     );
+    Ok(headers)
+}
+
+/// The issue an earlier attempt of request `request` opened, if any:
+/// the configured labels' issues, newest first, back to `since`. A tracker
+/// that cannot be asked is a 502 (no second issue is risked).
+pub async fn find(
+    state: &AppState,
+    request: Uuid,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<String>, Failure> {
+    let config = &state.config.support;
+    let repository = config.repository.as_deref().unwrap_or_default();
+    let wanted = marker(request);
+    let labels = config.labels.join(",");
+    let labels = percent_encoding::utf8_percent_encode(&labels, percent_encoding::NON_ALPHANUMERIC);
+    for page in 1..=FIND_PAGES {
+        let url = format!(
+            "{}/repos/{repository}/issues?state=all&sort=created&direction=desc&per_page=100&page={page}&labels={labels}",
+            config.api_url,
+        );
+        let answer = state
+            .outbound
+            .send(Call {
+                method: Method::GET,
+                url: &url,
+                headers: headers(state).await?,
+                json: None,
+                timeout: config.timeout,
+            })
+            .await
+            .map_err(|_| refused())?;
+        if answer.status != 200 {
+            tracing::warn!(status = answer.status, "issue tracker refused a search");
+            return Err(refused());
+        }
+        let issues: Vec<Issue> = serde_json::from_slice(&answer.body).map_err(|e| {
+            tracing::warn!(error = %e, "issue tracker listed issues in another format");
+            refused()
+        })?;
+        if let Some(found) = issues
+            .iter()
+            .find(|i| i.body.as_deref().is_some_and(|b| b.contains(&wanted)))
+        {
+            return Ok(Some(found.number.to_string()));
+        }
+        let older = issues
+            .last()
+            .and_then(|i| i.created_at)
+            .is_some_and(|at| at < since);
+        if issues.len() < 100 || older {
+            return Ok(None);
+        }
+    }
+    Ok(None)
+}
+
+/// Opens `ticket` (for `request`, named in the issue); the issue's
+/// number.
+pub async fn open(
+    state: &AppState,
+    ticket: &NewTicket,
+    org: Uuid,
+    key: Uuid,
+    request: Option<Uuid>,
+) -> Result<String, Failure> {
+    let config = &state.config.support;
+    let repository = config.repository.as_deref().unwrap_or_default();
+    let headers = headers(state).await?;
     let url = format!("{}/repos/{repository}/issues", config.api_url);
     let answer = state
         .outbound
@@ -101,7 +184,7 @@ pub async fn open(
             headers,
             json: Some(json!({
                 "title": ticket.title,
-                "body": issue_body(ticket, org, key),
+                "body": issue_body(ticket, org, key, request),
                 "labels": config.labels,
             })),
             timeout: config.timeout,
@@ -153,7 +236,7 @@ mod tests {
             title: "t".into(),
             description: "@octocat see ~~~ and ![x](http://x)".into(),
         };
-        let body = issue_body(&ticket, Uuid::nil(), Uuid::nil());
+        let body = issue_body(&ticket, Uuid::nil(), Uuid::nil(), None);
         assert!(
             body.contains("\n~~~~text\n@octocat see ~~~ and ![x](http://x)\n~~~~\n"),
             "{body}"

@@ -16,10 +16,29 @@ use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
+use shared::http::idempotency::RETENTION;
 use shared::model::support::{CreateTicket, QUOTA_PERIOD, QUOTA_TICKETS, Ticket};
 use shared::store::keys::support_quota_pk;
+use shared::store::outcome;
 use shared::store::quotas::{Quota, Reserved};
 use shared::{ApiResult, AppState};
+
+/// 201 with the ticket opened as issue `reference`.
+fn opened_answer(
+    reference: String,
+    title: String,
+    quota_remaining: u32,
+) -> (StatusCode, Json<Data<Ticket>>) {
+    (
+        StatusCode::CREATED,
+        Json(Data(Ticket {
+            reference,
+            title,
+            created_at: shared::model::now(),
+            quota_remaining,
+        })),
+    )
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/support", post(open))
@@ -50,25 +69,41 @@ async fn open(
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let slot = match ctx.store.quotas().reserve(&quota, now).await? {
-        Reserved::Held(slot) => slot,
-        Reserved::Full { retry_after } => {
-            return Err(codes::SUPPORT_RATE_LIMITED.retry_after(
-                "this key opened 5 support tickets in the last hour",
-                retry_after,
-            ));
+    // The request, named in its issue and its quota slot when it has an
+    // Idempotency-Key: a retry after an attempt that died finds both.
+    let request = outcome::idempotent_id();
+    let quotas = ctx.store.quotas();
+    let mut held = None;
+    if let Some(request) = request.filter(|_| outcome::retried()) {
+        let since = chrono::Utc::now() - RETENTION;
+        let (opened, standing) = tokio::join!(
+            github::find(&ctx, request, since),
+            quotas.held_by(&quota, request, now)
+        );
+        let standing = standing?;
+        if let Some(reference) = opened.map_err(|failure| failure.error)? {
+            // The earlier attempt opened it, on its own slot.
+            let remaining = standing
+                .as_ref()
+                .map_or_else(|left| *left, |slot| slot.remaining);
+            return Ok(opened_answer(reference, ticket.title, remaining));
         }
+        held = standing.ok();
+    }
+    let slot = match held {
+        Some(slot) => slot,
+        None => match quotas.reserve(&quota, now, request).await? {
+            Reserved::Held(slot) => slot,
+            Reserved::Full { retry_after } => {
+                return Err(codes::SUPPORT_RATE_LIMITED.retry_after(
+                    "this key opened 5 support tickets in the last hour",
+                    retry_after,
+                ));
+            }
+        },
     };
-    match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id).await {
-        Ok(reference) => Ok((
-            StatusCode::CREATED,
-            Json(Data(Ticket {
-                reference,
-                title: ticket.title,
-                created_at: shared::model::now(),
-                quota_remaining: slot.remaining,
-            })),
-        )),
+    match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id, request).await {
+        Ok(reference) => Ok(opened_answer(reference, ticket.title, slot.remaining)),
         Err(failure) => {
             // A refused ticket uses no quota; after a timeout it may exist.
             if failure.refused {

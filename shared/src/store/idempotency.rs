@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use uuid::Uuid;
 
@@ -35,6 +35,10 @@ pub struct Claim {
     pub at: u64,
     /// Unix milliseconds until which its answer is kept.
     pub keep_until: u64,
+    /// An earlier attempt of the same request held the key and never
+    /// answered (it died, or failed): what it did outside the table may
+    /// have happened.
+    pub retried: bool,
 }
 
 /// An answer kept for replay.
@@ -181,6 +185,7 @@ impl Idempotency<'_> {
             token: Uuid::new_v4(),
             at: now,
             keep_until,
+            retried: false,
         };
         let result = store
             .update(claim.pk.clone(), claim.sk.clone())
@@ -203,11 +208,15 @@ impl Idempotency<'_> {
             .expression_attribute_values(":token", s(claim.token.to_string()))
             .expression_attribute_values(":ttl", n(lease_until.div_ceil(1000)))
             .expression_attribute_values(":now", n(now))
+            .return_values(ReturnValue::UpdatedOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         Ok(match new_or_old(result)? {
-            Ok(_) => Claimed::Ours(claim),
+            Ok(old) => Claimed::Ours(Claim {
+                retried: get_s(&old, FINGERPRINT) == Some(fingerprint),
+                ..claim
+            }),
             Err(old) => judge(&old.unwrap_or_default(), fingerprint),
         })
     }

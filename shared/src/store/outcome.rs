@@ -101,6 +101,14 @@ pub fn idempotent_id() -> Option<uuid::Uuid> {
     Some(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 
+/// Whether an earlier attempt of this request (with its
+/// `Idempotency-Key`) held the key and never answered: its effects outside
+/// the table (a call to a provider) may have happened, and are looked for
+/// before they are made again.
+pub fn retried() -> bool {
+    with(|phase| phase.claim.as_ref().is_some_and(|c| c.retried)).unwrap_or(false)
+}
+
 /// The route answers `render` for a value of type `T` that its write
 /// commits. True when the answer will be kept with the write (the request
 /// holds a claim).

@@ -39,6 +39,11 @@ pub struct Quota {
     pub period: Duration,
 }
 
+/// The attribute naming the request that holds slot `index`.
+fn request_name(index: u32) -> String {
+    format!("q{index}")
+}
+
 /// A slot held for one use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Slot {
@@ -145,15 +150,57 @@ impl Quotas<'_> {
         })
     }
 
-    /// Takes a slot of `quota` for a use at `now` (Unix milliseconds).
-    pub async fn reserve(&self, quota: &Quota, now: u64) -> ApiResult<Reserved> {
+    /// The slot of `quota` that request `request` (an id its retries
+    /// share) took and still holds at `now`, if any: a retry of a request
+    /// whose first attempt died uses it instead of taking another. Else
+    /// the uses left.
+    pub async fn held_by(
+        &self,
+        quota: &Quota,
+        request: uuid::Uuid,
+        now: u64,
+    ) -> ApiResult<Result<Slot, u32>> {
+        let key = super::item::key(quota.pk.clone(), QUOTA_SK);
+        let Some(item) = self.0.get_item(key).await? else {
+            return Ok(Err(quota.uses));
+        };
+        let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);
+        let cutoff = now.saturating_sub(period);
+        let times = quota.times(&item);
+        let free = times
+            .iter()
+            .filter(|t| t.is_none_or(|t| t <= cutoff))
+            .count();
+        let request = request.to_string();
+        let remaining = u32::try_from(free).unwrap_or(0);
+        let held = (0..quota.uses).find_map(|index| {
+            let at = times[index as usize].filter(|t| *t > cutoff)?;
+            let holder = super::item::get_s(&item, &request_name(index))?;
+            (holder == request).then(|| Slot {
+                pk: quota.pk.clone(),
+                index,
+                at,
+                remaining,
+            })
+        });
+        Ok(held.ok_or(remaining))
+    }
+
+    /// Takes a slot of `quota` for a use at `now` (Unix milliseconds), for
+    /// `request` when it is named (`held_by` finds it again).
+    pub async fn reserve(
+        &self,
+        quota: &Quota,
+        now: u64,
+        request: Option<uuid::Uuid>,
+    ) -> ApiResult<Reserved> {
         let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);
         let cutoff = now.saturating_sub(period);
         let free = |time: &Option<u64>| time.is_none_or(|t| t <= cutoff);
         let mut index = 0;
         // Each lost race shows another slot taken: bounded by the slots.
         for _ in 0..=2 * quota.uses {
-            match self.take(quota, index, now, cutoff).await? {
+            match self.take(quota, index, now, cutoff, request).await? {
                 Ok(item) => {
                     let remaining = quota.times(&item).iter().filter(|t| free(t)).count();
                     return Ok(Reserved::Held(Slot {
@@ -187,14 +234,21 @@ impl Quotas<'_> {
         index: u32,
         now: u64,
         cutoff: u64,
+        request: Option<uuid::Uuid>,
     ) -> ApiResult<Result<Item, Item>> {
         let store = self.0;
         let expires = now.div_ceil(1000) + quota.period.as_secs();
-        let result = store
-            .update(quota.pk.clone(), QUOTA_SK)
-            .update_expression("SET #slot = :now, #ttl = :ttl")
+        let update = store.update(quota.pk.clone(), QUOTA_SK);
+        let update = match request {
+            Some(request) => update
+                .update_expression("SET #slot = :now, #ttl = :ttl, #request = :request")
+                .expression_attribute_values(":request", super::item::s(request.to_string())),
+            None => update.update_expression("SET #slot = :now, #ttl = :ttl REMOVE #request"),
+        };
+        let result = update
             .condition_expression("attribute_not_exists(#slot) OR #slot <= :cutoff")
             .expression_attribute_names("#slot", slot_name(index))
+            .expression_attribute_names("#request", request_name(index))
             .expression_attribute_names("#ttl", TTL)
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":cutoff", n(cutoff))

@@ -686,9 +686,16 @@ fn a_delivery_is_retried_once() {
                     .drain_until(Duration::from_secs(20), || receiver.count() > 0)
                     .await;
                 let listed = b
-                    .send(Method::GET, &format!("/api/v1/webhooks/{hook}/deliveries"), None)
+                    .send(
+                        Method::GET,
+                        &format!("/api/v1/webhooks/{hook}/deliveries"),
+                        None,
+                    )
                     .await;
-                let delivery = listed.body["data"][0]["delivery_id"].as_str().unwrap_or_else(|| panic!("{}", listed.text)).to_owned();
+                let delivery = listed.body["data"][0]["delivery_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{}", listed.text))
+                    .to_owned();
                 let (router, key) = (b.plain.clone(), b.t.key.clone());
                 let attempts = format!("/api/v1/webhooks/{hook}/deliveries");
                 Case {
@@ -703,7 +710,10 @@ fn a_delivery_is_retried_once() {
                             stack.drain().await;
                             tokio::time::sleep(lease).await;
                             stack.drain().await;
-                            let reply = call(Method::GET, &attempts).key(&key).send_to(&router).await;
+                            let reply = call(Method::GET, &attempts)
+                                .key(&key)
+                                .send_to(&router)
+                                .await;
                             reply.body["data"]
                                 .as_array()
                                 .unwrap()
@@ -722,4 +732,210 @@ fn a_delivery_is_retried_once() {
         });
         exactly_once_on("POST /webhooks/{id}/deliveries/{id}/retry", &state, prepare).await;
     });
+}
+
+/// A loopback GitHub that keeps the issues it opens and lists them, newest
+/// first, as "List repository issues" does.
+async fn remembering_tracker() -> (
+    api_tests::providers::StandIn,
+    std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+) {
+    use std::sync::{Arc, Mutex};
+    let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let kept = issues.clone();
+    let tracker = api_tests::providers::StandIn::start(move |seen, _| {
+        let mut issues = kept.lock().unwrap();
+        if seen.method == Method::GET {
+            let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
+            return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+        }
+        let number = 1000 + issues.len() as u64;
+        let sent = seen.json();
+        let issue = json!({
+            "number": number,
+            "title": sent["title"],
+            "body": sent["body"],
+            "created_at": chrono::Utc::now().to_rfc3339(),
+        });
+        issues.push(issue.clone());
+        api_tests::providers::Canned::json(201, issue)
+    })
+    .await;
+    (tracker, issues)
+}
+
+/// The API's state with the support tracker at `tracker`.
+async fn with_tracker(tracker: &api_tests::providers::StandIn) -> shared::AppState {
+    let base = tracker.base.clone();
+    harness()
+        .await
+        .instance_with(|c| {
+            c.support.repository = Some("acme/support".into());
+            c.support.token = Some(shared::deployment_key::KeySource::Value(
+                b"ghp_test".to_vec(),
+            ));
+            c.support.api_url = base;
+            c.support.labels = vec!["support".into()];
+        })
+        .1
+}
+
+/// The issues `issues` holds that `org` opened.
+fn opened_by(issues: &std::sync::Arc<std::sync::Mutex<Vec<Value>>>, org: uuid::Uuid) -> Effect {
+    let issues = issues.clone();
+    Box::new(move || {
+        let issues = issues.clone();
+        Box::pin(async move {
+            issues
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|i| i["body"].as_str().unwrap_or("").contains(&org.to_string()))
+                .map(|i| i["number"].to_string())
+                .collect()
+        })
+    })
+}
+
+/// A ticket opens one issue: a retry after an attempt that died finds the
+/// issue it opened (named by the request) instead of opening another, on
+/// the slot the attempt took.
+#[test]
+fn a_support_ticket_is_opened_once() {
+    run(async {
+        let (tracker, issues) = remembering_tracker().await;
+        let state = with_tracker(&tracker).await;
+        let prepare: Prepare = Box::new(move |b: &Bench| {
+            let issues = issues.clone();
+            Box::pin(async move {
+                Case {
+                    method: Method::POST,
+                    path: "/api/v1/support".into(),
+                    payload: Payload::Json(
+                        json!({"title": "Deliveries fail", "description": "Since 09:00."}),
+                    ),
+                    effect: opened_by(&issues, b.t.id()),
+                    named: |reply| {
+                        BTreeSet::from([reply.body["data"]["reference"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_owned()])
+                    },
+                }
+            })
+        });
+        exactly_once_on("POST /support", &state, prepare).await;
+    });
+}
+
+/// The tracker opened the issue but answered too late (504): a retry with
+/// the request's key answers that issue, opens no second one and takes no
+/// second slot of the quota.
+#[test]
+fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    run(async {
+        let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let slow = Arc::new(AtomicBool::new(true));
+        let (kept, late) = (issues.clone(), slow.clone());
+        let tracker = api_tests::providers::StandIn::start(move |seen, _| {
+            let mut issues = kept.lock().unwrap();
+            if seen.method == Method::GET {
+                let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
+                return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+            }
+            let issue = json!({"number": 7 + issues.len(), "body": seen.json()["body"], "created_at": chrono::Utc::now().to_rfc3339()});
+            issues.push(issue.clone());
+            let answer = api_tests::providers::Canned::json(201, issue);
+            if late.swap(false, Ordering::SeqCst) {
+                answer.after(Duration::from_millis(800))
+            } else {
+                answer
+            }
+        })
+        .await;
+        let base = tracker.base.clone();
+        let (router, _) = harness().await.instance_with(|c| {
+            c.support.repository = Some("acme/support".into());
+            c.support.token = Some(shared::deployment_key::KeySource::Value(
+                b"ghp_test".to_vec(),
+            ));
+            c.support.api_url = base;
+            c.support.labels = vec!["support".into()];
+            c.support.timeout = Duration::from_millis(300);
+        });
+        let t = org().await;
+        let body = json!({"title": "Late", "description": "The tracker is slow."});
+        let send = || {
+            call(Method::POST, "/api/v1/support")
+                .key(&t.key)
+                .header("idempotency-key", "late-ticket")
+                .json(&body)
+                .send_to(&router)
+        };
+        let first = send().await;
+        first.expect(504, Some("support_tracker_timeout"));
+        let retry = send().await;
+        retry.expect(201, None);
+        assert_eq!(retry.body["data"]["reference"], "7");
+        assert_eq!(issues.lock().unwrap().len(), 1, "one issue");
+        // The first attempt's slot stands for the ticket: 4 of 5 left.
+        assert_eq!(retry.body["data"]["quota_remaining"], 4);
+    });
+}
+
+/// Geocoding keeps no record: whatever breaks, a retry with the key gets a
+/// definite answer, the first one when the first was a success.
+#[test]
+fn a_geocode_is_answered_once() {
+    run(async {
+        let provider = api_tests::providers::StandIn::start(|_, _| {
+            api_tests::providers::google_found(
+                "Mannerheimintie 1, Helsinki",
+                60.17,
+                24.94,
+                "ROOFTOP",
+                false,
+            )
+        })
+        .await;
+        let url = format!("{}{}", provider.base, api_tests::providers::GEOCODE_PATH);
+        let (_, state) = harness().await.instance_with(|c| {
+            c.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
+                b"AIzaTEST".to_vec(),
+            ));
+            c.geocode.url = url;
+        });
+        let prepare: Prepare = Box::new(|_: &Bench| {
+            Box::pin(async {
+                Case {
+                    method: Method::POST,
+                    path: "/api/v1/geocode".into(),
+                    payload: Payload::Json(json!({"address": "Mannerheimintie 1, Helsinki"})),
+                    effect: Box::new(|| Box::pin(async { BTreeSet::new() })),
+                    named: nothing,
+                }
+            })
+        });
+        exactly_once_on("POST /geocode", &state, prepare).await;
+    });
+}
+
+/// Every POST route of the description is run here.
+#[test]
+fn every_post_route_is_crash_tested() {
+    let source = include_str!("exactly_once.rs");
+    for (path, item) in docs::OPENAPI["paths"].as_object().unwrap() {
+        if path.starts_with("/api/v1/") && item.get("post").is_some() {
+            let shape = path
+                .split('/')
+                .map(|s| if s.starts_with('{') { "{id}" } else { s })
+                .collect::<Vec<_>>()
+                .join("/");
+            let named = format!("\"POST {}\"", shape.trim_start_matches("/api/v1"));
+            assert!(source.contains(&named), "{named} is not crash-tested here");
+        }
+    }
 }
