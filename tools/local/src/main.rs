@@ -1,6 +1,7 @@
 //! Dev server: every function's routes in one process, under their real
 //! paths, on loopback, and the webhook dispatcher fed from the local queue
-//! (when `WEBHOOK_QUEUE_URL` is set). `LOCAL_ADDR` sets the address
+//! (when `WEBHOOK_QUEUE_URL` is set, unless `LOCAL_DISPATCHER=off`; its
+//! settings: `local::poller::Setup`). `LOCAL_ADDR` sets the address
 //! (default 127.0.0.1:3000).
 
 use anyhow::Context;
@@ -11,12 +12,11 @@ async fn main() -> anyhow::Result<()> {
     let state = shared::AppState::from_env()
         .await
         .map_err(anyhow::Error::msg)?;
-    if state.config.webhook_queue_url.is_some() {
-        let dispatcher = webhook_dispatcher::Dispatcher::new(
-            state.clone(),
-            webhook_dispatcher::policy::Policy::default(),
-        );
-        tokio::spawn(local::poller::run(dispatcher, state.queue.clone()));
+    let setup = local::poller::Setup::from_env()?;
+    if state.config.webhook_queue_url.is_some() && setup.enabled {
+        let dispatcher = webhook_dispatcher::Dispatcher::new(state.clone(), setup.policy.clone());
+        let queue = state.queue.clone();
+        tokio::spawn(async move { local::poller::run(dispatcher, queue, &setup).await });
         tracing::info!("webhook dispatcher polling the local queue");
     }
     // Whole bodies, as API Gateway delivers them (`whole_body`).

@@ -7,6 +7,83 @@
 
 use std::time::Duration;
 
+use webhook_dispatcher::policy::Policy;
+
+/// How the local dispatcher runs, from the environment: whether it runs
+/// at all (`LOCAL_DISPATCHER`, default `on` when a queue is set), its
+/// policy with the waits between attempts (`WEBHOOK_SCHEDULE_SECONDS`, a
+/// comma-separated list), the lease and the sweeper's settle time
+/// (`WEBHOOK_LEASE_SECONDS`, `WEBHOOK_SWEEP_SETTLE_SECONDS`) replaced, and
+/// how often it sweeps (`LOCAL_SWEEP_SECONDS`, 60) and how many batches it
+/// handles at once (`LOCAL_POLLERS`, 1). For runs that must see retries
+/// and sweeps within minutes (`make soak`); production's policy is the
+/// dispatcher's own.
+pub struct Setup {
+    pub enabled: bool,
+    pub policy: Policy,
+    pub sweep_every: Duration,
+    pub pollers: usize,
+}
+
+impl Setup {
+    pub fn from_env() -> anyhow::Result<Setup> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let seconds = |name: &str| -> anyhow::Result<Option<Duration>> {
+            var(name)
+                .map(|v| {
+                    v.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(Duration::from_secs_f64)
+                        .ok_or_else(|| anyhow::anyhow!("{name} must be a number of seconds"))
+                })
+                .transpose()
+        };
+        let mut policy = Policy::default();
+        if let Some(list) = var("WEBHOOK_SCHEDULE_SECONDS") {
+            policy.schedule = list
+                .split(',')
+                .map(|s| {
+                    s.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(Duration::from_secs_f64)
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    anyhow::anyhow!("WEBHOOK_SCHEDULE_SECONDS must be seconds, comma-separated")
+                })?;
+        }
+        if let Some(lease) = seconds("WEBHOOK_LEASE_SECONDS")? {
+            policy.lease = lease;
+        }
+        if let Some(settle) = seconds("WEBHOOK_SWEEP_SETTLE_SECONDS")? {
+            policy.sweep_settle = settle;
+        }
+        let sweep_every = seconds("LOCAL_SWEEP_SECONDS")?
+            .unwrap_or(Duration::from_secs(60))
+            .max(Duration::from_millis(100));
+        let enabled = var("LOCAL_DISPATCHER").is_none_or(|v| v != "off");
+        let pollers = match var("LOCAL_POLLERS") {
+            None => 1,
+            Some(n) => n
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| anyhow::anyhow!("LOCAL_POLLERS must be 1 to 64"))?,
+        };
+        Ok(Setup {
+            enabled,
+            policy,
+            sweep_every,
+            pollers,
+        })
+    }
+}
+
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use shared::ApiResult;
 use shared::queue::WebhookQueue;
@@ -45,22 +122,30 @@ pub async fn poll_once(dispatcher: &Dispatcher, queue: &WebhookQueue) -> ApiResu
     Ok(received.len())
 }
 
-/// Polls every second and sweeps every minute, until the process ends.
-pub async fn run(dispatcher: Dispatcher, queue: WebhookQueue) {
-    let mut sweep = tokio::time::interval(Duration::from_secs(60));
-    let mut poll = tokio::time::interval(Duration::from_secs(1));
+/// Polls with `setup.pollers` loops at once (as the event source mapping
+/// runs several invocations when messages wait), each at once again after
+/// a batch and a second after an empty poll, and sweeps every
+/// `setup.sweep_every`, until the process ends.
+pub async fn run(dispatcher: Dispatcher, queue: WebhookQueue, setup: &Setup) {
+    let dispatcher = std::sync::Arc::new(dispatcher);
+    for _ in 0..setup.pollers {
+        let (dispatcher, queue) = (dispatcher.clone(), queue.clone());
+        tokio::spawn(async move {
+            loop {
+                match poll_once(&dispatcher, &queue).await {
+                    Ok(taken) if taken > 0 => continue,
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "webhook queue poll failed"),
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+    let mut sweep = tokio::time::interval(setup.sweep_every);
     loop {
-        tokio::select! {
-            _ = sweep.tick() => {
-                if let Err(error) = dispatcher.sweep().await {
-                    tracing::warn!(%error, "sweep failed");
-                }
-            }
-            _ = poll.tick() => {
-                if let Err(error) = poll_once(&dispatcher, &queue).await {
-                    tracing::warn!(%error, "webhook queue poll failed");
-                }
-            }
+        sweep.tick().await;
+        if let Err(error) = dispatcher.sweep().await {
+            tracing::warn!(%error, "sweep failed");
         }
     }
 }

@@ -1,0 +1,186 @@
+"""The invariants checked once traffic has stopped and the faults have
+healed: what the service holds against the model (1, 2, 3, 8), the rate
+limit from the instances' own admission records (4), webhooks against
+what the receivers saw (7), and errors against the faults (9)."""
+
+import collections
+import datetime
+import glob
+import json
+import math
+import os
+from decimal import Decimal
+
+from journal import INVARIANTS
+
+(LOST, ONCE, UNMADE, LIMIT, _REVOKED, _ISOLATION, WEBHOOKS, TOTALS, FAULTS, _STUCK) = INVARIANTS
+
+
+async def everything(api, model, receivers, journal, topology, bound: float, limit: int) -> None:
+    for org in model.orgs.values():
+        await records(api, org, journal)
+        await totals(api, org, journal)
+    await webhooks(api, model, receivers, journal)
+    rate_limit(topology, journal, limit)
+    errors(journal, topology, bound)
+    journal.check(UNMADE, not journal.unresolved_ops,
+                  f"{len(journal.unresolved_ops)} left unresolved, e.g. {journal.unresolved_ops[:3]}")
+
+
+async def get(api, org, path: str):
+    reply, _, _ = await api.definite("GET", path, org.key)
+    return reply
+
+
+async def every_row(api, org, path: str) -> list:
+    """Every row of a list, following its cursor pages."""
+    rows, cursor = [], None
+    while True:
+        sep = "&" if "?" in path else "?"
+        reply = await get(api, org, path + (f"{sep}cursor={cursor}" if cursor else ""))
+        if reply is None or not reply.ok:
+            return rows
+        rows.extend(reply.data)
+        cursor = (reply.body.get("meta") or {}).get("next_cursor")
+        if not cursor:
+            return rows
+
+
+async def records(api, org, journal) -> None:
+    """1: every acknowledged write visible with its content; 2: one record
+    per acknowledged create; 3: no record no request made."""
+    sites = {s["id"]: s for s in await every_row(api, org, "/api/v1/sites?status=all")}
+    for site_id, site in org.sites.items():
+        stored = sites.get(site_id)
+        holds = stored is not None and stored["name"] == site.name \
+            and (stored["status"] == "archived") == site.archived
+        journal.check(LOST, holds, f"site {site_id}: model {site}, stored {stored}")
+    loads = {s["id"]: s for s in await every_row(api, org, "/api/v1/surpluses?status=all&limit=100")}
+    for load_id, load in org.loads.items():
+        stored = loads.get(load_id)
+        holds = stored is not None and Decimal(str(stored["volume_m3"])) == load.volume \
+            and (stored["status"] == "delivered") == (load.status == "delivered") \
+            and (stored.get("waybill") is not None or not load.waybill)
+        journal.check(LOST, holds, f"load {load_id}: model {load}, stored {stored}")
+    kinds = [
+        ("sites", "/api/v1/sites?status=all", lambda r: r["name"], org.sites),
+        ("points", "/api/v1/receiving-points?status=all", lambda r: r["name"], org.points),
+        ("loads", "/api/v1/surpluses?status=all&limit=100", lambda r: r.get("notes"), org.loads),
+        ("trucks", "/api/v1/trucks", lambda r: r.get("license"), org.trucks),
+        ("members", "/api/v1/members?include_inactive=true", lambda r: r.get("first_name"), org.members),
+    ]
+    for kind, path, name_of, acknowledged in kinds:
+        rows = await every_row(api, org, path)
+        ids = collections.Counter(r["id"] for r in rows)
+        for record_id in acknowledged:
+            journal.check(ONCE, ids[record_id] == 1, f"{kind} {record_id}: listed {ids[record_id]} times")
+        names = collections.Counter(name_of(r) for r in rows)
+        sent = org.sent.get(kind, set())
+        for name, count in names.items():
+            if kind == "sites" and name and name.startswith("Renamed"):
+                continue
+            journal.check(ONCE, count == 1 or name is None, f"{kind} named {name!r}: {count} records")
+            journal.check(UNMADE, name in sent or name is None, f"{kind} {name!r} made by no request")
+
+
+def today_window() -> str:
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    return f"from={today - datetime.timedelta(days=1)}&to={today + datetime.timedelta(days=1)}"
+
+
+async def totals(api, org, journal) -> None:
+    """8: the summary and the additive bill equal the model's sums."""
+    delivered = [l for l in org.loads.values() if l.status == "delivered"]
+    summary = await get(api, org, f"/api/v1/reports/summary?{today_window()}")
+    if summary is not None and summary.ok:
+        data = summary.data
+        want = (len(delivered), sum((l.volume for l in delivered), Decimal(0)))
+        got = (data["loads_count"], Decimal(str(data["volume_m3"])))
+        journal.check(TOTALS, got == want, f"summary of {org.id}: {got}, model {want}")
+    additive = [l for l in org.loads.values() if l.additive]
+    bill = await get(api, org, f"/api/v1/billing/additive-usage?{today_window()}")
+    if bill is not None and bill.ok:
+        want = (len(additive), sum(math.ceil(l.volume) for l in additive))
+        got = (bill.data["total_loads_count"], bill.data["total_additive_usage_m3"])
+        journal.check(TOTALS, got == want, f"billing of {org.id}: {got}, model {want}")
+
+
+async def webhooks(api, model, receivers, journal) -> None:
+    """7: each delivered load's event reached every live receiver, with one
+    webhook-id; none for other loads; the deliveries log agrees."""
+    seen = collections.defaultdict(list)  # (receiver, surplus) -> requests
+    for kind, receiver in receivers.items():
+        for got in receiver.got:
+            seen[(kind, got["surplus_id"])].append(got)
+    delivered = {l.id for o in model.orgs.values() for l in o.loads.values() if l.status == "delivered"}
+    for org in model.orgs.values():
+        for load in org.loads.values():
+            if load.status != "delivered":
+                continue
+            for kind in ("healthy", "flaky", "slow"):
+                got = seen[(kind, load.id)]
+                ids = {g["webhook_id"] for g in got}
+                journal.check(WEBHOOKS, len(got) >= 1 and len(ids) == 1,
+                              f"load {load.id} at {kind}: {len(got)} requests, ids {ids}")
+    for (kind, surplus), got in seen.items():
+        journal.check(WEBHOOKS, surplus in delivered, f"{kind} got an event for load {surplus}, not delivered")
+    for org in model.orgs.values():
+        for kind, webhook_id in org.webhooks.items():
+            rows = await every_row(api, org, f"/api/v1/webhooks/{webhook_id}/deliveries?limit=100")
+            logged = {r["delivery_id"] for r in rows if r.get("succeeded")}
+            received = {g["delivery_id"] for g in receivers[kind].got
+                        if g["org_id"] == org.id and 200 <= g["status"] < 300}
+            journal.check(WEBHOOKS, logged <= received | set(), f"{kind} of {org.id}: logged {logged - received} not received")
+            journal.check(WEBHOOKS, received <= logged, f"{kind} of {org.id}: received {received - logged} not logged")
+
+
+def instance_logs(topology) -> list:
+    lines = []
+    for path in glob.glob(os.path.join(topology.out, "logs", "*.log")):
+        name = os.path.basename(path)[:-4]
+        if name in ("moto", "dynamodb"):
+            continue
+        with open(path, errors="replace") as f:
+            for line in f:
+                lines.append((name, line))
+    return lines
+
+
+def rate_limit(topology, journal, limit: int) -> None:
+    """4: from the instances' own admission records, no key had more 2xx
+    than its limit in one window."""
+    successes = collections.Counter()
+    for _, line in instance_logs(topology):
+        if '"request served"' not in line:
+            continue
+        try:
+            fields = json.loads(line)
+        except ValueError:
+            continue
+        status, key, window = fields.get("status"), fields.get("key_id"), fields.get("rate_window")
+        if key and window is not None and status and 200 <= status < 300:
+            successes[(key, window)] += 1
+    for (key, window), count in successes.items():
+        journal.check(LIMIT, count <= limit, f"key {key} window {window}: {count} successes, limit {limit}")
+
+
+def errors(journal, topology, bound: float) -> None:
+    """9: a 5xx (or no answer) only while a fault is in force or within the
+    bound after it; the recovery time after each fault; no panic."""
+    spans = sorted((f["start"], f["end"]) for f in journal.faults)
+    failures = [(sent, done) for sent, done, status, _ in journal.attempts if status == 0 or status >= 500]
+    # Recovery: until the last request sent after the fault ended that
+    # still failed, among those answered before the next fault began (one
+    # sent before the end may fail later: it met the fault; one still out
+    # when the next began may have met that one).
+    starts = sorted(f["start"] for f in journal.faults)
+    for fault in journal.faults:
+        until = min([s for s in starts if s > fault["start"]] + [fault["end"] + bound])
+        after = [sent for sent, done in failures if fault["end"] <= sent and done < until]
+        fault["recovery_s"] = round(max(after) - fault["end"], 3) if after else 0.0
+    for sent, done in failures:
+        covered = any(start - 1 <= done and sent <= end + bound for start, end in spans)
+        journal.check(FAULTS, covered, f"a failed answer at +{done - journal.started:.1f} s with no fault in force")
+    panics = [f"{name}: {line.strip()[:160]}" for name, line in instance_logs(topology) if "panicked" in line]
+    journal.check(FAULTS, not panics, f"{len(panics)} panics, e.g. {panics[:1]}")
+    journal.check(FAULTS, True)

@@ -1,0 +1,52 @@
+"""An operator's changes while traffic runs (invariant 5): one
+organization's key is revoked, another organization is deactivated, a
+third's API entitlement is switched off, each through the operator CLI.
+Each such organization has a client of its own reading and writing the
+whole time; once the operator's command has returned, no request it sends
+may succeed."""
+
+import asyncio
+import time
+
+INVARIANT = "no 2xx after a revocation, deactivation or entitlement off was acknowledged"
+
+
+class Victim:
+    """An organization an operator acts on, and its client."""
+
+    def __init__(self, action: str, org, api, journal):
+        self.action, self.org, self.api, self.journal = action, org, api, journal
+        self.acknowledged = None  # when the operator's command returned
+
+    async def traffic(self, until: float) -> None:
+        n = 0
+        while time.time() < until:
+            n += 1
+            if n % 3:
+                reply = await self.api.send("GET", "/api/v1/sites", self.org.key)
+            else:
+                reply = await self.api.send("POST", "/api/v1/sites", self.org.key,
+                                            body={"name": f"Victim {n}"}, idempotency_key=f"victim-{self.org.id}-{n}")
+            if self.acknowledged is not None and reply.sent > self.acknowledged:
+                refused = reply.status in (401, 403, 404) or reply.status == 0 or reply.status >= 500
+                self.journal.check(INVARIANT, refused,
+                                   f"{self.action}: {reply.status} to a request sent "
+                                   f"{reply.sent - self.acknowledged:.2f} s after the command returned")
+            await asyncio.sleep(0.25)
+
+    async def act(self, topology) -> None:
+        """The operator's command, tried until it succeeds (the table may be
+        restarting under a fault)."""
+        command = {
+            "revoke": ["revoke-key", "--org", self.org.id, "--key-id", self.org.key_id],
+            "deactivate": ["deactivate-org", "--org", self.org.id],
+            "entitlement": ["entitlement", "--org", self.org.id, "--enabled", "false"],
+        }[self.action]
+        for _ in range(60):
+            try:
+                await asyncio.to_thread(topology.admin, *command)
+                self.acknowledged = time.time()
+                return
+            except RuntimeError:
+                await asyncio.sleep(1.0)
+        raise RuntimeError(f"the operator could not {self.action} {self.org.id}")

