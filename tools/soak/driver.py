@@ -194,14 +194,16 @@ class Client:
         if not site_id:
             return False
         name = self.org.send_name("points", "Gate")
-        body = {"site_id": site_id, "name": name, "is_public": True,
+        public = self.rng.random() < 0.5
+        body = {"site_id": site_id, "name": name, "is_public": public,
                 "lat": 60.0 + self.rng.random(), "lng": 24.0 + self.rng.random()}
         reply, _ = await self.call("POST", "/api/v1/receiving-points", body=body, idempotent=True)
         if reply is None or reply.status != 201:
             return False
         self.org.points[reply.data["id"]] = name
         self.model.own(self.org, reply.data["id"])
-        self.model.public.add(reply.data["id"])
+        if public:
+            self.model.public.add(reply.data["id"])
         return True
 
     async def create_load(self) -> bool:
@@ -212,6 +214,11 @@ class Client:
         additive = self.rng.random() < 0.4
         body = {"site_id": site_id, "volume_m3": float(volume), "additive": additive,
                 "notes": self.org.send_name("loads", "Load")}
+        # Now and then to a receiving point: its own, or another
+        # organization's (a public one is allowed, a private one is 422).
+        points = [p for o in self.model.orgs.values() for p in o.points]
+        if points and self.rng.random() < 0.3:
+            body["to_receiving_point_id"] = self.rng.choice(points)
         reply, _ = await self.call("POST", "/api/v1/surpluses", body=body, idempotent=True)
         if reply is None or reply.status != 201:
             return False

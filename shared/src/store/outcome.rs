@@ -120,6 +120,20 @@ pub fn answering<T: Any>(render: Render) -> bool {
     .unwrap_or(false)
 }
 
+/// Whether the request will keep an answer rendered from a `T` (it holds
+/// a claim, and its route renders from a `T`): a caller that must copy a
+/// value to render it asks first.
+pub fn wants<T: Any>() -> bool {
+    with(|phase| {
+        phase.claim.is_some()
+            && phase
+                .render
+                .as_ref()
+                .is_some_and(|(id, _)| *id == TypeId::of::<T>())
+    })
+    .unwrap_or(false)
+}
+
 /// Called by the store with the value its next transaction commits (the
 /// value the write returns): the route's answer for it is rendered, to go
 /// into that transaction. A render that fails fails the write.

@@ -139,8 +139,8 @@ impl<'a, R: Record> Records<'a, R> {
     ) -> ApiResult<R> {
         let nothing = async { Ok(()) };
         let answer = |written: &R, _: &()| {
-            let written = written.clone();
-            async move { outcome::render(&written).await }
+            let written = outcome::wants::<R>().then(|| written.clone());
+            async move { rendered(written).await }
         };
         Ok(self.change(org, id, nothing, change, answer).await?.0)
     }
@@ -157,8 +157,8 @@ impl<'a, R: Record> Records<'a, R> {
         change: impl Fn(&mut R) -> ApiResult<()>,
     ) -> ApiResult<(R, T)> {
         let answer = |written: &R, beside: &T| {
-            let both = (written.clone(), beside.clone());
-            async move { outcome::render(&both).await }
+            let both = outcome::wants::<(R, T)>().then(|| (written.clone(), beside.clone()));
+            async move { rendered(both).await }
         };
         self.change(org, id, beside, change, answer).await
     }
@@ -225,6 +225,14 @@ impl<'a, R: Record> Records<'a, R> {
 
     fn item(&self, record: &R) -> ApiResult<super::item::Item> {
         item(record)
+    }
+}
+
+/// The request's answer rendered from `value`, when it has one to render.
+async fn rendered<T: std::any::Any + Clone + Send>(value: Option<T>) -> ApiResult<()> {
+    match value {
+        Some(value) => outcome::render(&value).await,
+        None => Ok(()),
     }
 }
 
