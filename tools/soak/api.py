@@ -60,7 +60,9 @@ class Api:
 
     async def open(self) -> None:
         self.session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=12, sock_connect=2),
+            # Longer than any request may take at the server (API
+            # Gateway's 29 s): a retry never overtakes its first attempt.
+            timeout=aiohttp.ClientTimeout(total=30, sock_connect=2),
             connector=aiohttp.TCPConnector(limit=8, force_close=False))
 
     async def close(self) -> None:
@@ -92,7 +94,7 @@ class Api:
                     reply.body = json.loads(reply.text) if reply.text else None
                 except ValueError:
                     reply.body = None
-        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError):
+        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError, RuntimeError):
             reply.status = 0
         reply.done = time.time()
         self.journal.attempt(method, path, reply)
@@ -117,6 +119,8 @@ class Api:
                 held = reply.done - in_flight_since
                 self.journal.check("no claim stuck past its lease", held <= STUCK_AFTER_S,
                                    f"{method} {path} key {idempotency_key}: in flight for {held:.0f} s")
+            else:
+                in_flight_since = None
             if reply.uncertain():
                 uncertain = True
             elif reply.status == 429 and uncertain:

@@ -30,6 +30,11 @@ class Site:
     id: str
     name: str
     archived: bool = False
+    # Names sent after the last acknowledged one whose writes never got a
+    # definite answer: any of them may be what the site holds.
+    maybe_names: list = field(default_factory=list)
+    # An archive or restore that never got a definite answer.
+    archive_unknown: bool = False
 
 
 @dataclass
@@ -40,6 +45,9 @@ class Load:
     additive: bool
     status: str = "new"
     waybill: bool = False
+    # A delivery that never got a definite answer, or an upload.
+    status_unknown: bool = False
+    waybill_unknown: bool = False
 
 
 @dataclass
@@ -58,6 +66,9 @@ class Org:
     granted_by: set = field(default_factory=set)
     webhooks: dict = field(default_factory=dict)
     replays: list = field(default_factory=list)
+    # Loads whose create never got a definite answer, by their notes: the
+    # checks look for them before comparing (they may exist).
+    unresolved_loads: dict = field(default_factory=dict)
 
     def send_name(self, kind: str, prefix: str) -> str:
         name = f"{prefix} {uuid.uuid4().hex[:12]}"
@@ -110,7 +121,7 @@ class Client:
             elif isinstance(value, list):
                 for v in value:
                     walk(v, key)
-            elif isinstance(value, str) and key.endswith("id") and UUID.match(value):
+            elif isinstance(value, str) and key.endswith(("id", "ids", "Id")) and UUID.match(value):
                 owner = self.model.owner.get(value)
                 if owner and owner != reader.id and owner not in reader.granted_by \
                         and value not in self.model.public:
@@ -164,10 +175,13 @@ class Client:
         if not site_id:
             return False
         name = f"Renamed {uuid.uuid4().hex[:12]}"
+        site = self.org.sites[site_id]
         reply, _ = await self.call("PATCH", f"/api/v1/sites/{site_id}", body={"name": name})
         if reply is not None and reply.status == 200:
-            self.org.sites[site_id].name = name
+            site.name, site.maybe_names = name, []
             return True
+        if reply is None:
+            site.maybe_names.append(name)
         return False
 
     async def archive_site(self) -> bool:
@@ -183,9 +197,14 @@ class Client:
         path = f"/api/v1/sites/{site_id}" + ("" if archive else "/restore")
         reply, uncertain = await self.call("DELETE" if archive else "POST", path, idempotent=not archive)
         already = "already_archived" if archive else "not_archived"
-        # After an attempt that may have done it, its 409 says it is done.
-        if reply is not None and (reply.status == 200 or (uncertain and reply.code == already)):
-            self.org.sites[site_id].archived = archive
+        site = self.org.sites[site_id]
+        if reply is None:
+            site.archive_unknown = True
+            return False
+        # The client owns the site: a 409 saying it is done means an
+        # earlier attempt (or an unresolved one) did it.
+        if reply.status == 200 or reply.code == already:
+            site.archived, site.archive_unknown = archive, False
             return True
         return False
 
@@ -203,7 +222,9 @@ class Client:
         self.org.points[reply.data["id"]] = name
         self.model.own(self.org, reply.data["id"])
         if public:
-            self.model.public.add(reply.data["id"])
+            # A public point is shown to everyone, with its site (the
+            # destination of a load names both: docs/decisions.md).
+            self.model.public.update({reply.data["id"], site_id})
         return True
 
     async def create_load(self) -> bool:
@@ -220,7 +241,10 @@ class Client:
         if points and self.rng.random() < 0.3:
             body["to_receiving_point_id"] = self.rng.choice(points)
         reply, _ = await self.call("POST", "/api/v1/surpluses", body=body, idempotent=True)
-        if reply is None or reply.status != 201:
+        if reply is None:
+            self.org.unresolved_loads[body["notes"]] = (site_id, volume, additive)
+            return False
+        if reply.status != 201:
             return False
         load = reply.data
         self.org.loads[load["id"]] = Load(load["id"], site_id, volume, additive)
@@ -236,6 +260,8 @@ class Client:
         if reply is not None and reply.status == 200:
             self.org.loads[load_id].waybill = True
             return True
+        if reply is None:
+            self.org.loads[load_id].waybill_unknown = True
         return False
 
     async def deliver_load(self) -> bool:
@@ -243,13 +269,18 @@ class Client:
                             and self.org.loads[i].status != "delivered")
         if not load_id:
             return False
+        load = self.org.loads[load_id]
         reply, uncertain = await self.call("PATCH", f"/api/v1/surpluses/{load_id}", body={"status": "delivered"})
-        if reply is None:
-            return False
-        if reply.status == 200 or uncertain:
+        if reply is not None and reply.status == 200:
+            load.status, load.status_unknown = "delivered", False
+            return True
+        if reply is None or uncertain:
+            # What the load holds now; an attempt still running may move it
+            # later: the checks read it again.
+            load.status_unknown = True
             check, _ = await self.call("GET", f"/api/v1/surpluses/{load_id}")
             if check is not None and check.ok and check.data["status"] == "delivered":
-                self.org.loads[load_id].status = "delivered"
+                load.status = "delivered"
                 return True
         return False
 

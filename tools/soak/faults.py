@@ -29,8 +29,14 @@ class Faults:
         await asyncio.sleep(self.rng.uniform(1.0, 3.0))
         while time.time() < until - QUIET_S:
             kind = order.pop(0) if order else self.rng.choice(KINDS)
-            await getattr(self, kind)()
-            await asyncio.sleep(QUIET_S + max(0.0, spare) * self.rng.random())
+            try:
+                await getattr(self, kind)()
+            except Exception as error:  # noqa: BLE001 (a restart that failed)
+                self.journal.violation("5xx only under a fault, recovery within the bound, no panic",
+                                       f"{kind}: the service did not come back: {error}")
+                return
+            quiet = QUIET_S + max(0.0, spare) * self.rng.random()
+            await asyncio.sleep(min(quiet, max(0.0, until - time.time())))
 
     async def inject(self, kind: str, target: str, action, undo, hold: float) -> None:
         """`action` for `hold` seconds, then `undo`. The fault ends when it
@@ -40,8 +46,10 @@ class Faults:
         action()
         await asyncio.sleep(hold)
         ended = time.time()
-        await undo()
-        self.journal.fault(kind, target, started, ended)
+        try:
+            await undo()
+        finally:
+            self.journal.fault(kind, target, started, ended)
 
     def instance(self) -> tuple:
         name = self.rng.choice(["api-1", "api-2", "api-3"])

@@ -28,7 +28,7 @@ class Victim:
                 reply = await self.api.send("POST", "/api/v1/sites", self.org.key,
                                             body={"name": f"Victim {n}"}, idempotency_key=f"victim-{self.org.id}-{n}")
             if self.acknowledged is not None and reply.sent > self.acknowledged:
-                refused = reply.status in (401, 403, 404) or reply.status == 0 or reply.status >= 500
+                refused = not 200 <= reply.status < 300
                 self.journal.check(INVARIANT, refused,
                                    f"{self.action}: {reply.status} to a request sent "
                                    f"{reply.sent - self.acknowledged:.2f} s after the command returned")
@@ -47,6 +47,6 @@ class Victim:
                 await asyncio.to_thread(topology.admin, *command)
                 self.acknowledged = time.time()
                 return
-            except RuntimeError:
+            except Exception:  # noqa: BLE001 (the table may be restarting)
                 await asyncio.sleep(1.0)
-        raise RuntimeError(f"the operator could not {self.action} {self.org.id}")
+        self.journal.violation(INVARIANT, f"the operator could not {self.action} {self.org.id} in a minute")

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from proxy import FaultProxy
@@ -61,20 +62,26 @@ class Process:
                 raise RuntimeError(f"{self.name} did not listen on {self.port}; log: {self.log}")
             await asyncio.sleep(0.1)
 
+    def signal(self, sig) -> bool:
+        """Sends `sig` to the process's group; False when it is gone."""
+        if not self.proc or self.proc.poll() is not None:
+            return False
+        try:
+            os.killpg(self.proc.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
     def kill(self) -> None:
         """SIGKILL, as a crash or Lambda's timeout would."""
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.signal(signal.SIGKILL):
             self.proc.wait()
 
     def freeze(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGSTOP)
-            self.frozen = True
+        self.frozen = self.signal(signal.SIGSTOP)
 
     def thaw(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGCONT)
+        self.signal(signal.SIGCONT)
         self.frozen = False
 
     def alive(self) -> bool:
@@ -83,8 +90,7 @@ class Process:
     def stop(self) -> None:
         if self.frozen:
             self.thaw()
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+        if self.signal(signal.SIGTERM):
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
@@ -186,10 +192,16 @@ class Topology:
         await process.ready()
 
     async def stop(self) -> None:
-        for process in self.instances.values():
-            process.stop()
+        """Stops everything, each step whatever the others did."""
+        steps = [p.stop for p in self.instances.values()] + [self.dynamodb.stop, self.moto.stop]
+        for step in steps:
+            try:
+                step()
+            except Exception as error:  # noqa: BLE001
+                print(f"soak: stopping: {error}", file=sys.stderr)
         if self.proxy:
-            await self.proxy.close()
-        self.dynamodb.stop()
-        self.moto.stop()
+            try:
+                await self.proxy.close()
+            except Exception as error:  # noqa: BLE001
+                print(f"soak: stopping the proxy: {error}", file=sys.stderr)
         shutil.rmtree(self.data, ignore_errors=True)
