@@ -199,6 +199,7 @@ def errors(journal, topology, bound: float) -> None:
     bound after it; the recovery time after each fault; no panic."""
     spans = sorted((f["start"], f["end"]) for f in journal.faults)
     failures = [(sent, done) for sent, done, status, _ in journal.attempts if status == 0 or status >= 500]
+    statuses = [(sent, done, status) for sent, done, status, _ in journal.attempts if status == 0 or status >= 500]
     # Recovery: until the last request sent after the fault ended that
     # still failed, among those answered before the next fault began (one
     # sent before the end may fail later: it met the fault; one still out
@@ -208,6 +209,9 @@ def errors(journal, topology, bound: float) -> None:
         until = min([s for s in starts if s > fault["start"]] + [fault["end"] + bound])
         after = [sent for sent, done in failures if fault["end"] <= sent and done < until]
         fault["recovery_s"] = round(max(after) - fault["end"], 3) if after else 0.0
+        # What failed after it ended: answers by status (0: none).
+        fault["failed_after"] = dict(collections.Counter(
+            status for sent, done, status in statuses if fault["end"] <= sent and done < until))
     for sent, done in failures:
         covered = any(start - 1 <= done and sent <= end + bound for start, end in spans)
         journal.check(FAULTS, covered, f"a failed answer at +{done - journal.started:.1f} s with no fault in force")

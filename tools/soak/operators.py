@@ -11,6 +11,21 @@ import time
 INVARIANT = "no 2xx after a revocation, deactivation or entitlement off was acknowledged"
 
 
+class HotKey:
+    """A key used past its rate limit the whole time (invariant 4 needs a
+    window that fills): GETs as fast as a few loops go."""
+
+    def __init__(self, org, api):
+        self.org, self.api = org, api
+
+    async def traffic(self, until: float, loops: int = 2) -> None:
+        async def loop():
+            while time.time() < until:
+                await self.api.send("GET", "/api/v1/sites", self.org.key)
+                await asyncio.sleep(0.01)
+        await asyncio.gather(*(loop() for _ in range(loops)))
+
+
 class Victim:
     """An organization an operator acts on, and its client."""
 

@@ -25,7 +25,7 @@ from api import Api  # noqa: E402
 from driver import Client, Model, Org  # noqa: E402
 from faults import KINDS, Faults  # noqa: E402
 from journal import Journal  # noqa: E402
-from operators import Victim  # noqa: E402
+from operators import HotKey, Victim  # noqa: E402
 from topology import RATE_LIMIT, ROOT, Topology  # noqa: E402
 
 # After a fault ends, every request succeeds again within this bound: a
@@ -43,7 +43,7 @@ async def organizations(topology, api, model, receivers) -> tuple:
     """Organizations with a key each (operator CLI), webhooks at every
     receiver, and grants between pairs; the victims of the operator."""
     made = []
-    for _ in range(MAIN_ORGS + 3):
+    for _ in range(MAIN_ORGS + 4):
         row = (await asyncio.to_thread(topology.admin, "demo"))[0]
         made.append(Org(row["org_id"], row["api_key"], row["key_id"]))
     main, victims = made[:MAIN_ORGS], made[MAIN_ORGS:]
@@ -65,7 +65,7 @@ async def organizations(topology, api, model, receivers) -> tuple:
     return main, victims
 
 
-async def delivered_everywhere(model, receivers, journal, within: float) -> None:
+async def delivered_everywhere(model, receivers, journal, topology, within: float) -> None:
     """Waits until every delivered load reached every live receiver (and
     the flaky one acknowledged it, or was tried 8 times), or `within`
     passes."""
@@ -87,8 +87,13 @@ async def delivered_everywhere(model, receivers, journal, within: float) -> None
         missing = [1 for o in model.orgs.values() for l in o.loads.values() if l.status == "delivered"
                    for kind in receiving.LIVE if (kind, l.id) not in acknowledged]
         if not missing:
-            return
+            break
         journal.counters["webhook deliveries outstanding"] = len(missing)
+        await asyncio.sleep(1.0)
+    # Then the queue runs dry: every message handled to its end (a
+    # delivery whose attempt could not be recorded comes back and is
+    # recorded), so the deliveries log can be held against the receivers.
+    while time.time() < deadline and await asyncio.to_thread(topology.queue_depth) > 0:
         await asyncio.sleep(1.0)
 
 
@@ -127,6 +132,7 @@ async def soak(args) -> int:
         apis.append(victim_api)
         acted = [Victim(action, org, victim_api, journal)
                  for action, org in zip(("revoke", "deactivate", "entitlement"), victims)]
+        hot = HotKey(victims[3], victim_api)
 
         async def operator():
             await asyncio.sleep(args.duration * rng.uniform(0.3, 0.6))
@@ -136,6 +142,7 @@ async def soak(args) -> int:
         faults = Faults(topology, journal, random.Random(rng.random()))
         tasks = [asyncio.create_task(c.run(until)) for c in clients]
         tasks += [asyncio.create_task(v.traffic(until)) for v in acted]
+        tasks.append(asyncio.create_task(hot.traffic(until)))
         tasks += [asyncio.create_task(faults.run(until)), asyncio.create_task(operator())]
         for outcome in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(outcome, BaseException):
@@ -143,7 +150,7 @@ async def soak(args) -> int:
                                   f"a client of the soak failed: {outcome!r}")
         ended = time.time()
         say(f"traffic stopped after {ended - journal.started:.0f} s; waiting for webhooks")
-        await delivered_everywhere(model, receivers, journal, within=300.0)
+        await delivered_everywhere(model, receivers, journal, topology, within=300.0)
         say("checking the invariants")
         await checks.everything(setup, model, receivers, journal, topology, RECOVERY_BOUND_S, RATE_LIMIT)
         run = journal.run(ended, RECOVERY_BOUND_S)

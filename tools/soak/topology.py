@@ -21,7 +21,7 @@ from proxy import FaultProxy
 
 # Each key's limit: at most RATE_LIMIT successes in a window of
 # RATE_WINDOW_S seconds (short, so that a run sees many windows).
-RATE_LIMIT = 300
+RATE_LIMIT = 120
 RATE_WINDOW_S = 10
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HOST = "127.0.0.1"
@@ -183,6 +183,16 @@ class Topology:
             self.instances[name].start()
         for process in self.instances.values():
             await process.ready()
+
+    def queue_depth(self) -> int:
+        """Messages on the webhook queue, visible or being handled."""
+        import boto3
+        sqs = boto3.client("sqs", endpoint_url=self.env["AWS_ENDPOINT_URL"], region_name="eu-north-1",
+                           aws_access_key_id="local", aws_secret_access_key="local")
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                 "ApproximateNumberOfMessagesDelayed"]
+        attributes = sqs.get_queue_attributes(QueueUrl=self.queue["webhooks"], AttributeNames=names)
+        return sum(int(v) for v in attributes["Attributes"].values())
 
     def api_ports(self) -> list:
         return [self.ports[name] for name in ("api-1", "api-2", "api-3")]
