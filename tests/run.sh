@@ -3,8 +3,8 @@
 # for every secret they handled), then the contract gate
 # (tests/conformance/run.sh), then the `cargo lambda watch` smoke
 # (tests/watch/run.sh), against one set of engines (DynamoDB Local, moto)
-# and one build; ends with the totals of what ran. Exits non-zero when
-# anything failed.
+# and one build, then a short soak (tools/soak: engines of its own);
+# ends with the totals of what ran. Exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/local/scripts/env.sh
