@@ -27,7 +27,12 @@ pub struct Setup {
 
 impl Setup {
     pub fn from_env() -> anyhow::Result<Setup> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Setup::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// The setup the variables `get` gives say (an empty one is unset).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Setup> {
+        let var = |name: &str| get(name).filter(|v| !v.is_empty());
         let seconds = |name: &str| -> anyhow::Result<Option<Duration>> {
             var(name)
                 .map(|v| {
@@ -146,6 +151,61 @@ pub async fn run(dispatcher: Dispatcher, queue: WebhookQueue, setup: &Setup) {
         sweep.tick().await;
         if let Err(error) = dispatcher.sweep().await {
             tracing::warn!(%error, "sweep failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(vars: &[(&str, &str)]) -> anyhow::Result<Setup> {
+        Setup::from_vars(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn the_defaults_are_the_dispatchers_own_one_poller_a_sweep_a_minute() {
+        let s = setup(&[]).unwrap();
+        assert!(s.enabled);
+        assert_eq!(s.pollers, 1);
+        assert_eq!(s.sweep_every, Duration::from_secs(60));
+        assert_eq!(s.policy.schedule, Policy::default().schedule);
+    }
+
+    #[test]
+    fn a_soak_shortens_the_schedule_and_polls_with_several() {
+        let s = setup(&[
+            ("LOCAL_DISPATCHER", "off"),
+            ("LOCAL_POLLERS", "4"),
+            ("WEBHOOK_SCHEDULE_SECONDS", "1, 2,0.5"),
+            ("WEBHOOK_LEASE_SECONDS", "5"),
+            ("WEBHOOK_SWEEP_SETTLE_SECONDS", "15"),
+            ("LOCAL_SWEEP_SECONDS", "5"),
+        ])
+        .unwrap();
+        assert!(!s.enabled);
+        assert_eq!(s.pollers, 4);
+        let secs = Duration::from_secs_f64;
+        assert_eq!(s.policy.schedule, [secs(1.0), secs(2.0), secs(0.5)]);
+        assert_eq!(s.policy.lease, secs(5.0));
+        assert_eq!(s.policy.sweep_settle, secs(15.0));
+        assert_eq!(s.sweep_every, secs(5.0));
+    }
+
+    #[test]
+    fn settings_that_make_no_sense_are_refused() {
+        for bad in [
+            ("LOCAL_POLLERS", "0"),
+            ("LOCAL_POLLERS", "many"),
+            ("WEBHOOK_SCHEDULE_SECONDS", "1,,2"),
+            ("WEBHOOK_SCHEDULE_SECONDS", "-1"),
+            ("WEBHOOK_LEASE_SECONDS", "soon"),
+        ] {
+            assert!(setup(&[bad]).is_err(), "{bad:?}");
         }
     }
 }
