@@ -112,7 +112,7 @@ class Topology:
         self.out = out
         self.ports = {"moto": base, "dynamodb": base + 1, "proxy": base + 2,
                       "api-1": base + 3, "api-2": base + 4, "api-3": base + 5,
-                      "dispatcher": base + 6}
+                      "dispatcher": base + 6, "moto-sqs": base + 7}
         self.bin = binaries
         self.proxy = None
         self.queue = None
@@ -132,13 +132,17 @@ class Topology:
             "AWS_REGION": "eu-north-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_ENDPOINT_URL": f"http://{HOST}:{self.ports['moto']}",
             "AWS_ENDPOINT_URL_DYNAMODB": f"http://{HOST}:{self.ports['dynamodb']}",
+            # SQS on a moto of its own: its receives read the whole queue
+            # and hold that process, which must not stall S3's uploads.
+            "AWS_ENDPOINT_URL_SQS": f"http://{HOST}:{self.ports['moto-sqs']}",
             "TABLE_NAME": "soak", "BUCKET_NAME": "soak-files",
         })
         self.env = base_env
         jar = dynamodb_jar()
         log = lambda name: os.path.join(out, "logs", f"{name}.log")  # noqa: E731
-        self.moto = Process("moto", [os.path.join(ROOT, ".venv/bin/python"), "tools/local/scripts/moto_server.py",
-                                     HOST, str(self.ports["moto"])], base_env, log("moto"), self.ports["moto"])
+        moto = lambda name: Process(name, [os.path.join(ROOT, ".venv/bin/python"), "tools/local/scripts/moto_server.py",  # noqa: E731
+                                           HOST, str(self.ports[name])], base_env, log(name), self.ports[name])
+        self.moto, self.moto_sqs = moto("moto"), moto("moto-sqs")
         self.dynamodb = Process("dynamodb", [
             "java", f"-Djava.library.path={os.path.dirname(jar)}/DynamoDBLocal_lib", "-jar", jar,
             "-sharedDb", "-dbPath", self.data, "-disableTelemetry", "-port", str(self.ports["dynamodb"])],
@@ -162,16 +166,16 @@ class Topology:
             "RATE_LIMIT_PER_WINDOW": str(RATE_LIMIT), "RATE_LIMIT_WINDOW_SECONDS": str(RATE_WINDOW_S),
             "LOCAL_DISPATCHER": "on" if dispatcher else "off",
             # Retries and sweeps within the run's minutes.
-            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5,5,5,5", "WEBHOOK_LEASE_SECONDS": "5",
+            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5",
             "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5", "LOCAL_POLLERS": "4",
         })
         return env
 
     async def start(self) -> None:
-        self.moto.start()
-        self.dynamodb.start()
-        await self.moto.ready()
-        await self.dynamodb.ready()
+        for engine in (self.moto, self.moto_sqs, self.dynamodb):
+            engine.start()
+        for engine in (self.moto, self.moto_sqs, self.dynamodb):
+            await engine.ready()
         rows = self.admin("setup-local")
         self.queue = {row["role"]: row["url"] for row in rows if "role" in row}
         self.proxy = await FaultProxy.start(HOST, self.ports["proxy"], HOST, self.ports["dynamodb"])
@@ -187,8 +191,10 @@ class Topology:
     def queue_depth(self) -> int:
         """Messages on the webhook queue, visible or being handled."""
         import boto3
-        sqs = boto3.client("sqs", endpoint_url=self.env["AWS_ENDPOINT_URL"], region_name="eu-north-1",
-                           aws_access_key_id="local", aws_secret_access_key="local")
+        from botocore.config import Config
+        sqs = boto3.client("sqs", endpoint_url=self.env["AWS_ENDPOINT_URL_SQS"], region_name="eu-north-1",
+                           aws_access_key_id="local", aws_secret_access_key="local",
+                           config=Config(connect_timeout=2, read_timeout=10, retries={"max_attempts": 1}))
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
                  "ApproximateNumberOfMessagesDelayed"]
         attributes = sqs.get_queue_attributes(QueueUrl=self.queue["webhooks"], AttributeNames=names)
@@ -203,7 +209,7 @@ class Topology:
 
     async def stop(self) -> None:
         """Stops everything, each step whatever the others did."""
-        steps = [p.stop for p in self.instances.values()] + [self.dynamodb.stop, self.moto.stop]
+        steps = [p.stop for p in self.instances.values()] + [self.dynamodb.stop, self.moto.stop, self.moto_sqs.stop]
         for step in steps:
             try:
                 step()
