@@ -55,6 +55,9 @@ class Org:
     id: str
     key: str
     key_id: str
+    # Every key of the organization (the first is `key`); each client uses
+    # one of them.
+    keys: list = field(default_factory=list)
     sites: dict = field(default_factory=dict)
     loads: dict = field(default_factory=dict)
     points: dict = field(default_factory=dict)
@@ -101,6 +104,8 @@ MIX = [
 class Client:
     def __init__(self, index: int, org: Org, model: Model, api: Api, journal, rng: random.Random):
         self.index, self.org, self.model, self.api, self.journal, self.rng = index, org, model, api, journal, rng
+        keys = org.keys or [org.key]
+        self.key = keys[index % len(keys)]
         self.sites = []  # ids of sites this client created
         self.loads = []
 
@@ -130,13 +135,13 @@ class Client:
         self.journal.check(ISOLATION, not foreign,
                            f"{reply.status} answer to {reader.id} carries {foreign[:3]}")
 
-    async def call(self, method, path, *, body=None, form=None, idempotent=False, org=None):
-        org = org or self.org
-        reply, uncertain, key = await self.api.definite(method, path, org.key, body=body, form=form,
+    async def call(self, method, path, *, body=None, form=None, idempotent=False):
+        reply, uncertain, key = await self.api.definite(method, path, self.key, body=body, form=form,
                                                         idempotent=idempotent)
-        self.isolation(reply, org)
+        self.isolation(reply, self.org)
         if reply is not None and reply.ok and idempotent and self.rng.random() < 0.3:
-            org.replays.append((method, path, body, form, key, reply.status, reply.text))
+            # Idempotency-Keys belong to the API key that sent them.
+            self.org.replays.append((method, path, body, form, self.key, key, reply.status, reply.text))
         return reply, uncertain
 
     # -- operations ------------------------------------------------------------
@@ -339,9 +344,9 @@ class Client:
         for byte, marked replayed."""
         if not self.org.replays:
             return False
-        method, path, body, form, key, status, text = self.rng.choice(self.org.replays)
+        method, path, body, form, api_key, key, status, text = self.rng.choice(self.org.replays)
         for _ in range(20):
-            reply = await self.api.send(method, path, self.org.key, body=body, form=form, idempotency_key=key)
+            reply = await self.api.send(method, path, api_key, body=body, form=form, idempotency_key=key)
             if not reply.uncertain() and reply.status != 429:
                 same = (reply.status, reply.text) == (status, text) \
                     and reply.headers.get("idempotent-replayed") == "true"

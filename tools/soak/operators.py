@@ -22,7 +22,7 @@ class HotKey:
         async def loop():
             while time.time() < until:
                 await self.api.send("GET", "/api/v1/sites", self.org.key)
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(0.05)
         await asyncio.gather(*(loop() for _ in range(loops)))
 
 

@@ -35,6 +35,7 @@ RECOVERY_BOUND_S = 15.0
 # A delivery's attempts in the soak (topology: WEBHOOK_SCHEDULE_SECONDS).
 ATTEMPTS = 5
 MAIN_ORGS = 6
+KEYS_PER_ORG = 3
 
 
 def say(text: str) -> None:
@@ -55,6 +56,10 @@ async def organizations(topology, api, model, receivers) -> tuple:
     others = [kind for kind in receivers if kind != "healthy"]
     for i, org in enumerate(main):
         model.orgs[org.id] = org
+        org.keys = [org.key]
+        for _ in range(KEYS_PER_ORG - 1):
+            row = (await asyncio.to_thread(topology.admin, "create-key", "--org", org.id, "--scope", "*"))[0]
+            org.keys.append(row["api_key"])
         for kind in ("healthy", others[i % len(others)]):
             receiver = receivers[kind]
             body = {"event": "surplus.delivered", "url": receiver.url}
@@ -131,7 +136,8 @@ async def soak(args) -> int:
         main, victims = await organizations(topology, setup, model, receivers)
         journal.begin()
         until = time.time() + args.duration
-        say(f"{args.clients} clients over {len(main)} organizations for {args.duration:.0f} s, "
+        say(f"{args.clients} clients over {len(main)} organizations and {len(main) * KEYS_PER_ORG} keys "
+            f"for {args.duration:.0f} s, "
             f"faults of every kind, seed {args.seed}")
         clients = []
         for i in range(args.clients):
