@@ -53,7 +53,7 @@ if [ -n "${ARCH:-}" ]; then
             :
         elif [ -x /usr/bin/rustc ] && has_std /usr/bin/rustc; then
             # Debian bookworm: rustc-web (bookworm-security) and, by
-            # multiarch, libstd-rust-web-dev:<arch> (README, "Build").
+            # multiarch, libstd-rust-web-dev:<arch> (docs/deploy.md, "Lambda artifacts").
             export RUSTC=/usr/bin/rustc
             echo "==> rustup could not fetch it: using Debian's $("$RUSTC" -V)"
         else
