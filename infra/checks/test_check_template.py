@@ -257,6 +257,46 @@ class LeastPrivilege(Fails, unittest.TestCase):
         self.assertFinds(ct.generated_iam_problems(template), "SAM cannot translate")
 
 
+class PolicyVersion(Fails, unittest.TestCase):
+    def test_inline_documents_with_the_version_pass(self):
+        template = with_policy(allow("sqs:SendMessage", {"Ref": "Q"}))
+        template["Resources"]["Fn"]["Properties"]["Policies"][0]["Version"] = "2012-10-17"
+        self.assertEqual(ct.version_problems(template), [])
+
+    def test_a_function_policy_without_version_fails(self):
+        template = with_policy(allow("sqs:SendMessage", {"Ref": "Q"}))
+        self.assertFinds(ct.version_problems(template), "Fn: an inline policy document with no Version")
+
+    def test_each_branch_of_a_condition_is_checked(self):
+        stated = {"Version": "2012-10-17", "Statement": [allow("sqs:SendMessage", {"Ref": "Q"})]}
+        unstated = {"Statement": [allow("sqs:SendMessage", {"Ref": "Q"})]}
+        template = {"Resources": {"Fn": function("orgs", [{"Fn::If": ["Cond", stated, unstated]}])}}
+        self.assertEqual(len(ct.version_problems(template)), 1)
+
+    def test_the_old_version_and_other_owners_fail(self):
+        old = {"Version": "2008-10-17", "Statement": [allow("s3:GetObject", "arn:aws:s3:::b/k")]}
+        template = {
+            "Resources": {
+                "Policy": {"Type": "AWS::S3::BucketPolicy", "Properties": {"PolicyDocument": old}},
+                "Signer": {
+                    "Type": "AWS::IAM::User",
+                    "Properties": {"Policies": [{"PolicyName": "read", "PolicyDocument": {"Statement": []}}]},
+                },
+                "Secret": {"Type": "AWS::SecretsManager::ResourcePolicy", "Properties": {"ResourcePolicy": old}},
+            }
+        }
+        self.assertFinds(
+            ct.version_problems(template),
+            "Policy: an inline policy document with Version '2008-10-17'",
+            "Signer (policy read): an inline policy document with no Version",
+            "Secret:",
+        )
+
+    def test_managed_policies_and_policy_templates_are_not_documents(self):
+        template = {"Resources": {"Fn": function("orgs", ["AWSXrayWriteOnlyAccess", {"Ref": "Guard"}])}}
+        self.assertEqual(ct.version_problems(template), [])
+
+
 class Routes(Fails, unittest.TestCase):
     def test_the_small_template_passes(self):
         self.assertEqual(ct.route_problems(good_template(), DESCRIPTION), [])
