@@ -188,3 +188,25 @@ pub fn attempts_pk(webhook: Uuid) -> String {
 pub fn attempt_sk(at: crate::model::Timestamp, delivery: Uuid, attempt: u32) -> String {
     format!("{at}#{delivery}#{attempt:02}")
 }
+
+/// Audit record of an operator's command: in the partition of the
+/// organization it concerned (`AUDIT#ORG#<org>`), or of the platform
+/// (`AUDIT#PLATFORM`) when it concerned none, ordered by time. Only
+/// operators write these items (the deployment refuses the API's roles
+/// every write under `AUDIT#`, as under `APIKEY#`).
+pub fn audit_pk(org: Option<Uuid>) -> String {
+    match org {
+        Some(org) => format!("{AUDIT_PK_PREFIX}ORG#{org}"),
+        None => format!("{AUDIT_PK_PREFIX}PLATFORM"),
+    }
+}
+pub const AUDIT_PK_PREFIX: &str = "AUDIT#";
+pub fn audit_sk(at: crate::model::Timestamp, id: Uuid, phase: &str) -> String {
+    format!("{at}#{id}#{phase}")
+}
+/// `gsi1` partition of every audit record, whatever its organization.
+pub const AUDIT_ALL_PK: &str = "AUDIT";
+
+/// The partitions only operators write: the deployment refuses the API's
+/// roles every write under these prefixes (`ApiKeyIssuanceByOperators`).
+pub const OPERATOR_ONLY_PK_PREFIXES: [&str; 2] = [API_KEY_PK_PREFIX, AUDIT_PK_PREFIX];

@@ -3,6 +3,7 @@
 
 pub mod api_keys;
 pub mod archivable;
+pub mod audit;
 pub mod batch;
 pub mod calls;
 pub mod deactivation;
@@ -179,6 +180,10 @@ impl Store {
 
     pub fn idempotency(&self) -> idempotency::Idempotency<'_> {
         idempotency::Idempotency(self)
+    }
+
+    pub fn audit(&self) -> audit::Audit<'_> {
+        audit::Audit(self)
     }
 }
 

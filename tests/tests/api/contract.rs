@@ -203,7 +203,7 @@ fn template_table_matches_the_store_schema() {
 }
 
 #[test]
-fn every_function_with_table_access_may_not_write_api_keys() {
+fn every_function_with_table_access_may_not_write_api_keys_or_audit_records() {
     let template = template();
     let deny = &template["Resources"]["ApiKeyIssuanceByOperators"]["Properties"]["PolicyDocument"]
         ["Statement"][0];
@@ -229,10 +229,18 @@ fn every_function_with_table_access_may_not_write_api_keys() {
             .starts_with(shared::store::keys::API_KEY_PK_PREFIX),
         "the counters the API writes are outside the denied prefix"
     );
-    assert_eq!(
-        deny["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"][0].as_str(),
-        Some(format!("{}*", shared::store::keys::API_KEY_PK_PREFIX).as_str())
-    );
+    // API keys and the operators' audit trail.
+    let denied: Vec<&str> = deny["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    let want: Vec<String> = shared::store::keys::OPERATOR_ONLY_PK_PREFIXES
+        .iter()
+        .map(|prefix| format!("{prefix}*"))
+        .collect();
+    assert_eq!(denied, want);
     for (name, resource) in template["Resources"].as_mapping().unwrap() {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;

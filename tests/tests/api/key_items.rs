@@ -15,12 +15,12 @@ use http::Method;
 use serde_json::Value;
 use shared::auth::Scope;
 use shared::store::Store;
-use shared::store::keys::API_KEY_PK_PREFIX;
+use shared::store::keys::OPERATOR_ONLY_PK_PREFIXES;
 
 use crate::isolation::{Owner, request, versioned_operations};
 
-/// Refuses any write that names an item under `APIKEY#`, as IAM would,
-/// and remembers what it refused.
+/// Refuses any write that names an item under `APIKEY#` or `AUDIT#`, as
+/// IAM would, and remembers what it refused.
 #[derive(Debug, Clone, Default)]
 struct OperatorsOnly(Arc<Mutex<Vec<String>>>);
 
@@ -76,7 +76,11 @@ impl Intercept for OperatorsOnly {
             .unwrap_or_default();
         let denied: Vec<String> = written_pks(&operation, &body)
             .into_iter()
-            .filter(|pk| pk.starts_with(API_KEY_PK_PREFIX))
+            .filter(|pk| {
+                OPERATOR_ONLY_PK_PREFIXES
+                    .iter()
+                    .any(|prefix| pk.starts_with(prefix))
+            })
             .collect();
         if denied.is_empty() {
             return Ok(());

@@ -2,6 +2,7 @@
 //! against the local engines (DynamoDB Local; moto for S3, SQS and Secrets
 //! Manager) with the real SDK clients.
 
+mod audit;
 mod auth;
 mod billing;
 mod conformance;

@@ -1,3 +1,6 @@
-//! The operator CLI's commands that tests reach too (`main.rs` is the CLI).
+//! The operator CLI (`main.rs` parses and prints): its commands, their
+//! audit trail, and webhooks as a superadmin manages them.
 
+pub mod audit;
+pub mod cli;
 pub mod webhooks;

@@ -1,10 +1,9 @@
 //! `admin webhooks ...`: a superadmin manages an organization's webhooks,
 //! the same rows the organization manages through the API, by the same
 //! code (`shared::webhooks`, the store): list, register, delete, list a
-//! webhook's delivery attempts, retry one delivery. Every line of output
-//! carries an `audit` object: which operator did what to which
-//! organization, and when (the operator is `ADMIN_OPERATOR`, else the
-//! login name).
+//! webhook's delivery attempts, retry one delivery. Register, delete and
+//! retry change something: their audit records (`crate::audit`) say who
+//! did what to which organization, and when.
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -12,6 +11,8 @@ use serde_json::{Value, json};
 use shared::AppState;
 use shared::model::webhook::{CreateWebhook, VerificationMode, WebhookRecord};
 use uuid::Uuid;
+
+use crate::audit::{Action, Done, shown_url};
 
 #[derive(Subcommand)]
 pub enum Webhooks {
@@ -64,42 +65,58 @@ fn parse_mode(text: &str) -> Result<VerificationMode, String> {
         .map_err(|_| format!("unknown mode {text:?}; use hmac_sha256 or bearer_token"))
 }
 
-/// Who ran the command, what it did to which organization, and when.
-fn audit(action: &str, org: Uuid) -> Value {
-    let operator = std::env::var("ADMIN_OPERATOR")
-        .or_else(|_| std::env::var("USER"))
-        .unwrap_or_else(|_| "unknown".into());
-    json!({
-        "operator": operator,
-        "action": format!("webhooks.{action}"),
-        "org_id": org,
-        "at": shared::model::now(),
-    })
-}
-
-/// `line` with its audit.
-fn audited(mut line: Value, action: &str, org: Uuid) -> Value {
-    line["audit"] = audit(action, org);
-    line
-}
-
 fn shown(record: &WebhookRecord) -> Value {
     json!(record.view())
 }
 
-/// Runs `command`: the output's lines, each audited.
-pub async fn run(state: &AppState, command: Webhooks) -> Result<Vec<Value>> {
+impl Webhooks {
+    /// What the command changes, for its audit; `None` when it only reads.
+    pub fn action(&self) -> Option<Action> {
+        match self {
+            Webhooks::List { .. } | Webhooks::Deliveries { .. } => None,
+            Webhooks::Register {
+                org,
+                url,
+                event,
+                verification_mode,
+            } => Some(Action::new(
+                "webhooks register",
+                Some(*org),
+                json!({"event": event, "url": shown_url(url), "verification_mode": verification_mode}),
+            )),
+            Webhooks::Delete { org, webhook } => Some(Action::new(
+                "webhooks delete",
+                Some(*org),
+                json!({"webhook_id": webhook}),
+            )),
+            Webhooks::Retry {
+                org,
+                webhook,
+                delivery,
+            } => Some(Action::new(
+                "webhooks retry",
+                Some(*org),
+                json!({"webhook_id": webhook, "delivery_id": delivery}),
+            )),
+        }
+    }
+}
+
+/// Runs `command`: the output's lines (a registration's secret among them,
+/// shown once), and what it made.
+pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
     let store = &state.store;
     let mut lines = Vec::new();
-    let mut print = |line: Value, action: &str, org: Uuid| lines.push(audited(line, action, org));
+    let mut made = None;
+    let mut print = |line: Value| lines.push(line);
     match command {
         Webhooks::List { org } => {
             let hooks = store.webhooks().list(org).await?;
             if hooks.is_empty() {
-                print(json!({"webhooks": 0}), "list", org);
+                print(json!({"webhooks": 0}));
             }
             for hook in &hooks {
-                print(json!({"webhook": shown(hook)}), "list", org);
+                print(json!({"webhook": shown(hook)}));
             }
         }
         Webhooks::Register {
@@ -120,15 +137,12 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Vec<Value>> {
             }
             .validate(state.config.webhook_allow_loopback)?;
             let (record, secret) = state.register_webhook(org, new).await?;
-            print(
-                json!({"webhook": shown(&record), "secret": secret}),
-                "register",
-                org,
-            );
+            made = Some(json!({"webhook_id": record.id}));
+            print(json!({"webhook": shown(&record), "secret": secret}));
         }
         Webhooks::Delete { org, webhook } => {
             let removed = store.webhooks().delete(org, webhook).await?;
-            print(json!({"deleted": shown(&removed)}), "delete", org);
+            print(json!({"deleted": shown(&removed)}));
         }
         Webhooks::Deliveries {
             org,
@@ -141,10 +155,10 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Vec<Value>> {
                 .attempts(webhook, None, limit.clamp(1, 100))
                 .await?;
             if attempts.is_empty() {
-                print(json!({"attempts": 0}), "deliveries", org);
+                print(json!({"attempts": 0}));
             }
             for attempt in &attempts {
-                print(json!({"attempt": attempt}), "deliveries", org);
+                print(json!({"attempt": attempt}));
             }
         }
         Webhooks::Retry {
@@ -153,8 +167,12 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Vec<Value>> {
             delivery,
         } => {
             let queued = state.retry_delivery(org, webhook, delivery).await?;
-            print(json!({"queued": queued}), "retry", org);
+            print(json!({"queued": queued}));
         }
     }
-    Ok(lines)
+    Ok(Done {
+        lines,
+        org: None,
+        made,
+    })
 }

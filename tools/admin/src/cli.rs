@@ -1,0 +1,673 @@
+//! The operator CLI's commands: what each takes, what it changes (its
+//! audit), and what it does. `main.rs` parses and prints.
+//! Every command that changes something is audited (`admin::audit`): a
+//! record in the table before it acts and one of its outcome before it
+//! answers, naming the caller's AWS identity; `admin audit list` reads them.
+
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, Duration, Utc};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use shared::auth::Scope;
+use shared::config::Config;
+use shared::model::Timestamp;
+use shared::model::org::CreateOrg;
+use shared::model::surplus::{CreateSurplus, StoredWaybill, SurplusStatus};
+use shared::store::Store;
+use shared::store::api_keys::ApiKeyRecord;
+use uuid::Uuid;
+
+use crate::audit::{Action, Auditor, Done};
+use crate::webhooks;
+use shared::ApiError;
+use shared::store::audit::AuditQuery;
+
+#[derive(Parser)]
+#[command(
+    name = "admin",
+    about = "Operator tool: organizations, entitlement and API keys"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Create a top-level organization.
+    CreateOrg {
+        #[arg(long)]
+        name: String,
+        /// Enable public-API features at once.
+        #[arg(long)]
+        public_api: bool,
+        #[arg(long)]
+        business_code: Option<String>,
+        #[arg(long)]
+        street_address: Option<String>,
+        #[arg(long)]
+        postal_code: Option<String>,
+        #[arg(long)]
+        city: Option<String>,
+        #[arg(long)]
+        invoice_email: Option<String>,
+    },
+    /// Deactivate (soft-delete) an organization for good: its keys stop
+    /// working, the grants it issued end, its parent no longer lists it and
+    /// its name is free again.
+    DeactivateOrg {
+        #[arg(long)]
+        org: Uuid,
+    },
+    /// Switch an organization's public-API entitlement (and its keys').
+    Entitlement {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long, action = clap::ArgAction::Set)]
+        enabled: bool,
+    },
+    /// Add an `org_admin` member (copied to sub-organizations created later).
+    AddAdmin {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        first_name: String,
+        #[arg(long)]
+        last_name: String,
+        /// E.164, e.g. +358401234567.
+        #[arg(long)]
+        phone: String,
+    },
+    /// Create an API key; prints it once.
+    CreateKey {
+        #[arg(long)]
+        org: Uuid,
+        /// Repeatable: read:orgs, read:data, write:orgs:self, write:data or *.
+        #[arg(long = "scope", required = true, value_parser = parse_scope)]
+        scopes: Vec<Scope>,
+        /// Expiry as RFC 3339 (2027-01-31T00:00:00Z).
+        #[arg(long, conflicts_with = "expires_in_days")]
+        expires_at: Option<DateTime<Utc>>,
+        /// Expiry in days from now.
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        /// A note for operators (who uses the key).
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// List an organization's keys (no secrets).
+    ListKeys {
+        #[arg(long)]
+        org: Uuid,
+    },
+    /// Revoke a key, permanently.
+    RevokeKey {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        key_id: Uuid,
+    },
+    /// Record a truck's last known position (positions come from vehicles,
+    /// never through the API; this is how an operator or the local stack
+    /// sets one).
+    TruckPosition {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        truck: Uuid,
+        #[arg(long, allow_hyphen_values = true)]
+        lat: f64,
+        #[arg(long, allow_hyphen_values = true)]
+        lng: f64,
+        /// When the position was taken (RFC 3339); default now.
+        #[arg(long)]
+        at: Option<DateTime<Utc>>,
+    },
+    /// Take a truck out of service: gone from the API, its plate free again,
+    /// its driver let go.
+    RetireTruck {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        truck: Uuid,
+    },
+    /// Archive a surplus load (there is no API route for it): the load
+    /// leaves every list and reads as 404 `surplus_not_found`.
+    ArchiveSurplus {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        surplus: Uuid,
+    },
+    /// Write COUNT new loads from an active site in bulk (benchmark and demo
+    /// data; BatchWriteItem, not the API path).
+    SeedLoads {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        site: Uuid,
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
+        /// Spread their creation over this many days back from now.
+        #[arg(long, default_value_t = 1)]
+        days: u32,
+        /// Store them delivered (with a placeholder waybill) instead of new.
+        #[arg(long)]
+        delivered: bool,
+    },
+    /// Write COUNT places (benchmark data; BatchWriteItem, not the API
+    /// path) spread evenly over a disc: receiving points (every second one
+    /// public), sites and factories in turn, owned by ORGS organizations,
+    /// `--org` among them (the rest are owner ids of no organization).
+    SeedPlaces {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long, default_value_t = 100)]
+        orgs: usize,
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        #[arg(long, default_value_t = 60.17)]
+        lat: f64,
+        #[arg(long, default_value_t = 24.94)]
+        lng: f64,
+        /// Radius of the disc, km.
+        #[arg(long, default_value_t = 150.0)]
+        spread_km: f64,
+    },
+    /// Add a photo (JPEG, PNG or WebP) to a receiving point.
+    AddPhoto {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        receiving_point: Uuid,
+        #[arg(long)]
+        file: std::path::PathBuf,
+    },
+    /// Create the table, bucket and queues if missing (local stack).
+    SetupLocal,
+    /// Create a demo organization with an all-scopes key (local stack).
+    Demo,
+    /// Manage an organization's webhooks as a superadmin.
+    #[command(subcommand)]
+    Webhooks(webhooks::Webhooks),
+    /// Read the operators' audit trail.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Subcommand)]
+pub enum AuditCommand {
+    /// Audit records newest first, one JSON object a line: every command
+    /// that changed something (or tried to), who ran it, and its outcome.
+    List {
+        /// One organization's records (all when left out).
+        #[arg(long)]
+        org: Option<Uuid>,
+        /// From this time on (RFC 3339).
+        #[arg(long)]
+        since: Option<DateTime<Utc>>,
+        /// Up to this time (RFC 3339).
+        #[arg(long)]
+        until: Option<DateTime<Utc>>,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+}
+
+fn parse_scope(text: &str) -> Result<Scope, String> {
+    Scope::parse(text).ok_or_else(|| {
+        format!(
+            "unknown scope {text:?}; use read:orgs, read:data, write:orgs:self, write:data or *"
+        )
+    })
+}
+
+impl Command {
+    /// What the command changes, for its audit records; `None` when it
+    /// only reads.
+    pub fn action(&self) -> Option<Action> {
+        use Command::*;
+        let (command, org, target) = match self {
+            CreateOrg {
+                name, public_api, ..
+            } => (
+                "create-org",
+                None,
+                json!({"name": name, "public_api": public_api}),
+            ),
+            DeactivateOrg { org } => ("deactivate-org", Some(*org), json!({})),
+            Entitlement { org, enabled } => {
+                ("entitlement", Some(*org), json!({"enabled": enabled}))
+            }
+            // The person's name and number stay in their member record.
+            AddAdmin { org, .. } => ("add-admin", Some(*org), json!({})),
+            CreateKey {
+                org,
+                scopes,
+                expires_at,
+                expires_in_days,
+                label,
+            } => (
+                "create-key",
+                Some(*org),
+                json!({"scopes": scopes, "expires_at": expires_at,
+                       "expires_in_days": expires_in_days, "label": label}),
+            ),
+            RevokeKey { org, key_id } => ("revoke-key", Some(*org), json!({"key_id": key_id})),
+            TruckPosition { org, truck, at, .. } => (
+                "truck-position",
+                Some(*org),
+                json!({"truck_id": truck, "at": at}),
+            ),
+            RetireTruck { org, truck } => ("retire-truck", Some(*org), json!({"truck_id": truck})),
+            ArchiveSurplus { org, surplus } => (
+                "archive-surplus",
+                Some(*org),
+                json!({"surplus_id": surplus}),
+            ),
+            SeedLoads {
+                org,
+                site,
+                count,
+                delivered,
+                ..
+            } => (
+                "seed-loads",
+                Some(*org),
+                json!({"site_id": site, "count": count, "delivered": delivered}),
+            ),
+            SeedPlaces {
+                org, orgs, count, ..
+            } => (
+                "seed-places",
+                Some(*org),
+                json!({"organizations": orgs, "count": count}),
+            ),
+            AddPhoto {
+                org,
+                receiving_point,
+                ..
+            } => (
+                "add-photo",
+                Some(*org),
+                json!({"receiving_point_id": receiving_point}),
+            ),
+            SetupLocal => ("setup-local", None, json!({})),
+            Demo => ("demo", None, json!({})),
+            Webhooks(command) => return command.action(),
+            ListKeys { .. } | Audit(_) => return None,
+        };
+        Some(Action::new(command, org, target))
+    }
+}
+
+fn key_json(record: &ApiKeyRecord) -> Value {
+    json!({
+        "key_id": record.key_id,
+        "org_id": record.org_id,
+        "scopes": record.scopes,
+        "label": record.label,
+        "public_api": record.public_api,
+        "org_active": record.org_active,
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+        "revoked_at": record.revoked_at,
+    })
+}
+
+/// Runs `command` on `config`'s table, audited when it changes something.
+pub async fn run(command: Command, config: &Config, sdk: &aws_config::SdkConfig) -> Result<Done> {
+    let store = Store::new(Store::client(sdk), config.table_name.as_str());
+    let done = match command.action() {
+        None => execute(command, config, sdk, &store).await?,
+        // It makes the table its records go in: recorded once that exists.
+        Some(action) if matches!(command, Command::SetupLocal) => {
+            let done = execute(command, config, sdk, &store).await?;
+            let auditor = Auditor::new(sdk, store).await?;
+            auditor.run(action, async { Ok(done) }).await?
+        }
+        Some(action) => {
+            let auditor = Auditor::new(sdk, store.clone()).await?;
+            let work = execute(command, config, sdk, &store);
+            auditor.run(action, work).await?
+        }
+    };
+    Ok(done)
+}
+
+/// Runs `command`: its output lines, and what it made.
+async fn execute(
+    command: Command,
+    config: &Config,
+    sdk: &aws_config::SdkConfig,
+    store: &Store,
+) -> Result<Done> {
+    let prefix = config.short_name.key_prefix();
+    let (mut lines, mut made, mut made_org) = (Vec::new(), None, None);
+    let mut print = |line: Value| lines.push(line);
+    match command {
+        Command::CreateOrg {
+            name,
+            public_api,
+            business_code,
+            street_address,
+            postal_code,
+            city,
+            invoice_email,
+        } => {
+            let new = CreateOrg {
+                name,
+                parent_id: None,
+                business_code,
+                street_address,
+                postal_code,
+                city,
+                invoice_email,
+            }
+            .validate()?;
+            let org = store.orgs().create_top_level(&new, public_api).await?;
+            (made, made_org) = (Some(json!({"org_id": org.id})), Some(org.id));
+            print(json!({"org": org, "public_api": public_api}));
+        }
+        Command::DeactivateOrg { org } => {
+            let deactivated = store.orgs().deactivate(org).await;
+            if deactivated
+                .as_ref()
+                .is_err_and(|e| e.code() == "org_not_found")
+            {
+                // Already deactivated (or none): finish its keys and public
+                // points, in case an earlier run stopped before them.
+                store.orgs().keys_off(org).await?;
+                store.orgs().public_places_off(org).await?;
+            }
+            deactivated?;
+            print(json!({"org_id": org, "status": shared::model::org::STATUS_DELETED}));
+        }
+        Command::Entitlement { org, enabled } => {
+            store.api_keys().set_entitlement(org, enabled).await?;
+            print(json!({"org_id": org, "public_api": enabled}));
+        }
+        Command::AddAdmin {
+            org,
+            first_name,
+            last_name,
+            phone,
+        } => {
+            let phone = shared::model::validate::e164("phone", phone.trim())?;
+            store
+                .orgs()
+                .get(org)
+                .await?
+                .ok_or_else(ApiError::org_not_found)?;
+            let new = shared::model::member::NewMember {
+                first_name,
+                last_name,
+                phone,
+                role: shared::store::members::ROLE_ORG_ADMIN,
+                site_id: None,
+                login: None,
+            };
+            let member = store.members().add(org, &new, None).await?;
+            made = Some(json!({"profile_id": member.profile_id}));
+            print(json!({"member": member}));
+        }
+        Command::CreateKey {
+            org,
+            scopes,
+            expires_at,
+            expires_in_days,
+            label,
+        } => {
+            let expires_at = expires_at
+                .map(Timestamp::from)
+                .or(expires_in_days.map(|d| Timestamp::now() + Duration::days(i64::from(d))));
+            if expires_at.is_some_and(|at| at <= Timestamp::now()) {
+                bail!(ApiError::validation("expires_at", "is in the past"));
+            }
+            let (plaintext, record) = store
+                .api_keys()
+                .create(org, scopes, expires_at, label, &prefix)
+                .await?;
+            made = Some(json!({"key_id": record.key_id}));
+            let mut out = key_json(&record);
+            out["api_key"] = json!(plaintext);
+            print(out);
+        }
+        Command::ListKeys { org } => {
+            for record in store.api_keys().list(org).await? {
+                print(key_json(&record));
+            }
+        }
+        Command::RevokeKey { org, key_id } => {
+            let record = store.api_keys().revoke(org, key_id).await?;
+            print(key_json(&record));
+        }
+        Command::TruckPosition {
+            org,
+            truck,
+            lat,
+            lng,
+            at,
+        } => {
+            let coordinates = shared::model::geo::Coordinates::new(lat, lng)?;
+            let at = at.map_or_else(Timestamp::now, Timestamp::from);
+            let truck = store
+                .trucks()
+                .record_position(org, truck, coordinates, at)
+                .await?;
+            print(json!({"truck": truck.view()}));
+        }
+        Command::RetireTruck { org, truck } => {
+            let truck = store.trucks().retire(org, truck).await?;
+            print(json!({"truck_id": truck.id, "retired_at": truck.retired_at}));
+        }
+        Command::ArchiveSurplus { org, surplus } => {
+            let surplus = store.surpluses().archive(org, surplus).await?;
+            print(json!({"surplus_id": surplus.id, "archived_at": surplus.archived_at}));
+        }
+        Command::SeedLoads {
+            org,
+            site,
+            count,
+            days,
+            delivered,
+        } => {
+            let origin = store.sites().require(org, site).await?;
+            anyhow::ensure!(origin.archived_at.is_none(), "site {site} is archived");
+            let now = Utc::now();
+            let loads = (0..count)
+                .map(|i| {
+                    let body: CreateSurplus = serde_json::from_value(
+                        json!({"site_id": site, "volume_m3": 1 + i % 9, "description": "seeded"}),
+                    )?;
+                    let back = chrono::TimeDelta::days((i % days.max(1) as usize) as i64)
+                        + chrono::TimeDelta::milliseconds(i as i64);
+                    let mut load = body.validate(org, Timestamp::from(now - back))?;
+                    if delivered {
+                        load.status = SurplusStatus::Delivered;
+                        load.delivered_at = Some(load.created_at);
+                        load.waybill = Some(StoredWaybill {
+                            storage_path: format!("waybills/{org}/{}/seeded.png", load.id),
+                            content_type: "image/png".into(),
+                            size: 0,
+                            uploaded_at: load.created_at,
+                        });
+                    }
+                    Ok(load)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            store.surpluses().import(&loads).await?;
+            print(json!({"org_id": org, "site_id": site, "loads": loads.len()}));
+        }
+        Command::SeedPlaces {
+            org,
+            orgs,
+            count,
+            lat,
+            lng,
+            spread_km,
+        } => {
+            use rand::Rng;
+            use shared::model::{factory, receiving_point, site};
+            let center = shared::model::geo::Coordinates::new(lat, lng)?;
+            let owners: Vec<Uuid> = std::iter::once(org)
+                .chain((1..orgs.max(1)).map(|_| Uuid::now_v7()))
+                .collect();
+            let now = Timestamp::now();
+            let (mut points, mut sites, mut factories) = (Vec::new(), Vec::new(), Vec::new());
+            // The thread's generator, in a scope that ends before the
+            // writes await (it may not cross an await).
+            {
+                let mut rng = rand::rng();
+                for i in 0..count {
+                    // Even over the disc: the distance grows with the square root.
+                    let at = center.moved(
+                        rng.random_range(0.0..360.0),
+                        spread_km * rng.random::<f64>().sqrt(),
+                    );
+                    let owner = owners[i % owners.len()];
+                    let body = json!({"name": format!("Seeded place {i}"), "lat": at.lat, "lng": at.lng,
+                                  "site_id": Uuid::nil(), "is_public": i % 2 == 0});
+                    match i % 3 {
+                        0 => points.push(
+                            serde_json::from_value::<receiving_point::CreateReceivingPoint>(body)?
+                                .validate(owner, now)?,
+                        ),
+                        1 => sites.push(
+                            serde_json::from_value::<site::CreateSite>(body)?
+                                .validate(owner, now)?,
+                        ),
+                        _ => factories.push(
+                            serde_json::from_value::<factory::CreateFactory>(body)?
+                                .validate(owner, now)?,
+                        ),
+                    }
+                }
+            }
+            store.receiving_points().import(&points).await?;
+            store.sites().import(&sites).await?;
+            store.factories().import(&factories).await?;
+            print(
+                json!({"org_id": org, "organizations": owners.len(), "receiving_points": points.len(),
+                         "sites": sites.len(), "factories": factories.len()}),
+            );
+        }
+        Command::AddPhoto {
+            org,
+            receiving_point,
+            file,
+        } => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let kind = shared::files::ImageKind::sniff(&bytes)
+                .context("the file is not a JPEG, PNG or WebP image")?;
+            let (extension, content_type) = (kind.extension(), kind.content_type());
+            let points = store.receiving_points();
+            points.require(org, receiving_point).await?;
+            let path = format!(
+                "receiving-points/{org}/{receiving_point}/{}.{extension}",
+                Uuid::now_v7()
+            );
+            shared::links::s3_client(sdk)
+                .put_object()
+                .bucket(&config.bucket_name)
+                .key(&path)
+                .content_type(content_type)
+                .body(bytes.into())
+                .send()
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!(aws_sdk_s3::error::DisplayErrorContext(e).to_string())
+                })?;
+            let stored = path.clone();
+            points
+                .modify(org, receiving_point, move |p| {
+                    p.photos.push(stored.clone());
+                    Ok(())
+                })
+                .await?;
+            made = Some(json!({"storage_path": path}));
+            print(json!({"receiving_point_id": receiving_point, "storage_path": path}));
+        }
+        Command::SetupLocal => {
+            let db = Store::client(sdk);
+            let created = shared::store::schema::ensure_table(&db, &config.table_name)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            print(json!({"table": config.table_name, "created": created}));
+            let s3 = aws_sdk_s3::Client::from_conf(
+                aws_sdk_s3::config::Builder::from(sdk)
+                    .force_path_style(true)
+                    .build(),
+            );
+            let created = shared::store::schema::ensure_bucket(&s3, &config.bucket_name)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            print(json!({"bucket": config.bucket_name, "created": created}));
+            let sqs = aws_sdk_sqs::Client::new(sdk);
+            // Queues of this table's own: stacks sharing one moto (a
+            // `make run`, the contract gate) never take each other's messages.
+            for role in ["webhooks-dlq", "webhooks"] {
+                let name = format!("{}-{role}", config.table_name);
+                let url = shared::store::schema::ensure_queue(&sqs, &name)
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                print(json!({"queue": name, "role": role, "url": url}));
+            }
+        }
+        Command::Webhooks(command) => {
+            let state = shared::AppState::new(config.clone(), sdk);
+            return webhooks::run(&state, command).await;
+        }
+        Command::Audit(AuditCommand::List {
+            org,
+            since,
+            until,
+            limit,
+        }) => {
+            let query = AuditQuery {
+                org,
+                since: since.map(Timestamp::from),
+                until: until.map(Timestamp::from),
+                limit: limit.max(1),
+            };
+            for record in store.audit().list(&query).await? {
+                print(json!(record));
+            }
+        }
+        Command::Demo => {
+            let name = format!("Demo Concrete {}", &Uuid::new_v4().to_string()[..8]);
+            let new = CreateOrg {
+                name,
+                parent_id: None,
+                business_code: None,
+                street_address: Some("Demo street 1".into()),
+                postal_code: Some("00100".into()),
+                city: Some("Helsinki".into()),
+                invoice_email: None,
+            }
+            .validate()?;
+            let org = store.orgs().create_top_level(&new, true).await?;
+            let (plaintext, record) = store
+                .api_keys()
+                .create(
+                    org.id,
+                    vec![Scope::All],
+                    None,
+                    Some("make run demo".into()),
+                    &prefix,
+                )
+                .await?;
+            made = Some(json!({"org_id": org.id, "key_id": record.key_id}));
+            made_org = Some(org.id);
+            print(
+                json!({"org_id": org.id, "org_name": org.name, "key_id": record.key_id, "api_key": plaintext}),
+            );
+        }
+    }
+    Ok(Done {
+        lines,
+        org: made_org,
+        made,
+    })
+}
