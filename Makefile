@@ -87,7 +87,7 @@ chromium:
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
-## lint: formatting, clippy, the SAM template (cfn-lint with the serverless rules, and on its offline translation; least privilege, routes and functions by infra/checks; checkov less the waivers of infra/checkov-skips.yaml) and the OpenAPI description
+## lint: formatting, clippy, the SAM template (cfn-lint with the serverless rules, and on its offline translation; least privilege, routes and functions by infra/checks; checkov less the waivers of infra/checkov-skips.yaml) the OpenAPI description, and the docs (tests/docs: the decisions index, links, the lists taken from the template)
 TRANSLATED := .local/template.translated.json
 lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	cargo fmt --all --check
@@ -98,6 +98,7 @@ lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	$(VENV)/bin/python infra/checks/check_template.py
 	$(VENV)/bin/python -m unittest discover -s infra/checks
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
+	$(VENV)/bin/python -m unittest discover -s tests/docs
 	$(VENV)/bin/python infra/checks/run_checkov.py --checkov $(CHECKOV_VENV)/bin/checkov infra/template.yaml $(TRANSLATED)
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
