@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use futures::{StreamExt, TryStreamExt};
 use uuid::Uuid;
 
-use super::geo::{GeoItem, PUBLIC, cell_pk, is_public_cell};
+use super::geo::{GeoItem, PUBLIC, cell_pk};
 use super::item::{from_item, s};
 use super::{Store, query_counted};
 use crate::error::ApiResult;
@@ -20,11 +20,6 @@ pub struct Places<'a>(pub(super) &'a Store);
 
 /// Queries of one search in flight at once.
 const PARALLEL: usize = 16;
-
-/// Entries read from one `PUBLIC` cell at most: everyone's public points
-/// share those cells (200 an organization at most), and one search reads
-/// at most this many of each, whatever others put there.
-pub const PUBLIC_CELL_READ: i32 = 1000;
 
 impl Places<'_> {
     /// The places of `query` that `org` may see: its own receiving points,
@@ -92,10 +87,12 @@ impl Places<'_> {
     }
 
     /// The entries of one cell partition whose sort key starts with
-    /// `prefix` (any when empty), and the items read.
+    /// `prefix` (any when empty), and the items read: every entry, page
+    /// after page. A `PUBLIC` cell is everyone's and may hold thousands
+    /// (200 an organization); its entries are ordered by id, so a read that
+    /// stopped early would hide the newest points from every search.
     async fn cell(&self, pk: String, prefix: String) -> ApiResult<(Vec<GeoItem>, usize)> {
         let store = self.0;
-        let public = is_public_cell(&pk);
         let request = if prefix.is_empty() {
             store
                 .db
@@ -107,17 +104,7 @@ impl Places<'_> {
         } else {
             store.prefix_query(pk, &prefix)
         };
-        let (items, read) = if public {
-            let page = request
-                .limit(PUBLIC_CELL_READ)
-                .send()
-                .await
-                .map_err(super::sdk_error)?;
-            let read = usize::try_from(page.scanned_count).unwrap_or(0);
-            (page.items.unwrap_or_default(), read)
-        } else {
-            query_counted(request).await?
-        };
+        let (items, read) = query_counted(request).await?;
         let entries = items
             .into_iter()
             .map(from_item)

@@ -397,16 +397,18 @@ fn items_read(reply: &Reply) -> usize {
 }
 
 #[test]
-fn a_public_cell_is_read_at_most_1000_entries_deep() {
+fn in_a_crowded_public_cell_the_newest_point_is_found() {
     run(async {
         let t = org().await;
         let center = somewhere(-50.0..50.0);
         let center = Coordinates::new(center.lat, center.lng).unwrap();
-        // 1,100 public entries of others in the center's cell, as many
-        // organizations' public points crowded into one place would be.
+        // 1,100 public entries of others in the center's cell, 500 m from
+        // the center, as many organizations' public points crowded into
+        // one place would be (more than one page of 1,000).
         let h = api_tests::harness().await;
         let db = aws_sdk_dynamodb::Client::new(&h.sdk);
         let pk = shared::store::geo::cell_pk(shared::store::geo::PUBLIC, 4, &center.geohash(4));
+        let crowd = at(center, 90.0, 0.5);
         let item = |i: usize| {
             use shared::store::item::{n, s};
             let id = uuid::Uuid::now_v7();
@@ -419,8 +421,8 @@ fn a_public_cell_is_read_at_most_1000_entries_deep() {
                         .item("id", s(id.to_string()))
                         .item("org_id", s(uuid::Uuid::now_v7().to_string()))
                         .item("name", s(format!("Crowd {i}")))
-                        .item("lat", n(center.lat))
-                        .item("lng", n(center.lng))
+                        .item("lat", n(crowd.0))
+                        .item("lng", n(crowd.1))
                         .build()
                         .unwrap(),
                 )
@@ -434,10 +436,18 @@ fn a_public_cell_is_read_at_most_1000_entries_deep() {
                 .await
                 .unwrap();
         }
+        // When another organization publishes a point nearer, after them
+        // (its id sorts after every entry of the crowd)
+        let other = org().await;
+        let site = site_at(&other, "Depot", at(center, 0.0, 3.0)).await;
+        point_at(&other, &site, "Newest", at(center, 180.0, 0.1), true).await;
+        // Then everyone's search finds it first, and the whole cell was read.
         let reply = nearby(&t, center, "&radius_km=1&limit=50").await;
+        reply.expect(200, None);
         assert_eq!(names(&reply).len(), 50);
+        assert_eq!(names(&reply)[0], "Newest");
         let read = items_read(&reply);
-        assert!(read <= 1000, "read {read} entries of one public cell");
+        assert!(read > 1100, "read {read} entries of one public cell");
     });
 }
 
