@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test conformance fuzz chromium java lint bench load soak build deploy engines stop-engines clean
+.PHONY: run watch test conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -50,6 +50,15 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json
 	npm ci --prefix $(CLIENTS) --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The compatibility gate's tools (tools/compat/check.sh): api-smart-diff and
+# Optic (breaking changes from the released baseline), Redocly CLI (lint),
+# pinned by tools/compat/package-lock.json and installed there. No install
+# scripts: nothing is fetched but the packages.
+COMPAT ?= tools/compat
+$(COMPAT)/node_modules/.installed: $(COMPAT)/package-lock.json
+	npm ci --prefix $(COMPAT) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
 # Java 17 for DynamoDB Local: Debian's package, installed when missing.
 java:
 	@command -v java >/dev/null || { \
@@ -75,6 +84,11 @@ test: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed
 ## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium, three clients generated from it driven through one flow each)
 conformance: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed
 	tests/conformance/run.sh
+
+## compat: the v1 compatibility gate (docs/compatibility.md): versions agree (description, baseline, CHANGELOG.md), no breaking change from the released baseline api/baseline/ (api-smart-diff and Optic), Redocly lint with no warning; then the gate's own tests (breaking changes fail it, additive ones pass)
+compat: $(VENV)/.installed $(COMPAT)/node_modules/.installed
+	$(COMPAT)/check.sh
+	$(VENV)/bin/python -m unittest discover -s $(COMPAT) -v
 
 ## fuzz: every fuzz target (JSON bodies, query strings, uploads, cursors, API keys, Idempotency-Key) for FUZZ_SECONDS each (60; `make test` runs 2 s of each), failing inputs kept in tests/fuzz-regressions/
 fuzz: $(ENGINES)

@@ -71,7 +71,7 @@ def main():
     print(f"reference:     {found} passed, {browser_failed} failed (operations found on /docs in Chromium)")
     print(
         f"clients:       {clients_passed} passed, {clients_failed} failed "
-        f"(flow checks through the clients three generators make of the served description: "
+        f"(flow checks through the clients three generators make of the served description, and python-baseline's of the released one: "
         f"{', '.join(c['client'] for c in clients.get('per_client', [])) or 'none ran'})"
     )
     print(

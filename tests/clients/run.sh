@@ -2,7 +2,10 @@
 # The clients integrators generate, tried: from the SERVED description
 # ($1/openapi.yaml) generate a client with each of three generators
 # (openapi-python-client; openapi-typescript with openapi-fetch;
-# @hey-api/openapi-ts), fail on any generator warning or type error
+# @hey-api/openapi-ts), and a fourth, python-baseline, with
+# openapi-python-client from the released baseline
+# (api/baseline/openapi-<version>.yaml: an old client against today's
+# server); fail on any generator warning or type error
 # (`tsc --noEmit` over the generated code and the flows), then drive one
 # integration flow through each (tests/clients/flow.py, flow-fetch.ts,
 # flow-hey.ts) against the server with key $2. Writes $3/clients.json:
@@ -42,6 +45,17 @@ printf 'post_hooks: []\nproject_name_override: api_client\npackage_name_override
 if quiet_or_fail openapi-python-client "$VENV/bin/openapi-python-client" generate --path "$out/openapi.yaml" \
     --output-path "$out/python/api_client" --meta none --config "$out/python.yaml"; then
     "$VENV/bin/python" tests/clients/flow.py "$out/python" "$base" "$key" >>"$results" || failed=1
+fi
+
+# Old clients keep working: the same flow through a client generated from
+# the released baseline (api/baseline/openapi-<version>.yaml, the
+# description of the last release; docs/compatibility.md) against today's
+# server.
+baseline=$(ls api/baseline/openapi-*.yaml | head -1)
+echo "  openapi-python-client from the released baseline ($baseline)"
+if quiet_or_fail python-baseline "$VENV/bin/openapi-python-client" generate --path "$baseline" \
+    --output-path "$out/python-baseline/api_client" --meta none --config "$out/python.yaml"; then
+    "$VENV/bin/python" tests/clients/flow.py "$out/python-baseline" "$base" "$key" python-baseline >>"$results" || failed=1
 fi
 
 echo "  openapi-typescript + openapi-fetch, @hey-api/openapi-ts"

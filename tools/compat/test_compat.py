@@ -1,0 +1,166 @@
+"""The compatibility gate's own tests: copies of the released baseline
+(api/baseline/openapi-*.yaml) with one change each, judged by
+`tools/compat/check.sh diff COPY`. Each breaking change must fail the gate
+with the tools' explanation; each additive change must pass it.
+
+Run by `make compat` (`python -m unittest discover -s tools/compat`).
+COMPAT_OUTPUT=DIR keeps each case's output in DIR/<case>.txt.
+"""
+
+import copy
+import glob
+import os
+import subprocess
+import tempfile
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK = ROOT / "tools/compat/check.sh"
+(BASELINE,) = glob.glob(str(ROOT / "api/baseline/openapi-*.yaml"))
+
+
+def schemas(d):
+    return d["components"]["schemas"]
+
+
+# Breaking: each must fail the gate.
+def removed_operation(d):
+    del d["paths"]["/api/v1/sites"]["post"]
+
+
+def removed_response_field(d):
+    schemas(d)["Site"]["properties"].pop("postal_code")
+    schemas(d)["Site"]["required"].remove("postal_code")
+
+
+def retyped_response_field(d):
+    schemas(d)["Truck"]["properties"]["name"]["type"] = ["integer", "null"]
+
+
+def new_required_request_field(d):
+    schemas(d)["CreateSite"]["properties"]["region"] = {"type": "string"}
+    schemas(d)["CreateSite"]["required"].append("region")
+
+
+def new_required_query_parameter(d):
+    d["paths"]["/api/v1/sites"]["get"]["parameters"].append(
+        {"name": "region", "in": "query", "required": True, "schema": {"type": "string"}}
+    )
+
+
+def narrowed_request_enum(d):
+    schemas(d)["AssignableRole"]["enum"].remove("driver")
+
+
+def removed_error_code(d):
+    # 409 of DELETE /sites/{id}, /receiving-points/{id}, /factories/{id}
+    d["components"]["responses"]["AlreadyArchived"]["x-error-codes"].remove("concurrent_update")
+
+
+# Additive: each must pass.
+def added_optional_request_field(d):
+    schemas(d)["CreateSite"]["properties"]["region"] = {"type": "string", "maxLength": 500}
+
+
+def added_operation(d):
+    d["paths"]["/api/v1/regions"] = {
+        "get": {
+            "operationId": "listRegions",
+            "summary": "List regions",
+            "tags": ["Sites"],
+            "responses": {"200": {"description": "The regions."}},
+        }
+    }
+
+
+def added_response_field(d):
+    schemas(d)["Site"]["properties"]["region"] = {"type": ["string", "null"]}
+    schemas(d)["Site"]["required"].append("region")
+
+
+def added_optional_query_parameter(d):
+    d["paths"]["/api/v1/sites"]["get"]["parameters"].append(
+        {"name": "region", "in": "query", "required": False, "schema": {"type": "string"}}
+    )
+
+
+def added_error_code_to_the_closed_list(d):
+    # Error.code is the ErrorCode enum in every error response: generated
+    # clients reject a value they do not know, and Optic calls a new one
+    # breaking (docs/compatibility.md, "Error codes").
+    schemas(d)["ErrorCode"]["enum"].append("site_locked")
+    d["components"]["responses"]["AlreadyArchived"]["x-error-codes"].append("site_locked")
+
+
+BREAKING = [
+    removed_operation,
+    removed_response_field,
+    retyped_response_field,
+    new_required_request_field,
+    new_required_query_parameter,
+    narrowed_request_enum,
+    removed_error_code,
+    added_error_code_to_the_closed_list,
+]
+ADDITIVE = [
+    added_optional_request_field,
+    added_operation,
+    added_response_field,
+    added_optional_query_parameter,
+]
+
+
+class CompatibilityGate(unittest.TestCase):
+    results = {}
+
+    @classmethod
+    def setUpClass(cls):
+        base = yaml.safe_load(Path(BASELINE).read_text())
+        cls.tmp = tempfile.TemporaryDirectory()
+        keep = os.environ.get("COMPAT_OUTPUT")
+
+        def judge(change):
+            d = copy.deepcopy(base)
+            change(d)
+            path = Path(cls.tmp.name) / f"{change.__name__}.yaml"
+            path.write_text(yaml.safe_dump(d, sort_keys=False, allow_unicode=True))
+            run = subprocess.run(
+                [str(CHECK), "diff", str(path), BASELINE],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                (Path(keep) / f"{change.__name__}.txt").write_text(
+                    f"exit {run.returncode}\n{run.stdout}{run.stderr}"
+                )
+            return change.__name__, run
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            cls.results = dict(pool.map(judge, BREAKING + ADDITIVE))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_each_breaking_change_fails_the_gate_with_an_explanation(self):
+        for change in BREAKING:
+            with self.subTest(change.__name__):
+                run = self.results[change.__name__]
+                self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+                self.assertRegex(run.stdout, r"BREAKING|UNCLASSIFIED REMOVAL|This is a breaking change")
+
+    def test_each_additive_change_passes_the_gate(self):
+        for change in ADDITIVE:
+            with self.subTest(change.__name__):
+                run = self.results[change.__name__]
+                self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
