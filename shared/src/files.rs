@@ -176,6 +176,7 @@ impl Files {
         to: &str,
         kind: ImageKind,
     ) -> ApiResult<bool> {
+        crate::gate::writes_may_go().await?;
         let source = match &checked.version {
             Some(version) => format!("{}/{from}?versionId={version}", self.bucket),
             None => format!("{}/{from}", self.bucket),
@@ -199,6 +200,7 @@ impl Files {
     }
 
     pub async fn delete(&self, key: &str) -> ApiResult<()> {
+        crate::gate::writes_may_go().await?;
         self.s3
             .delete_object()
             .bucket(&self.bucket)

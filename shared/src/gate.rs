@@ -7,6 +7,11 @@
 //! let the request in. The store's call interceptor (`store/calls.rs`)
 //! refuses any other DynamoDB write the gate still holds, so a write path
 //! that forgot to wait fails instead of writing for a key that may not.
+//! Every other side effect waits too: S3 copies and deletes, and calls to
+//! the providers (`outbound`). A task spawned inside a request would lose
+//! the gate (a task-local): service code spawns with `gate::spawn`, which
+//! carries it; `tokio::spawn` is refused in `shared/` and `functions/` by
+//! clippy (their `clippy.toml`).
 
 use std::sync::Arc;
 
@@ -99,6 +104,21 @@ pub async fn writes_may_go() -> ApiResult<()> {
     }
 }
 
+/// Spawns `future` as a task of its own that keeps the request's gate:
+/// its writes wait for the admission as the handler's do. Outside a
+/// request, a plain spawn.
+#[allow(clippy::disallowed_methods)] // The one spawn that carries the gate.
+pub fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match GATE.try_with(Clone::clone) {
+        Ok(gate) => tokio::spawn(GATE.scope(gate, future)),
+        Err(_) => tokio::spawn(future),
+    }
+}
+
 /// Whether a write now would go before the request's admission let it in
 /// (for the interceptor's check, which cannot wait).
 pub(crate) fn writes_held() -> bool {
@@ -120,9 +140,8 @@ mod tests {
                 assert!(!writes_held());
                 let opening = WriteGate::hold().unwrap();
                 assert!(writes_held());
-                let waiting = tokio::spawn(GATE.scope(GATE.with(Clone::clone), async {
-                    writes_may_go().await.is_ok()
-                }));
+                // A task spawned by the handler keeps the gate.
+                let waiting = spawn(async { writes_may_go().await.is_ok() });
                 tokio::task::yield_now().await;
                 assert!(!waiting.is_finished());
                 opening.decide(go);

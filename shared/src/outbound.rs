@@ -60,8 +60,13 @@ impl Outbound {
         Ok(self.client.get_or_init(|| client))
     }
 
-    /// Makes `call` and reads its answer, all within its timeout.
+    /// Makes `call` and reads its answer, all within its timeout, once the
+    /// request's admission let it in (`gate`): a provider's call costs, and
+    /// a ticket is a write.
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, CallError> {
+        crate::gate::writes_may_go()
+            .await
+            .map_err(|_| CallError::Failed("the request was not let in".into()))?;
         let timeout = call.timeout;
         let mut request = self
             .client()?

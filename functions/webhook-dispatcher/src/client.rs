@@ -230,7 +230,9 @@ mod tests {
     }
 
     /// A listener on loopback that records what each connection sent and
-    /// answers `answer` once it has read a request's head.
+    /// answers `answer` once it has read a request's head (a test's
+    /// server: no request, no gate).
+    #[allow(clippy::disallowed_methods)]
     async fn receiver(
         answer: &'static [u8],
         endless: bool,

@@ -290,6 +290,8 @@ fn beside<S: RequiredScope>(
         outcome
     }
     .instrument(tracing::Span::current());
+    // The admission is what decides the gate: it runs outside it.
+    #[allow(clippy::disallowed_methods)]
     match CallCounter::current() {
         Some(counter) => tokio::spawn(async move { counter.scope(admission).await }),
         None => tokio::spawn(admission),

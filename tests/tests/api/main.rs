@@ -32,6 +32,7 @@ mod report_rows;
 mod reports;
 mod rollups;
 mod round_trips;
+mod side_effects;
 mod site_people;
 mod sites;
 mod support;
