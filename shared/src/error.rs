@@ -227,9 +227,29 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if self.code() == codes::EVENT_DEPRECATED.code {
+            for (name, value) in SURPLUS_CREATED_DEPRECATION {
+                response
+                    .headers_mut()
+                    .insert(name, HeaderValue::from_static(value));
+            }
+        }
         response
     }
 }
+
+/// What answers the deprecated event `surplus.created` carries
+/// (docs/compatibility.md): deprecated since v1's release (RFC 9745, a
+/// Structured Fields date: 2026-11-21T00:00:00Z), sunset the same day,
+/// since v1 never sends it (RFC 8594), and where the notice is.
+pub const SURPLUS_CREATED_DEPRECATION: [(&str, &str); 3] = [
+    ("deprecation", "@1795219200"),
+    ("sunset", "Sat, 21 Nov 2026 00:00:00 GMT"),
+    (
+        "link",
+        "</docs#op-post-api-v1-webhooks>; rel=\"deprecation\"; type=\"text/html\"",
+    ),
+];
 
 #[cfg(test)]
 mod tests {

@@ -103,6 +103,34 @@ fn one_webhook_per_organization_event_and_url() {
 }
 
 #[test]
+fn the_deprecated_event_is_refused_with_its_deprecation_and_sunset() {
+    run(async {
+        let t = org().await;
+        // The contract's deprecated event, never sent by v1
+        // (docs/compatibility.md): refused, with the notice's headers.
+        let reply = register(&t, json!({"event": "surplus.created", "url": URL})).await;
+        reply.expect(422, Some("event_deprecated"));
+        assert_eq!(reply.header("deprecation"), "@1795219200");
+        assert_eq!(reply.header("sunset"), "Sat, 21 Nov 2026 00:00:00 GMT");
+        assert_eq!(
+            reply.header("link"),
+            "</docs#op-post-api-v1-webhooks>; rel=\"deprecation\"; type=\"text/html\""
+        );
+        // The link's target is on the reference page.
+        let docs = api_tests::call(http::Method::GET, "/docs").send().await;
+        assert!(
+            docs.text.contains("id=\"op-post-api-v1-webhooks\""),
+            "the reference has the anchor"
+        );
+        // Nothing stored; another refusal carries no deprecation.
+        assert_eq!(list(&t).await.body["data"], json!([]));
+        let other = register(&t, json!({"event": "surplus.updated", "url": URL})).await;
+        other.expect(422, Some("validation_error"));
+        assert_eq!(other.header("deprecation"), "");
+    });
+}
+
+#[test]
 fn refusals_name_the_field_and_store_nothing() {
     run(async {
         let t = org().await;
