@@ -42,7 +42,8 @@ breaking() {
     else
         echo "optic: $(grep -m1 -E 'Checks:|No operations changed|Operations:' "$log" | sed 's/^ *//' || echo 'no breaking change')"
     fi
-    rm -f "$log"
+    # With CI set, Optic leaves ci-run-details.json where it ran.
+    rm -f "$log" ci-run-details.json
     return $failed
 }
 
