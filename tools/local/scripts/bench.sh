@@ -15,7 +15,10 @@
 #      p50 of latency minus the time spent waiting on DynamoDB (`ddb_ms`):
 #      the code's own share, and the read and write units DynamoDB
 #      reported. The single reads, the 100-row page and the PATCH then
-#      run again on a server with WARM_REQUESTS=false: the before.
+#      run against a second server with WARM_REQUESTS=false (the before)
+#      beside the first, in interleaved pairs (PAIRS of PAIR_REQUESTS:
+#      A B, B A, ...), each route's before/after ratio of p50s given with
+#      its spread over the pairs.
 #   3. Costs that must not grow with the data: the summary over a year of
 #      10,000 vs 100 loads (rollup items read), nearby search over 10,000
 #      places of 100 organizations (index items read), webhook deliveries.
@@ -131,24 +134,37 @@ mark "surplus-page-100 of $LOADS"
 bench GET "/api/v1/surpluses?status=open&site_id=$pages_site&limit=100"
 mark ""
 
-# Before: the same requests on a server whose requests all wait for their
-# admission (WARM_REQUESTS=false), in this run, against the same engine.
-echo "==> before: WARM_REQUESTS=false, the same requests"
+# Before and after: the same requests on a server whose requests all wait
+# for their admission (WARM_REQUESTS=false) beside the warm one, both up at
+# once on the same engine and data, measured in interleaved pairs (A B, B A,
+# ...: bench_pairs.py), each pair's ratio of p50s, reported with its spread.
+# Measured one after the other, the engine's JVM warming over the run once
+# outweighed the difference being measured.
+PAIRS=${PAIRS:-10}
+PAIR_REQUESTS=${PAIR_REQUESTS:-100}
+echo "==> before (WARM_REQUESTS=false) and after, $PAIRS interleaved pairs of $PAIR_REQUESTS requests each"
 pages_key=$key
 cold_log=$STATE_DIR/bench-server-cold.log
 cold_port=$((BENCH_PORT + 1))
 warm_server=$server
 WARM_REQUESTS=false RATE_LIMIT_PER_WINDOW=100000000 serve_local "$cold_port" "$cold_log"
-export PORT=$cold_port
-key=$routes_key
-bench GET /api/v1/orgs
-bench GET "/api/v1/sites/$site"
-bench PATCH "/api/v1/sites/$site" '{"city": "Helsinki"}'
-key=$pages_key
-bench GET "/api/v1/surpluses?status=open&site_id=$pages_site&limit=100"
-unset PORT
-stop_local
+cold_server=$server
 server=$warm_server
+pairs=$(py - "$routes_key" "$pages_key" "$site" "$pages_site" <<'PY'
+import json, sys
+routes, pages, site, pages_site = sys.argv[1:5]
+print(json.dumps([
+    {"label": "GET /api/v1/orgs", "method": "GET", "path": "/api/v1/orgs", "key": routes},
+    {"label": "GET /api/v1/sites/{id}", "method": "GET", "path": f"/api/v1/sites/{site}", "key": routes},
+    {"label": "PATCH /api/v1/sites/{id}", "method": "PATCH", "path": f"/api/v1/sites/{site}",
+     "key": routes, "body": json.dumps({"city": "Helsinki"})},
+    {"label": "GET /api/v1/surpluses (100 rows)", "method": "GET",
+     "path": f"/api/v1/surpluses?status=open&site_id={pages_site}&limit=100", "key": pages},
+]))
+PY
+)
+py tools/local/scripts/bench_pairs.py "$bin/bench" "127.0.0.1:$BENCH_PORT" "127.0.0.1:$cold_port" "$PAIRS" "$PAIR_REQUESTS" "$pairs"
+kill "$cold_server"; wait "$cold_server" 2>/dev/null || true
 
 # The summary's cost must not grow with the loads: 10,000 and 100
 # delivered loads over a year, the same year-long window.
