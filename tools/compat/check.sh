@@ -15,7 +15,8 @@
 #      error (tools/compat/redocly.yaml; waivers, each with its reason, in
 #      tools/compat/.redocly.lint-ignore.yaml).
 # `check.sh` runs all three on functions/docs/openapi.yaml;
-# `check.sh diff SERVED [BASELINE]` runs step 2 alone (the gate's tests,
+# `check.sh versions SERVED BASELINE CHANGELOG` runs step 1 alone and
+# `check.sh diff SERVED [BASELINE]` step 2 alone (the gate's tests,
 # tools/compat/test_compat.py). The tools are pinned in
 # tools/compat/package.json and installed with `npm ci --ignore-scripts`
 # (the Makefile's `compat` target); none downloads anything, and neither
@@ -47,8 +48,31 @@ breaking() {
     return $failed
 }
 
+# versions SERVED BASELINE CHANGELOG: one version in all three (and the
+# baseline's file name).
+versions() {
+    local served_v baseline_v changelog_v file_v
+    read -r served_v baseline_v changelog_v < <(.venv/bin/python - "$1" "$2" "$3" <<'PY'
+import re, sys, yaml
+served, baseline = (yaml.safe_load(open(f))["info"]["version"] for f in sys.argv[1:3])
+released = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", open(sys.argv[3]).read(), re.M)
+print(served, baseline, released[0] if released else "none")
+PY
+)
+    file_v=$(basename "$2" .yaml); file_v=${file_v#openapi-}
+    echo "  served $served_v, baseline $baseline_v ($2), $(basename "$3")'s latest release $changelog_v"
+    if [ "$served_v" != "$baseline_v" ] || [ "$served_v" != "$changelog_v" ] || [ "$file_v" != "$baseline_v" ]; then
+        echo "  versions differ: a release changes all of them together (docs/compatibility.md, \"Releasing\")"
+        return 1
+    fi
+}
+
 if [ "${1:-}" = diff ]; then
     breaking "$2" "${3:-${baselines[0]}}"
+    exit $?
+fi
+if [ "${1:-}" = versions ]; then
+    versions "$2" "$3" "$4"
     exit $?
 fi
 
@@ -57,19 +81,7 @@ baseline=${baselines[0]}
 failed=0
 
 echo "==> versions: served description, released baseline, CHANGELOG.md"
-read -r served_v baseline_v changelog_v < <(.venv/bin/python - "$served" "$baseline" CHANGELOG.md <<'PY'
-import re, sys, yaml
-served, baseline = (yaml.safe_load(open(f))["info"]["version"] for f in sys.argv[1:3])
-released = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", open(sys.argv[3]).read(), re.M)
-print(served, baseline, released[0] if released else "none")
-PY
-)
-file_v=$(basename "$baseline" .yaml); file_v=${file_v#openapi-}
-echo "  served $served_v, baseline $baseline_v ($baseline), CHANGELOG.md's latest release $changelog_v"
-if [ "$served_v" != "$baseline_v" ] || [ "$served_v" != "$changelog_v" ] || [ "$file_v" != "$baseline_v" ]; then
-    echo "  versions differ: a release changes all of them together (docs/compatibility.md, \"Releasing\")"
-    failed=1
-fi
+versions "$served" "$baseline" CHANGELOG.md || failed=1
 
 echo "==> breaking changes from $baseline to $served"
 breaking "$served" "$baseline" || failed=1

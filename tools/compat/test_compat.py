@@ -162,5 +162,40 @@ class CompatibilityGate(unittest.TestCase):
                 self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 
 
+class VersionsAgree(unittest.TestCase):
+    """The served description, the baseline and CHANGELOG.md name one
+    release (`check.sh versions`)."""
+
+    def versions(self, served, baseline, changelog):
+        return subprocess.run([str(CHECK), "versions", str(served), str(baseline), str(changelog)],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_the_repositorys_versions_agree(self):
+        run = self.versions(ROOT / "functions/docs/openapi.yaml", BASELINE, ROOT / "CHANGELOG.md")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+
+    def test_a_release_missing_anywhere_fails(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            served = yaml.safe_load(Path(BASELINE).read_text())
+            served["info"]["version"] = "1.1.0"
+            (tmp / "served.yaml").write_text(yaml.safe_dump(served, sort_keys=False))
+            changelog = (ROOT / "CHANGELOG.md").read_text()
+            (tmp / "CHANGELOG.md").write_text(changelog)
+            # A new version served, the baseline and changelog not moved.
+            run = self.versions(tmp / "served.yaml", BASELINE, tmp / "CHANGELOG.md")
+            self.assertEqual(run.returncode, 1, run.stdout)
+            self.assertIn("versions differ", run.stdout)
+            # The changelog released it too, the baseline still not.
+            (tmp / "CHANGELOG.md").write_text(
+                changelog.replace("## [Unreleased]", "## [Unreleased]\n\n## [1.1.0] - 2027-01-15", 1))
+            run = self.versions(tmp / "served.yaml", BASELINE, tmp / "CHANGELOG.md")
+            self.assertEqual(run.returncode, 1, run.stdout)
+            # All three moved together: passes.
+            (tmp / "openapi-1.1.0.yaml").write_text((tmp / "served.yaml").read_text())
+            run = self.versions(tmp / "served.yaml", tmp / "openapi-1.1.0.yaml", tmp / "CHANGELOG.md")
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
