@@ -1,5 +1,5 @@
 //! Settings: one struct, read once per container from environment variables.
-//! Every variable is listed in the README's settings table.
+//! Every variable is listed in docs/settings.md.
 
 use std::collections::HashMap;
 use std::env;
