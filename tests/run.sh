@@ -37,6 +37,7 @@ echo "==> soak, short (${SOAK_SECONDS:-50} s of traffic under faults; make soak 
 SOAK_PROFILE=dev tools/soak/run.sh --duration "${SOAK_SECONDS:-50}" --out "$STATE_DIR/soak-short"
 soak=$?
 
+# shellcheck disable=SC2086 # CI_CHECK_LOGS: the lint and gate logs .ci/run kept
 "$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
     "$STATE_DIR/watch/summary.json" "$watch" "$STATE_DIR/secrets-in-logs.json" "$secrets" \
-    "$STATE_DIR/soak-short/soak.json" "$soak"
+    "$STATE_DIR/soak-short/soak.json" "$soak" ${CI_CHECK_LOGS:-}

@@ -5,7 +5,11 @@ smoke's checks, and the generated clients' flow checks, then one `N passed, N fa
 failed.
 
 Usage: python totals.py CARGO_LOG SUMMARY_JSON CARGO_STATUS CONFORMANCE_STATUS WATCH_JSON WATCH_STATUS \
-           SECRETS_JSON SECRETS_STATUS SOAK_JSON SOAK_STATUS
+           SECRETS_JSON SECRETS_STATUS SOAK_JSON SOAK_STATUS [CHECK_LOG ...]
+
+Each CHECK_LOG is the output of a `make lint` or `make compat` that ran
+before (`.ci/run` keeps them): its Python unit tests (unittest's "Ran N
+tests" and its verdict) and checkov's checks count in the totals too.
 """
 
 import json
@@ -14,6 +18,31 @@ import sys
 from pathlib import Path
 
 RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in")
+UNITTEST_FAILED = re.compile(r"^FAILED \((.*)\)")
+CHECKOV = re.compile(r"^checkov: .*: (\d+) passed, (\d+) failed")
+
+
+def check_log(path):
+    """A lint or compat log's (unit tests passed, failed, checkov checks
+    passed, failed)."""
+    tests_passed = tests_failed = checks_passed = checks_failed = 0
+    ran = None
+    for line in Path(path).read_text(errors="replace").splitlines():
+        if m := UNITTEST_RAN.match(line):
+            ran = int(m.group(1))
+        elif ran is not None and line.startswith("OK"):
+            tests_passed += ran
+            ran = None
+        elif ran is not None and (m := UNITTEST_FAILED.match(line)):
+            bad = sum(int(n) for n in re.findall(r"=(\d+)", m.group(1)))
+            tests_failed += bad
+            tests_passed += max(ran - bad, 0)
+            ran = None
+        elif m := CHECKOV.match(line):
+            checks_passed += int(m.group(1))
+            checks_failed += int(m.group(2))
+    return tests_passed, tests_failed, checks_passed, checks_failed
 
 
 def main():
@@ -84,6 +113,15 @@ def main():
     print(f"soak:          {soak_passed} passed, {soak_failed} failed (invariant checks of a short soak: {summary_line})")
     total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed
     total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
+    for path in sys.argv[11:]:
+        if not Path(path).exists():
+            continue
+        tp, tf, cp, cf = check_log(path)
+        name = Path(path).stem.removeprefix("ci-")
+        print(f"{name + ':':<14} {tp + cp} passed, {tf + cf} failed ({tp + tf} Python unit tests"
+              + (f", {cp + cf} checkov checks" if cp + cf else "") + f"; {path})")
+        total_passed += tp + cp
+        total_failed += tf + cf
     print(f"TOTAL: {total_passed} passed, {total_failed} failed")
     sys.exit(1 if total_failed else 0)
 
