@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::item::{Item, from_item, s, to_item};
 use super::keys;
 use super::{Store, sdk_error};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::model::Timestamp;
 
 pub struct Audit<'a>(pub(super) &'a Store);
@@ -162,7 +162,5 @@ fn audit_record(item: Item) -> ApiResult<Option<AuditRecord>> {
         tracing::warn!("an item outside the audit partitions carries the audit index's key");
         return Ok(None);
     }
-    from_item(item)
-        .map(Some)
-        .map_err(|e: ApiError| ApiError::internal(format!("audit record: {e:?}")))
+    from_item(item).map(Some)
 }
