@@ -1,9 +1,18 @@
-//! Stored files (waybill images): what a file is, judged by its bytes; the
-//! bucket operations the API needs; and direct browser uploads to S3
+//! Stored files (waybill images, photos): what a file is, judged by its
+//! bytes; the bucket operations the API needs; direct browser uploads to S3
 //! through a presigned POST whose policy binds the object key, the size
-//! range and the content type (SigV4 POST policy, `post_policy`).
+//! range and the content type (SigV4 POST policy, `post_policy`); and
+//! files copied to their place once the record that names them committed
+//! (`promote`).
+//!
+//! Every write, copy and delete waits for the request's admission and
+//! goes only while its `Idempotency-Key` claim is its own
+//! (`outcome::effect_may_go`).
 
 pub mod post_policy;
+pub mod promote;
+
+use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 
@@ -79,9 +88,9 @@ pub struct Peeked {
     pub size: u64,
     /// Its first `SNIFF_BYTES` (fewer when it is smaller).
     pub head: Vec<u8>,
-    etag: Option<String>,
+    pub etag: Option<String>,
     /// The version read, in a versioned bucket.
-    version: Option<String>,
+    pub version: Option<String>,
 }
 
 /// The bucket, as the API's own role sees it.
@@ -107,9 +116,17 @@ impl Files {
         }
     }
 
-    pub async fn put(&self, key: &str, bytes: bytes::Bytes, kind: ImageKind) -> ApiResult<()> {
-        crate::gate::writes_may_go().await?;
-        self.s3
+    /// Writes `bytes` as `key`: the version written, in a versioned
+    /// bucket (as deployed).
+    pub async fn put(
+        &self,
+        key: &str,
+        bytes: bytes::Bytes,
+        kind: ImageKind,
+    ) -> ApiResult<Option<String>> {
+        effect_may_go().await?;
+        let out = self
+            .s3
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -118,7 +135,7 @@ impl Files {
             .send()
             .await
             .map_err(s3_error)?;
-        Ok(())
+        Ok(known_version(out.version_id()))
     }
 
     /// The object's size and first bytes, or `None` when there is none,
@@ -145,10 +162,7 @@ impl Files {
             .or(out.content_length().and_then(|n| u64::try_from(n).ok()))
             .unwrap_or(0);
         let etag = out.e_tag().map(str::to_owned);
-        let version = out
-            .version_id()
-            .filter(|v| !v.is_empty() && *v != "null")
-            .map(str::to_owned);
+        let version = known_version(out.version_id());
         let head = out
             .body
             .collect()
@@ -163,21 +177,21 @@ impl Files {
         }))
     }
 
-    /// Copies exactly the version of `from` that `checked` read to `to`,
-    /// typed as `kind`: the copy names that version (a versioned bucket,
-    /// as deployed) and is conditioned on its ETag, so an object written
-    /// over `from` after the check is never what gets copied. `false` when
-    /// `from` changed since (nothing copied). Both keys are the API's own
-    /// (ASCII, no characters to escape).
-    pub async fn copy_checked(
+    /// Copies exactly `version` of `from` (when the bucket is versioned;
+    /// the object as it stands otherwise), on condition that its ETag is
+    /// `etag` when one is given, to `to`, typed as `kind`'s content type.
+    /// `false` when `from` is not that object any more (nothing copied).
+    /// Both keys are the API's own (ASCII, no characters to escape).
+    pub async fn copy_version(
         &self,
         from: &str,
-        checked: &Peeked,
+        version: Option<&str>,
+        etag: Option<&str>,
         to: &str,
-        kind: ImageKind,
+        content_type: &str,
     ) -> ApiResult<bool> {
-        crate::gate::writes_may_go().await?;
-        let source = match &checked.version {
+        effect_may_go().await?;
+        let source = match version {
             Some(version) => format!("{}/{from}?versionId={version}", self.bucket),
             None => format!("{}/{from}", self.bucket),
         };
@@ -186,9 +200,9 @@ impl Files {
             .copy_object()
             .bucket(&self.bucket)
             .copy_source(source)
-            .set_copy_source_if_match(checked.etag.clone())
+            .set_copy_source_if_match(etag.map(str::to_owned))
             .key(to)
-            .content_type(kind.content_type())
+            .content_type(content_type)
             .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
             .send()
             .await;
@@ -200,7 +214,7 @@ impl Files {
     }
 
     pub async fn delete(&self, key: &str) -> ApiResult<()> {
-        crate::gate::writes_may_go().await?;
+        effect_may_go().await?;
         self.s3
             .delete_object()
             .bucket(&self.bucket)
@@ -209,6 +223,22 @@ impl Files {
             .await
             .map_err(s3_error)?;
         Ok(())
+    }
+
+    /// Whether an object is stored as `key` (its current version).
+    pub async fn exists(&self, key: &str) -> ApiResult<bool> {
+        let out = self
+            .s3
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await;
+        match out {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => Ok(false),
+            Err(e) => Err(s3_error(e)),
+        }
     }
 
     /// A presigned browser upload of `key` (see `post_policy`), signed with
@@ -254,9 +284,25 @@ impl Files {
                 session_token: credentials.session_token(),
                 region: &region,
             },
-            chrono::Utc::now(),
+            crate::clock::now(),
         ))
     }
+}
+
+/// The time a bucket operation is given to finish before the request's
+/// hold on its `Idempotency-Key` must still run (`outcome::fence`).
+const BUCKET_CALL: Duration = Duration::from_secs(10);
+
+async fn effect_may_go() -> ApiResult<()> {
+    crate::store::outcome::effect_may_go(BUCKET_CALL).await?;
+    Ok(())
+}
+
+/// A version id S3 answered, unless the bucket is not versioned.
+fn known_version(version: Option<&str>) -> Option<String> {
+    version
+        .filter(|v| !v.is_empty() && *v != "null")
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod aws;
+pub mod clock;
 pub mod config;
 pub mod cursor;
 pub mod deployment_key;

@@ -35,6 +35,11 @@ pub enum CallError {
     Timeout(Duration),
     #[error("{0}")]
     Failed(String),
+    /// Not made: the request may cause no effect (its admission refused
+    /// it, or its `Idempotency-Key` claim is another attempt's now). Its
+    /// error answers.
+    #[error("not made: {0}")]
+    Stopped(crate::ApiError),
 }
 
 /// One call: method, URL, headers, an optional JSON body.
@@ -61,13 +66,26 @@ impl Outbound {
     }
 
     /// Makes `call` and reads its answer, all within its timeout, once the
-    /// request's admission let it in (`gate`): a provider's call costs, and
-    /// a ticket is a write.
+    /// request's admission let it in (`gate`) and while its claim on its
+    /// `Idempotency-Key` is its own (`outcome::fence`): a provider's call
+    /// costs, and a ticket is a write. Within that claim's hold, too: a
+    /// call not answered before the hold ends is given up, so it cannot
+    /// land after another attempt took the key.
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, CallError> {
-        crate::gate::writes_may_go()
+        let deadline = crate::store::outcome::effect_may_go(call.timeout)
             .await
-            .map_err(|_| CallError::Failed("the request was not let in".into()))?;
-        let timeout = call.timeout;
+            .map_err(CallError::Stopped)?;
+        let timeout = match deadline {
+            Some(deadline) => {
+                let left = Duration::from_millis(deadline.saturating_sub(crate::clock::unix_ms()));
+                if left.is_zero() {
+                    // Paused past its hold since the fence.
+                    return Err(CallError::Stopped(crate::store::outcome::claim_lost()));
+                }
+                call.timeout.min(left)
+            }
+            None => call.timeout,
+        };
         let mut request = self
             .client()?
             .request(call.method, call.url)

@@ -56,6 +56,10 @@ fn sqs_error<E: std::error::Error + Send + Sync + 'static>(error: E) -> ApiError
     ApiError::internal(DisplayErrorContext(error).to_string())
 }
 
+/// The time a send is given before the request's hold on its
+/// `Idempotency-Key` must still run.
+const SEND_CALL: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl WebhookQueue {
     pub fn new(
         sdk: &aws_config::SdkConfig,
@@ -75,9 +79,11 @@ impl WebhookQueue {
             .ok_or_else(|| ApiError::internal("WEBHOOK_QUEUE_URL is not set"))
     }
 
-    /// Sends `message` of organization `org`.
+    /// Sends `message` of organization `org`, once the request's admission
+    /// let it in and while its `Idempotency-Key` claim is its own
+    /// (`outcome::effect_may_go`).
     pub async fn send(&self, org: Uuid, message: &QueueMessage) -> ApiResult<()> {
-        crate::gate::writes_may_go().await?;
+        crate::store::outcome::effect_may_go(SEND_CALL).await?;
         self.sqs
             .send_message()
             .queue_url(self.url()?)
@@ -92,7 +98,7 @@ impl WebhookQueue {
     /// Sends `messages`, each of its organization, ten to a call; an entry
     /// SQS refused is an error.
     pub async fn send_all(&self, messages: &[(Uuid, QueueMessage)]) -> ApiResult<()> {
-        crate::gate::writes_may_go().await?;
+        crate::store::outcome::effect_may_go(SEND_CALL).await?;
         let url = self.url()?;
         for chunk in messages.chunks(SEND_BATCH) {
             let entries = chunk

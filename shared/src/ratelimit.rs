@@ -194,7 +194,7 @@ pub async fn decide(
 ) -> ApiResult<(RateLimitDecision, Option<Reservation>)> {
     if !config.enabled {
         return Ok((
-            RateLimitDecision::untouched(config, SystemTime::now()),
+            RateLimitDecision::untouched(config, crate::clock::system_time()),
             None,
         ));
     }
@@ -245,7 +245,7 @@ pub async fn decide(
 /// key that is refused before admission (403s).
 pub fn standing(config: &RateLimitConfig, window: Window, found: &KeyState) -> RateLimitDecision {
     if !config.enabled {
-        return RateLimitDecision::untouched(config, SystemTime::now());
+        return RateLimitDecision::untouched(config, crate::clock::system_time());
     }
     decision(config, window, found.current, found.previous)
 }

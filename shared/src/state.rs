@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::auth::memory::KeyMemory;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::cursor::Cursors;
 use crate::deployment_key::DeploymentKey;
@@ -44,6 +45,9 @@ pub struct Parts {
     pub support_token: DeploymentKey,
     /// The keys this instance admitted lately (`auth::memory`).
     pub key_memory: Arc<KeyMemory>,
+    /// The clock every request runs by (`crate::clock`): the system's
+    /// time, moved forward only by tests.
+    pub clock: Clock,
 }
 
 impl AppState {
@@ -100,6 +104,7 @@ impl AppState {
             geocode_key,
             support_token,
             key_memory: Arc::default(),
+            clock: Clock::default(),
             config: Arc::new(config),
             store,
             links,

@@ -65,7 +65,7 @@ impl AppState {
         let message = QueueMessage::Deliver {
             delivery_id: delivery,
             manual: true,
-            request: Some(crate::store::outcome::idempotent_id().unwrap_or_else(Uuid::now_v7)),
+            request: Some(crate::store::outcome::request_id().unwrap_or_else(Uuid::now_v7)),
         };
         self.queue.send(org, &message).await?;
         Ok(record.view())

@@ -598,3 +598,34 @@ impl Call {
         self
     }
 }
+
+/// Makes a 12-byte PNG at `storage_path` load `id`'s waybill straight
+/// through the store (the upload routes are tested on their own): the
+/// load names it, staged from an upload that is never copied.
+pub async fn store_waybill(
+    store: &shared::store::Store,
+    org: uuid::Uuid,
+    id: uuid::Uuid,
+    storage_path: &str,
+) -> shared::ApiResult<(shared::model::surplus::SurplusRecord, Option<String>)> {
+    let waybill = shared::model::surplus::StoredWaybill {
+        storage_path: storage_path.to_owned(),
+        content_type: "image/png".into(),
+        size: 12,
+        uploaded_at: shared::model::now(),
+        source: None,
+    };
+    let staged = shared::store::staged::StagedFile {
+        path: storage_path.to_owned(),
+        upload: format!("uploads/{org}/{id}/{}.png", uuid::Uuid::now_v7()),
+        version: None,
+        etag: None,
+        content_type: "image/png".into(),
+        owner: shared::store::staged::Owner::Surplus { org_id: org, id },
+        created_at: shared::model::now(),
+    };
+    store
+        .surpluses()
+        .set_waybill(org, id, &waybill, &staged)
+        .await
+}

@@ -91,6 +91,7 @@ pub async fn geocode(state: &AppState, query: &AddressQuery) -> ApiResult<Geocod
                 tracing::warn!(error = %why, "geocoding provider unreachable");
                 provider_error()
             }
+            CallError::Stopped(error) => error,
         })?;
     if answer.status != 200 {
         tracing::warn!(status = answer.status, "geocoding provider refused");

@@ -5,11 +5,12 @@
 //! `X-GitHub-Api-Version: 2022-11-28`, body `{title, body, labels}`,
 //! answered `201 Created` with the issue (`number`, `html_url`, ...); an
 //! error is another status with `{message, documentation_url}`. An issue
-//! opened for a request with an `Idempotency-Key` names the request
-//! (`marker`), and a retry of a request whose first attempt may have
-//! opened one looks for it first (`find`: "List repository issues",
+//! opened for a request with an `Idempotency-Key` names the request in the
+//! lines the service writes above the customer's text (`header`), and a
+//! later attempt of a request whose earlier one may have opened an issue
+//! looks for it first (`find`: "List repository issues",
 //! <https://docs.github.com/en/rest/issues/issues#list-repository-issues>,
-//! newest first).
+//! newest first), matching those lines only, never the customer's text.
 
 use http::header::{ACCEPT, AUTHORIZATION};
 use http::{HeaderMap, HeaderValue, Method};
@@ -32,9 +33,18 @@ struct Issue {
     created_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// The line of an issue's body that names the request that opened it.
-fn marker(request: Uuid) -> String {
-    format!("- Request: `{request}`")
+/// The lines the service writes at the top of an issue's body: who asked
+/// (the organization and its key) and, with an `Idempotency-Key`, the
+/// request. The customer's text follows, fenced, after a blank line.
+fn header(org: Uuid, key: Uuid, request: Option<Uuid>) -> String {
+    let request = request
+        .map(|r| format!("- Request: `{r}`\n"))
+        .unwrap_or_default();
+    format!(
+        "Opened through the Integration API.\n\n\
+         - Organization: `{org}`\n\
+         - API key: `{key}`\n{request}\n"
+    )
 }
 
 /// Pages of 100 issues `find` reads at most, newest first.
@@ -73,13 +83,8 @@ pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid, request: Option<Uuid
         .unwrap_or(0);
     let fence = "~".repeat(longest.max(2) + 1);
     format!(
-        "Opened through the Integration API.\n\n\
-         - Organization: `{org}`\n\
-         - API key: `{key}`\n{}\n\
-         {fence}text\n{}\n{fence}\n",
-        request
-            .map(|r| format!("{}\n", marker(r)))
-            .unwrap_or_default(),
+        "{}{fence}text\n{}\n{fence}\n",
+        header(org, key, request),
         ticket.description
     )
 }
@@ -109,17 +114,21 @@ async fn headers(state: &AppState) -> Result<HeaderMap, Failure> {
     Ok(headers)
 }
 
-/// The issue an earlier attempt of request `request` opened, if any:
-/// the configured labels' issues, newest first, back to `since`. A tracker
+/// The issue an earlier attempt of request `request` of key `key` of
+/// `org` opened, if any: the configured labels' issues, newest first, back
+/// to `since`, whose body begins with the lines the service wrote for it
+/// (text a customer wrote elsewhere in a body never matches). A tracker
 /// that cannot be asked is a 502 (no second issue is risked).
 pub async fn find(
     state: &AppState,
+    org: Uuid,
+    key: Uuid,
     request: Uuid,
     since: chrono::DateTime<chrono::Utc>,
 ) -> Result<Option<String>, Failure> {
     let config = &state.config.support;
     let repository = config.repository.as_deref().unwrap_or_default();
-    let wanted = marker(request);
+    let wanted = header(org, key, Some(request));
     let labels = config.labels.join(",");
     let labels = percent_encoding::utf8_percent_encode(&labels, percent_encoding::NON_ALPHANUMERIC);
     for page in 1..=FIND_PAGES {
@@ -137,7 +146,13 @@ pub async fn find(
                 timeout: config.timeout,
             })
             .await
-            .map_err(|_| refused())?;
+            .map_err(|error| match error {
+                CallError::Stopped(error) => Failure {
+                    refused: false,
+                    error,
+                },
+                _ => refused(),
+            })?;
         if answer.status != 200 {
             tracing::warn!(status = answer.status, "issue tracker refused a search");
             return Err(refused());
@@ -148,7 +163,7 @@ pub async fn find(
         })?;
         if let Some(found) = issues
             .iter()
-            .find(|i| i.body.as_deref().is_some_and(|b| b.contains(&wanted)))
+            .find(|i| i.body.as_deref().is_some_and(|b| b.starts_with(&wanted)))
         {
             return Ok(Some(found.number.to_string()));
         }
@@ -204,6 +219,12 @@ pub async fn open(
                 tracing::warn!(error = %why, "issue tracker unreachable");
                 refused()
             }
+            // Not made: the slot stays with the request's attempt that
+            // holds the key now.
+            CallError::Stopped(error) => Failure {
+                refused: false,
+                error,
+            },
         })?;
     if answer.status != 201 {
         let message = serde_json::from_slice::<Refusal>(&answer.body)

@@ -5,8 +5,6 @@
 
 pub mod github;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
@@ -52,6 +50,15 @@ pub fn router(state: AppState) -> Router {
 /// the ticket; 429 `support_rate_limited` past 5 an hour per key; 503
 /// `support_not_configured`; 502 `support_tracker_error`, 504
 /// `support_tracker_timeout`.
+///
+/// At most one issue per request with an `Idempotency-Key`, whatever
+/// pauses: the quota is decided first (no call to the tracker for a
+/// request it refuses); an attempt records on its claim that it is about
+/// to open the issue, and opens it only while the claim is its own, within
+/// the claim's hold; a later attempt of a request whose earlier one got
+/// that far looks for that issue (named by the request in the lines the
+/// service writes) before opening one, on the slot the earlier attempt
+/// took.
 async fn open(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateTicket>,
@@ -66,34 +73,20 @@ async fn open(
         uses: QUOTA_TICKETS,
         period: QUOTA_PERIOD,
     };
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    // The request, named in its issue and its quota slot when it has an
-    // Idempotency-Key: a retry after an attempt that died finds both.
-    let request = outcome::idempotent_id();
+    let now = shared::clock::unix_ms();
+    let request = outcome::request_id();
     let quotas = ctx.store.quotas();
-    let mut held = None;
-    if let Some(request) = request.filter(|_| outcome::retried()) {
-        let since = chrono::Utc::now() - RETENTION;
-        let (opened, standing) = tokio::join!(
-            github::find(&ctx, request, since),
-            quotas.held_by(&quota, request, now)
-        );
-        let standing = standing?;
-        if let Some(reference) = opened.map_err(|failure| failure.error)? {
-            // The earlier attempt opened it, on its own slot.
-            let remaining = standing
-                .as_ref()
-                .map_or_else(|left| *left, |slot| slot.remaining);
-            return Ok(opened_answer(reference, ticket.title, remaining));
-        }
-        held = standing.ok();
-    }
-    let slot = match held {
-        Some(slot) => slot,
+    // A slot an earlier attempt of this request took is this request's.
+    let held = match request {
+        Some(request) => quotas.held_by(&quota, request, now).await?.ok(),
+        None => None,
+    };
+    // An earlier attempt may have opened the issue.
+    let earlier = request.filter(|_| outcome::acted());
+    let (slot, taken_now) = match held {
+        Some(slot) => (slot, false),
         None => match quotas.reserve(&quota, now, request).await? {
-            Reserved::Held(slot) => slot,
+            Reserved::Held(slot) => (slot, true),
             Reserved::Full { retry_after } => {
                 return Err(codes::SUPPORT_RATE_LIMITED.retry_after(
                     "this key opened 5 support tickets in the last hour",
@@ -102,6 +95,23 @@ async fn open(
             }
         },
     };
+    if let Some(request) = earlier {
+        let since = shared::clock::now() - RETENTION;
+        let found = github::find(&ctx, ctx.org_id, ctx.key_id, request, since).await;
+        if let Some(reference) = found.map_err(|failure| failure.error)? {
+            // The earlier attempt opened it, on its own slot.
+            let mut remaining = slot.remaining;
+            if taken_now {
+                quotas.release(&slot).await?;
+                remaining += 1;
+            }
+            return Ok(opened_answer(reference, ticket.title, remaining));
+        }
+    }
+    // Recorded before the call, which then goes only within the claim's
+    // hold (409 `idempotency_key_in_flight` when another attempt holds the
+    // key: the slot stays, for that attempt of the same request).
+    outcome::fence(ctx.config.support.timeout, true).await?;
     match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id, request).await {
         Ok(reference) => Ok(opened_answer(reference, ticket.title, slot.remaining)),
         Err(failure) => {

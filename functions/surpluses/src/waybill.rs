@@ -1,18 +1,26 @@
-//! The waybill of a load: an image, stored under the load's own prefix
+//! The waybill of a load: an image, kept under the load's own prefix
 //! (`waybills/<org>/<surplus>/`). Two ways in: a multipart upload through
 //! the API (up to what the API's payload limit lets through), or a
 //! presigned form straight to S3 (up to 10 MB) followed by a confirmation
-//! that checks the stored object before it counts. Forms write under
-//! `uploads/<org>/<surplus>/`, a prefix the bucket expires after a day, so
-//! an upload never confirmed does not stay; confirmation copies the object
-//! to the same name under `waybills/` and removes the upload.
+//! that checks the stored object before it counts.
+//!
+//! Every file is uploaded under `uploads/<org>/<surplus>/` first, a prefix
+//! the bucket expires after a day, and reaches `waybills/` only once the
+//! load that names it committed (`store::staged`, `files::promote`): no
+//! object is written where a record may point before its record commits,
+//! and an upload whose record never commits (refused, or its request
+//! died) expires. Every attempt names its file afresh, so no two attempts
+//! (a retry, a request thawed past its lease, a key reused after its
+//! retention) ever write or delete the same object; nothing deletes an
+//! object a record names. A delivered load's waybill is locked before
+//! anything is written.
 
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shared::auth::WriteData;
 use shared::error::codes;
 use shared::files::post_policy::UploadForm;
-use shared::files::{ImageKind, MAX_FILE_BYTES, Peeked, SNIFF_BYTES};
+use shared::files::{ImageKind, MAX_FILE_BYTES, Peeked, SNIFF_BYTES, promote};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
@@ -21,29 +29,27 @@ use shared::http::idempotency::SealAtRest;
 use shared::http::multipart::{self, ImageUpload};
 use shared::http::path::{PathId, SurplusId};
 use shared::model::surplus::{StoredWaybill, SurplusRecord};
-use shared::store::outcome;
+use shared::store::staged::{Owner, StagedFile};
 use shared::{ApiError, ApiResult};
 use uuid::Uuid;
 
 /// How long a presigned upload form stays valid.
 const FORM_LIFETIME: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// Where kept waybills live, and where forms upload to before confirmation.
+/// Where kept waybills live, and where files are uploaded before their
+/// load commits (forms' uploads and the API's alike).
 const KEPT: &str = "waybills";
 const UPLOADS: &str = "uploads";
 
-/// `<area>/<org>/<surplus>/<name>`: every file of a load is named by a
-/// fresh id and its kind's extension.
+/// `<area>/<org>/<surplus>/<name>`.
 fn path(area: &str, org: Uuid, surplus: Uuid, name: &str) -> String {
     format!("{area}/{org}/{surplus}/{name}")
 }
 
-/// A new file's name; the same for every retry of a request with the
-/// same `Idempotency-Key`, so a retry after a failure writes over what the
-/// failed attempt left instead of beside it.
+/// A new file's name, its kind's extension after a fresh id: every
+/// attempt of every request names its files anew.
 fn new_name(kind: ImageKind) -> String {
-    let id = outcome::idempotent_id().unwrap_or_else(Uuid::now_v7);
-    format!("{id}.{}", kind.extension())
+    format!("{}.{}", Uuid::now_v7(), kind.extension())
 }
 
 /// The name of one of this load's form uploads, when `storage_path` is one:
@@ -58,26 +64,52 @@ fn upload_name(storage_path: &str, org: Uuid, surplus: Uuid) -> Option<&str> {
     (known && canonical).then_some(name)
 }
 
-/// Records a stored object as the load's waybill (the answer, the load,
-/// commits with it); the one it replaces is deleted afterwards.
-async fn keep<S>(ctx: &Ctx<S>, id: Uuid, waybill: StoredWaybill) -> ApiResult<Response> {
-    let surpluses = ctx.store.surpluses();
+/// An upload checked to become load `id`'s waybill.
+struct Checked {
+    upload: String,
+    version: Option<String>,
+    etag: Option<String>,
+    kind: ImageKind,
+    size: u64,
+    /// The form upload it came from, if it came from one.
+    source: Option<String>,
+}
+
+/// Makes `checked` the load's waybill: the load (and the request's
+/// answer) commits with the file staged under a new name in `waybills/`,
+/// then the upload is copied there; the waybill it replaced is deleted
+/// once the load no longer names it.
+async fn keep<S>(ctx: &Ctx<S>, id: Uuid, checked: Checked) -> ApiResult<Response> {
+    let kept = path(KEPT, ctx.org_id, id, &new_name(checked.kind));
+    let content_type = checked.kind.content_type().to_owned();
+    let waybill = StoredWaybill {
+        storage_path: kept.clone(),
+        content_type: content_type.clone(),
+        size: checked.size,
+        uploaded_at: shared::model::now(),
+        source: checked.source,
+    };
+    let staged = StagedFile {
+        path: kept,
+        upload: checked.upload,
+        version: checked.version,
+        etag: checked.etag,
+        content_type,
+        owner: Owner::Surplus {
+            org_id: ctx.org_id,
+            id,
+        },
+        created_at: shared::model::now(),
+    };
     let mut replaced = None;
     let stored = async {
-        match surpluses.set_waybill(ctx.org_id, id, &waybill).await {
-            Ok((load, old)) => {
-                replaced.clone_from(&old);
-                Ok((load, old))
-            }
-            // Refused (delivered meanwhile, gone): leave no orphan. Not
-            // after a failure, which may have committed unheard: the
-            // object may be the load's waybill.
-            Err(error) if error.status().is_client_error() => {
-                ctx.files.delete(&waybill.storage_path).await?;
-                Err(error)
-            }
-            Err(error) => Err(error),
-        }
+        let (load, old) = ctx
+            .store
+            .surpluses()
+            .set_waybill(ctx.org_id, id, &waybill, &staged)
+            .await?;
+        replaced.clone_from(&old);
+        Ok((load, old))
     };
     let answer = ctx
         .commit(
@@ -87,10 +119,12 @@ async fn keep<S>(ctx: &Ctx<S>, id: Uuid, waybill: StoredWaybill) -> ApiResult<Re
             },
         )
         .await?;
-    // The same object kept twice (two confirmations at once) is not
-    // replaced. Committed already: a failure leaves the old object behind
-    // (logged), not the request undone.
-    if let Some(old) = replaced.filter(|old| *old != waybill.storage_path) {
+    // Committed: the file goes to its place (the sweeper finishes it if
+    // this fails or the function dies), then the replaced one goes.
+    if let Err(error) = promote::promote(&ctx.files, &ctx.store, &staged).await {
+        tracing::warn!(%error, path = staged.path, "a waybill left for the sweeper to put in place");
+    }
+    if let Some(old) = replaced {
         leave_behind(ctx.files.delete(&old).await, &old);
     }
     Ok(answer)
@@ -113,17 +147,20 @@ pub async fn upload(
     PathId(id, _): PathId<SurplusId>,
     upload: ImageUpload,
 ) -> ApiResult<Response> {
-    ctx.store.surpluses().require(ctx.org_id, id).await?;
-    let path = path(KEPT, ctx.org_id, id, &new_name(upload.kind));
+    let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
+    load.waybill_open()?;
+    let staged = path(UPLOADS, ctx.org_id, id, &new_name(upload.kind));
     let size = upload.bytes.len() as u64;
-    ctx.files.put(&path, upload.bytes, upload.kind).await?;
-    let waybill = StoredWaybill {
-        storage_path: path,
-        content_type: upload.kind.content_type().into(),
+    let version = ctx.files.put(&staged, upload.bytes, upload.kind).await?;
+    let checked = Checked {
+        upload: staged,
+        version,
+        etag: None,
+        kind: upload.kind,
         size,
-        uploaded_at: shared::model::now(),
+        source: None,
     };
-    keep(&ctx, id, waybill).await
+    keep(&ctx, id, checked).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,7 +191,8 @@ pub async fn upload_form(
             "must be image/jpeg, image/png or image/webp",
         )
     })?;
-    ctx.store.surpluses().require(ctx.org_id, id).await?;
+    let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
+    load.waybill_open()?;
     let path = path(UPLOADS, ctx.org_id, id, &new_name(kind));
     let form = ctx.files.upload_form(&path, kind, FORM_LIFETIME).await?;
     // The form carries signed temporary credentials: kept for a retry
@@ -169,9 +207,6 @@ pub async fn upload_form(
 pub struct Confirm {
     storage_path: String,
 }
-
-/// Checks of an upload that keeps changing before confirmation gives up.
-const CHECK_TRIES: usize = 3;
 
 /// An upload that is no waybill: too large, empty, or not an image.
 fn check(peeked: &Peeked) -> ApiResult<ImageKind> {
@@ -191,8 +226,9 @@ const MAX_STORAGE_PATH: usize = 200;
 
 /// POST /api/v1/surpluses/{surplusId}/waybill/confirm — write:data — the
 /// object uploaded with a form becomes the waybill once it checks out
-/// (size, image by content); one that does not is deleted (422). A retry
-/// of a confirmation that succeeded answers the load again.
+/// (size, image by content); one that does not is deleted (422). A
+/// confirmation of the upload the load's waybill came from answers the
+/// load again.
 pub async fn confirm(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<SurplusId>,
@@ -203,49 +239,32 @@ pub async fn confirm(
     let not_found = || {
         codes::UPLOAD_NOT_FOUND.with("storage_path names no upload of this load's forms (nothing uploaded yet, or another load's)")
     };
-    let name = upload_name(&body.storage_path, ctx.org_id, id).ok_or_else(not_found)?;
-    let upload = body.storage_path.as_str();
-    let kept = path(KEPT, ctx.org_id, id, name);
-    if load
-        .waybill
-        .as_ref()
-        .is_some_and(|w| w.storage_path == kept)
-    {
-        // A retry of a confirmation that succeeded.
-        ctx.files.delete(upload).await?;
+    upload_name(&body.storage_path, ctx.org_id, id).ok_or_else(not_found)?;
+    let upload = body.storage_path;
+    let confirmed = load.waybill.as_ref().and_then(|w| w.source.as_deref());
+    if confirmed == Some(upload.as_str()) {
+        // This upload is the waybill already (a confirmation sent again).
         return Ok(Json(Data(crate::view(&ctx, &load).await?)).into_response());
     }
-    // The object is checked, then exactly the version checked is copied:
-    // an upload written over it in between (the form stays valid 15
-    // minutes) is checked in its turn, never copied unchecked.
-    let mut checked_copy = None;
-    for _ in 0..CHECK_TRIES {
-        let peeked = ctx.files.peek(upload).await?.ok_or_else(not_found)?;
-        let kind = match check(&peeked) {
-            Ok(kind) => kind,
-            Err(error) => {
-                ctx.files.delete(upload).await?;
-                return Err(error);
-            }
-        };
-        if ctx.files.copy_checked(upload, &peeked, &kept, kind).await? {
-            checked_copy = Some((peeked.size, kind));
-            break;
+    load.waybill_open()?;
+    // Exactly the version checked here is what the load keeps: the copy
+    // names it (the form stays valid 15 minutes, and an upload written
+    // over it afterwards is never copied unchecked).
+    let peeked = ctx.files.peek(&upload).await?.ok_or_else(not_found)?;
+    let kind = match check(&peeked) {
+        Ok(kind) => kind,
+        Err(error) => {
+            ctx.files.delete(&upload).await?;
+            return Err(error);
         }
-    }
-    let (size, kind) = checked_copy.ok_or_else(|| {
-        codes::CONCURRENT_UPDATE
-            .with("the upload kept changing while it was checked; confirm it again")
-    })?;
-    let waybill = StoredWaybill {
-        storage_path: kept,
-        content_type: kind.content_type().into(),
-        size,
-        uploaded_at: shared::model::now(),
     };
-    let answer = keep(&ctx, id, waybill).await?;
-    // Only once kept: until then a retry can still find the upload (the
-    // bucket expires what is left under `uploads/` after a day).
-    leave_behind(ctx.files.delete(upload).await, upload);
-    Ok(answer)
+    let checked = Checked {
+        source: Some(upload.clone()),
+        upload,
+        version: peeked.version,
+        etag: peeked.etag,
+        kind,
+        size: peeked.size,
+    };
+    keep(&ctx, id, checked).await
 }

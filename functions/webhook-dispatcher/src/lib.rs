@@ -4,8 +4,10 @@
 //! signatures, one POST, the attempt recorded; a failure waits for the
 //! next attempt by hiding its message (no sleeping), and a delivery whose
 //! attempts ran out goes to the dead-letter queue. On a schedule it sweeps
-//! outbox records the fast path did not queue. Contract: api-v1.md,
-//! "Events"; design: docs/decisions.md, "Webhooks (delivery)".
+//! outbox records the fast path did not queue, and puts in place the files
+//! whose records committed but whose requests died before the copy
+//! (`files::promote`). Contract: api-v1.md, "Events"; design:
+//! docs/decisions.md, "Webhooks (delivery)" and "Surplus loads".
 
 pub mod client;
 pub mod payload;
@@ -67,9 +69,36 @@ impl Dispatcher {
             let batch: SqsEvent = serde_json::from_value(event)?;
             Ok(serde_json::to_value(self.handle(batch).await)?)
         } else {
-            let announced = self.sweep().await?;
-            Ok(serde_json::json!({ "announced": announced }))
+            let (announced, files) = self.scheduled().await?;
+            Ok(serde_json::json!({
+                "announced": announced,
+                "files_promoted": files.promoted,
+                "files_dropped": files.dropped,
+                "files_failed": files.failed,
+            }))
         }
+    }
+
+    /// The schedule's work: the outbox records the fast path missed
+    /// (`sweep`), and the staged files left by requests that died after
+    /// their commit. Both run; the first error is reported.
+    pub async fn scheduled(&self) -> ApiResult<(usize, shared::files::promote::Swept)> {
+        let settle = chrono::TimeDelta::from_std(self.policy.sweep_settle)
+            .unwrap_or(chrono::TimeDelta::minutes(2));
+        let state = &self.state;
+        let files = shared::files::promote::sweep(
+            &state.files,
+            &state.store,
+            self.policy.sweep_hours,
+            settle,
+        );
+        // Boxed: the two sweeps' futures side by side are deep.
+        let (announced, files) = tokio::join!(Box::pin(self.sweep()), Box::pin(files));
+        let files = files?;
+        if files != shared::files::promote::Swept::default() {
+            tracing::warn!(?files, "swept staged files their requests left");
+        }
+        Ok((announced?, files))
     }
 
     /// One SQS batch: the ids of the messages to return to the queue.

@@ -27,7 +27,7 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -40,7 +40,7 @@ use crate::error::ApiError;
 use crate::error::codes;
 use crate::sealed::Sealer;
 use crate::store::Store;
-use crate::store::idempotency::{Answer, Claim, Claimed, item_of};
+use crate::store::idempotency::{Answer, Claim, Claimed, Lost, item_of};
 use crate::store::outcome::{self, Kept};
 
 pub const HEADER: &str = "idempotency-key";
@@ -48,9 +48,7 @@ pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED: &str = "idempotent-replayed";
 /// How long an answer is kept, from the first request.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
-/// How long a claim holds the key without an answer: longer than any API
-/// function may run behind API Gateway (30 s at most).
-pub const LEASE: Duration = Duration::from_secs(30);
+pub use crate::store::idempotency::LEASE;
 /// Larger answers are not kept (the key is freed); no answer of the API's
 /// POST routes comes near it, and an item holds 400 KB.
 pub const MAX_KEPT_BODY: usize = 256 * 1024;
@@ -222,7 +220,7 @@ pub async fn claim(
         }
         Some(Presented::Valid { key, fingerprint }) => (key, fingerprint),
     };
-    let now = unix_ms(SystemTime::now());
+    let now = crate::clock::unix_ms();
     let (lease_until, keep_until) = (now + millis(LEASE), now + millis(RETENTION));
     match store
         .idempotency()
@@ -230,7 +228,7 @@ pub async fn claim(
         .await?
     {
         Claimed::Ours(claim) => {
-            outcome::claimed(claim.clone());
+            outcome::claimed(claim.clone(), store);
             Ok(Some(claim))
         }
         Claimed::Reused => Err(codes::IDEMPOTENCY_KEY_REUSED
@@ -239,15 +237,8 @@ pub async fn claim(
         Claimed::InFlight => Err(codes::IDEMPOTENCY_KEY_IN_FLIGHT
             .with("a request with this Idempotency-Key is still running; retry later")
             .into()),
-        Claimed::Answered(mut answer) => {
-            if answer.sealed {
-                let sealed = String::from_utf8(std::mem::take(&mut answer.body))
-                    .map_err(|_| ApiError::internal("a sealed answer is not text"))?;
-                answer.body = sealer
-                    .open(item_of(key_id, &key).as_bytes(), &sealed)
-                    .await?
-                    .into_bytes();
-            }
+        Claimed::Answered(answer) => {
+            let answer = opened(sealer, &item_of(key_id, &key), answer).await?;
             Err(NotRun::Replayed(answer))
         }
     }
@@ -373,21 +364,24 @@ pub async fn settle(
         }
         return response;
     }
-    let ((parts, bytes), outcome) = match keep(sealer, &claim, response).await {
+    let ((parts, bytes), kept) = match keep(sealer, &claim, response).await {
         Ok((read, Ok(Some(kept)))) => {
-            (read, store.idempotency().answer(&claim, &kept.stored).await)
+            let kept = store.idempotency().answer(&claim, &kept.stored).await;
+            (read, kept)
         }
         Ok((read, Ok(None))) => {
             tracing::warn!(
                 bytes = read.1.len(),
                 "answer too large to keep; Idempotency-Key freed"
             );
-            (read, store.idempotency().release(&claim).await)
+            let freed = store.idempotency().release(&claim).await;
+            (read, freed.map(|()| true))
         }
         // Never kept in the clear: the key is freed instead.
         Ok((read, Err(error))) => {
             tracing::warn!(%error, "could not seal an answer; Idempotency-Key freed");
-            (read, store.idempotency().release(&claim).await)
+            let freed = store.idempotency().release(&claim).await;
+            (read, freed.map(|()| true))
         }
         Err(error) => {
             tracing::error!(%error, "could not read an answer to keep it");
@@ -397,15 +391,59 @@ pub async fn settle(
             return error.into_response();
         }
     };
-    if let Err(error) = outcome {
-        // Not given unless kept: the client retries, and the retry runs
-        // again (nothing was committed, or its answer would be kept) or
-        // finds this answer if it was kept unheard.
-        tracing::warn!(%error, "could not keep the answer of an Idempotency-Key");
-        return ApiError::internal("the answer could not be kept for its Idempotency-Key")
-            .into_response();
+    match kept {
+        Ok(true) => Response::from_parts(parts, Body::from(bytes)),
+        // Another attempt holds the key now: this one gives no answer of
+        // its own.
+        Ok(false) => {
+            lost(
+                store,
+                sealer,
+                &claim,
+                Response::from_parts(parts, Body::from(bytes)),
+            )
+            .await
+        }
+        Err(error) => {
+            // Not given unless kept: the client retries, and the retry runs
+            // again (nothing was committed, or its answer would be kept) or
+            // finds this answer if it was kept unheard.
+            tracing::warn!(%error, "could not keep the answer of an Idempotency-Key");
+            ApiError::internal("the answer could not be kept for its Idempotency-Key")
+                .into_response()
+        }
     }
-    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// The answer of a request whose claim another attempt took while it ran
+/// (it was held past its lease): never its own (`response`), which was not
+/// kept, unless its own was kept after all (the acknowledgement of its
+/// write was lost); else the answer the key's holder kept, replayed; else
+/// 409 `idempotency_key_in_flight` (retry later for that answer).
+async fn lost(store: &Store, sealer: &Sealer, claim: &Claim, response: Response) -> Response {
+    let after = match store.idempotency().after_losing(claim).await {
+        Ok(after) => after,
+        Err(error) => return error.into_response(),
+    };
+    match after {
+        Lost::KeptOurs => response,
+        Lost::Answered(answer) => match opened(sealer, &claim.item(), answer).await {
+            Ok(answer) => replay(answer),
+            Err(error) => error.into_response(),
+        },
+        Lost::Unanswered => crate::store::outcome::claim_lost().into_response(),
+    }
+}
+
+/// A kept answer with its body opened when it was kept sealed.
+async fn opened(sealer: &Sealer, item: &str, mut answer: Answer) -> Result<Answer, ApiError> {
+    if answer.sealed {
+        let sealed = String::from_utf8(std::mem::take(&mut answer.body))
+            .map_err(|_| ApiError::internal("a sealed answer is not text"))?;
+        answer.body = sealer.open(item.as_bytes(), &sealed).await?.into_bytes();
+        answer.sealed = false;
+    }
+    Ok(answer)
 }
 
 /// `body` sealed for the idempotency item `item`.
@@ -439,11 +477,6 @@ fn answer_response(answer: Answer) -> Response {
         }
     }
     response
-}
-
-fn unix_ms(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn millis(duration: Duration) -> u64 {

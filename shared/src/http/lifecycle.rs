@@ -36,7 +36,6 @@
 //!    no key was accepted.
 
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
@@ -308,7 +307,7 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
     memory.forget(&hash);
     let needed = S::SCOPE;
     let config = &state.config;
-    let (now, at) = (SystemTime::now(), crate::model::now());
+    let (now, at) = (crate::clock::system_time(), crate::model::now());
     let limits = &config.rate_limit;
     let window = Window::at(now, limits.window);
     let keys = state.store.api_keys();
@@ -506,7 +505,7 @@ fn show(
 ) {
     if versioned {
         rate.unwrap_or_else(|| {
-            RateLimitDecision::untouched(&state.config.rate_limit, SystemTime::now())
+            RateLimitDecision::untouched(&state.config.rate_limit, crate::clock::system_time())
         })
         .write_headers(response.headers_mut());
     }

@@ -25,6 +25,12 @@ use crate::store::outcome::Outcome;
 pub const REQUEST_ID: &str = "x-request-id";
 
 pub async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    // Every reading of the time in the request is by the state's clock.
+    let clock = state.clock.clone();
+    clock.scope(around_by_clock(state, request, next)).await
+}
+
+async fn around_by_clock(state: AppState, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{Datelike, Days, NaiveDate, Utc};
+use chrono::{Datelike, Days, NaiveDate};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -44,7 +44,7 @@ impl WindowQuery {
     /// `validation_error` for a date that is not `YYYY-MM-DD`, a day that
     /// does not exist, `from` after `to`, or more than 366 days.
     pub fn window(&self) -> Result<Window, ApiError> {
-        self.window_on(Utc::now().date_naive())
+        self.window_on(crate::clock::now().date_naive())
     }
 
     pub fn window_on(&self, today: NaiveDate) -> Result<Window, ApiError> {

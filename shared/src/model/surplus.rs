@@ -107,6 +107,11 @@ pub struct StoredWaybill {
     pub content_type: String,
     pub size: u64,
     pub uploaded_at: Timestamp,
+    /// The form upload it was confirmed from (none for one uploaded
+    /// through the API): a confirmation of the same upload again answers
+    /// the load as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -418,6 +423,19 @@ pub fn invalid_transition(from: SurplusStatus, to: SurplusStatus) -> ApiError {
         from.as_str(),
         to.as_str()
     ))
+}
+
+impl SurplusRecord {
+    /// Whether the waybill may still change: 409 `waybill_locked` once the
+    /// load is delivered.
+    pub fn waybill_open(&self) -> Result<(), ApiError> {
+        if self.status == SurplusStatus::Delivered {
+            return Err(
+                codes::WAYBILL_LOCKED.with("the load is delivered: its waybill cannot be replaced")
+            );
+        }
+        Ok(())
+    }
 }
 
 pub fn waybill_required() -> ApiError {

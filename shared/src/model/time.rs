@@ -11,9 +11,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Timestamp(DateTime<Utc>);
 
 impl Timestamp {
-    /// Now, to the millisecond.
+    /// Now by the request's clock (`crate::clock`), to the millisecond.
     pub fn now() -> Self {
-        Self::from(Utc::now())
+        Self::from(crate::clock::now())
     }
 
     pub fn as_datetime(&self) -> DateTime<Utc> {

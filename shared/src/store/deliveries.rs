@@ -43,7 +43,7 @@ pub enum Claim {
 
 /// Unix seconds now.
 fn now_unix() -> i64 {
-    chrono::Utc::now().timestamp()
+    crate::clock::now().timestamp()
 }
 
 /// False once the item's `ttl` has passed (DynamoDB deletes expired items
@@ -139,7 +139,7 @@ impl Deliveries<'_> {
         lease: Duration,
     ) -> ApiResult<Claim> {
         let store = self.0;
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = crate::clock::now().timestamp_millis();
         let until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
         let free =
             "attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now)";

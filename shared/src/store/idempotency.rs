@@ -1,6 +1,6 @@
 //! Idempotency records: one item per (API key, `Idempotency-Key`), holding
 //! the request's fingerprint and, once answered, the answer. A request
-//! claims the item with one conditional UpdateItem that succeeds only when
+//! claims the item with a conditional UpdateItem that succeeds only when
 //! the item is absent or its `until` has passed, so two requests with one
 //! key never both run; the loser learns from the item returned with its
 //! refusal whether the first is still in flight, answered, or was another
@@ -8,6 +8,14 @@
 //! answer's retention: expiry is judged from it, never from TTL (DynamoDB
 //! deletes expired items only eventually, within days); the TTL only
 //! clears old items.
+//!
+//! Each claim holds a token of its own (`token`): a claim whose write
+//! committed but whose acknowledgement was lost is recognised by it when
+//! the SDK's retry finds the item, and every later write of the request
+//! (its answer, its lease renewed) is conditioned on it. The request
+//! (`rid`) outlives its attempts: a retry of an attempt that never
+//! answered continues it, while a key reused after its retention, or for
+//! another request once a claim lapsed, starts a new one.
 //! Only UpdateItem is used, which every writing function may call.
 
 use std::collections::HashMap;
@@ -20,10 +28,16 @@ use uuid::Uuid;
 
 use super::item::{Item, get_s, get_u64, key, n, s};
 use super::keys::{TTL, idempotency_pk, idempotency_sk};
-use super::{Store, new_or_old, unless_condition_failed};
+use super::{Store, new_or_old};
 use crate::error::{ApiError, ApiResult};
 
 pub struct Idempotency<'a>(pub(super) &'a Store);
+
+/// How long a claim holds the key without an answer: longer than any API
+/// function may run behind API Gateway (30 s at most). An attempt renews
+/// it before an effect outside the table that would run past it
+/// (`outcome::fence`).
+pub const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A claim this request holds on its key.
 #[derive(Clone, Debug)]
@@ -31,14 +45,22 @@ pub struct Claim {
     pk: String,
     sk: String,
     token: Uuid,
+    fingerprint: String,
     /// Unix milliseconds of the claim.
     pub at: u64,
+    /// Unix milliseconds until which no other request may take the key
+    /// (renewed by `hold`).
+    pub lease_until: u64,
     /// Unix milliseconds until which its answer is kept.
     pub keep_until: u64,
-    /// An earlier attempt of the same request held the key and never
-    /// answered (it died, or failed): what it did outside the table may
-    /// have happened.
-    pub retried: bool,
+    /// The request: shared by its attempts (retries with the same
+    /// fingerprint after an attempt that never answered), new when the key
+    /// is reused after its retention or for another request.
+    pub request: Uuid,
+    /// An earlier attempt of the same request began an effect outside the
+    /// table that may have happened (`hold` with `acting`, before a
+    /// provider's call): it is looked for before it is made again.
+    pub acted: bool,
 }
 
 /// An answer kept for replay.
@@ -99,6 +121,11 @@ const SEALED: &str = "sealed";
 /// The token of the claim whose request answered (so a request whose
 /// transaction committed on an attempt it never heard back from knows).
 const BY: &str = "by";
+/// The request the claims of one fingerprint share (`Claim::request`).
+const REQUEST: &str = "rid";
+/// Set by an attempt before an effect outside the table that a later
+/// attempt must look for (`Claim::acted`).
+const ACTING: &str = "acting";
 
 /// Keeps an answer and ends the claim, if the claim is still the
 /// request's: the update of `Idempotency::answer` and of the action a
@@ -168,7 +195,11 @@ pub(crate) fn answer_action(
 
 impl Idempotency<'_> {
     /// Claims `idempotency_key` of API key `key_id` for a request with
-    /// `fingerprint` at `now` (Unix ms) until `lease_until` (Unix ms).
+    /// `fingerprint` at `now` (Unix ms) until `lease_until` (Unix ms). One
+    /// conditional write, which continues the request (the key is free, or
+    /// held by a lapsed attempt of the same request); a second one only to
+    /// start a new request on a key whose answer's retention ended, or
+    /// whose lapsed claim was another request's.
     pub async fn claim(
         &self,
         key_id: Uuid,
@@ -178,64 +209,155 @@ impl Idempotency<'_> {
         lease_until: u64,
         keep_until: u64,
     ) -> ApiResult<Claimed> {
-        let store = self.0;
         let claim = Claim {
             pk: idempotency_pk(key_id),
             sk: idempotency_sk(idempotency_key),
             token: Uuid::new_v4(),
+            fingerprint: fingerprint.to_owned(),
             at: now,
+            lease_until,
             keep_until,
-            retried: false,
+            request: Uuid::now_v7(),
+            acted: false,
         };
-        let result = store
-            .update(claim.pk.clone(), claim.sk.clone())
-            .update_expression(
-                "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl \
-                 REMOVE #status, #headers, #body, #sealed, #by",
-            )
-            .condition_expression("attribute_not_exists(pk) OR #until <= :now")
+        for start in [Start::Continue, Start::Anew] {
+            let current = match self.take(&claim, fingerprint, now, start).await? {
+                Ok(item) => return Ok(Claimed::Ours(claim.as_stored(&item))),
+                Err(current) => current.unwrap_or_default(),
+            };
+            // This very claim, written by an attempt of the call whose
+            // acknowledgement was lost (the SDK sent it again).
+            if get_s(&current, TOKEN) == Some(claim.token.to_string().as_str()) {
+                return Ok(Claimed::Ours(claim.as_stored(&current)));
+            }
+            match judge(&current, fingerprint, now) {
+                Some(judged) => return Ok(judged),
+                // Expired: taken anew, as a new request.
+                None => continue,
+            }
+        }
+        // Taken anew by another request between the two writes.
+        Ok(Claimed::InFlight)
+    }
+
+    /// One claiming write: the item after, or as it stood when refused.
+    async fn take(
+        &self,
+        claim: &Claim,
+        fingerprint: &str,
+        now: u64,
+        start: Start,
+    ) -> ApiResult<Result<Item, Option<Item>>> {
+        let update = self.0.update(claim.pk.clone(), claim.sk.clone());
+        let update = match start {
+            // Absent, or the same request's attempt that never answered
+            // (lapsed, or freed after a 5xx or 429): its request goes on.
+            Start::Continue => update
+                .update_expression(
+                    "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl, \
+                     #rid = if_not_exists(#rid, :rid)",
+                )
+                .condition_expression(
+                    "attribute_not_exists(pk) OR \
+                     (#until <= :now AND #fp = :fp AND attribute_not_exists(#status))",
+                )
+                .expression_attribute_names("#status", STATUS),
+            // A new request on an expired item.
+            Start::Anew => update
+                .update_expression(
+                    "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl, #rid = :rid \
+                     REMOVE #status, #headers, #body, #sealed, #by, #acting",
+                )
+                .condition_expression("#until <= :now")
+                .expression_attribute_names("#status", STATUS)
+                .expression_attribute_names("#headers", HEADERS)
+                .expression_attribute_names("#body", BODY)
+                .expression_attribute_names("#sealed", SEALED)
+                .expression_attribute_names("#by", BY)
+                .expression_attribute_names("#acting", ACTING),
+        };
+        let result = update
             .expression_attribute_names("#fp", FINGERPRINT)
             .expression_attribute_names("#until", UNTIL)
             .expression_attribute_names("#token", TOKEN)
             .expression_attribute_names("#ttl", TTL)
-            .expression_attribute_names("#status", STATUS)
-            .expression_attribute_names("#headers", HEADERS)
-            .expression_attribute_names("#body", BODY)
-            .expression_attribute_names("#sealed", SEALED)
-            .expression_attribute_names("#by", BY)
+            .expression_attribute_names("#rid", REQUEST)
             .expression_attribute_values(":fp", s(fingerprint))
-            .expression_attribute_values(":until", n(lease_until))
+            .expression_attribute_values(":until", n(claim.lease_until))
             .expression_attribute_values(":token", s(claim.token.to_string()))
-            .expression_attribute_values(":ttl", n(lease_until.div_ceil(1000)))
+            .expression_attribute_values(":ttl", n(claim.lease_until.div_ceil(1000)))
+            .expression_attribute_values(":rid", s(claim.request.to_string()))
             .expression_attribute_values(":now", n(now))
-            .return_values(ReturnValue::UpdatedOld)
+            .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        Ok(match new_or_old(result)? {
-            Ok(old) => Claimed::Ours(Claim {
-                retried: get_s(&old, FINGERPRINT) == Some(fingerprint),
-                ..claim
-            }),
-            Err(old) => judge(&old.unwrap_or_default(), fingerprint),
-        })
+        new_or_old(result)
+    }
+
+    /// Holds the key for `claim`'s request until `lease_until` (Unix ms),
+    /// if the claim is still the request's: before an effect outside the
+    /// table, which a request whose claim lapsed must not make. With
+    /// `acting`, the item also records that an attempt of the request
+    /// began such an effect (`Claim::acted`, for its retries). False when
+    /// the claim is no longer the request's.
+    pub async fn hold(&self, claim: &Claim, lease_until: u64, acting: bool) -> ApiResult<bool> {
+        let update = self.0.update(claim.pk.clone(), claim.sk.clone());
+        let update = if acting {
+            update
+                .update_expression("SET #until = :until, #ttl = :ttl, #acting = :true")
+                .expression_attribute_names("#acting", ACTING)
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+        } else {
+            update.update_expression("SET #until = :until, #ttl = :ttl")
+        };
+        let result = update
+            .condition_expression(STILL_OURS)
+            .expression_attribute_names("#until", UNTIL)
+            .expression_attribute_names("#ttl", TTL)
+            .expression_attribute_names("#token", TOKEN)
+            .expression_attribute_values(":until", n(lease_until))
+            .expression_attribute_values(":ttl", n(lease_until.div_ceil(1000)))
+            .expression_attribute_values(":token", s(claim.token.to_string()))
+            .send()
+            .await;
+        Ok(new_or_old(result)?.is_ok())
     }
 
     /// Keeps `answer` for the claim's request until its `keep_until`,
     /// unless the claim was lost meanwhile (its lease ran out and another
-    /// request took the key).
-    pub async fn answer(&self, claim: &Claim, answer: &Answer) -> ApiResult<()> {
+    /// request took the key): false then, nothing kept.
+    pub async fn answer(&self, claim: &Claim, answer: &Answer) -> ApiResult<bool> {
         let (names, values) = answer_attributes(claim, answer);
-        unless_condition_failed(
-            self.0
-                .update(claim.pk.clone(), claim.sk.clone())
-                .update_expression(ANSWER)
-                .condition_expression(STILL_OURS)
-                .set_expression_attribute_names(Some(names))
-                .set_expression_attribute_values(Some(values))
-                .send()
-                .await,
-        )
+        let result = self
+            .0
+            .update(claim.pk.clone(), claim.sk.clone())
+            .update_expression(ANSWER)
+            .condition_expression(STILL_OURS)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await;
+        Ok(new_or_old(result)?.is_ok())
+    }
+
+    /// What became of the key of `claim`, a claim no longer the
+    /// request's: the answer this very claim kept (its acknowledgement was
+    /// lost), the answer another attempt of the same request kept, or
+    /// neither (still in flight elsewhere, or taken by another request).
+    pub async fn after_losing(&self, claim: &Claim) -> ApiResult<Lost> {
+        let item = self
+            .0
+            .get_item(key(claim.pk.clone(), claim.sk.clone()))
+            .await?
+            .unwrap_or_default();
+        if get_s(&item, BY) == Some(claim.token.to_string().as_str()) {
+            return Ok(Lost::KeptOurs);
+        }
+        Ok(match judge(&item, &claim.fingerprint, 0) {
+            Some(Claimed::Answered(answer)) => Lost::Answered(answer),
+            _ => Lost::Unanswered,
+        })
     }
 
     /// Whether `claim`'s request answered: its answer is kept (a
@@ -254,7 +376,7 @@ impl Idempotency<'_> {
     /// the claim was lost meanwhile.
     pub async fn release(&self, claim: &Claim) -> ApiResult<()> {
         let store = self.0;
-        unless_condition_failed(
+        super::unless_condition_failed(
             store
                 .update(claim.pk.clone(), claim.sk.clone())
                 .update_expression("SET #until = :zero REMOVE #token")
@@ -276,13 +398,28 @@ impl Idempotency<'_> {
     }
 }
 
-/// What a refused claim means for a request with `fingerprint`.
-fn judge(current: &Item, fingerprint: &str) -> Claimed {
+/// Which claiming write goes (`Idempotency::take`).
+#[derive(Clone, Copy, Debug)]
+enum Start {
+    /// The request goes on: the key is free, or held by a lapsed attempt
+    /// of the same request.
+    Continue,
+    /// A new request, on an expired item.
+    Anew,
+}
+
+/// What the key a claim could not take means for a request with
+/// `fingerprint` at `now` (Unix ms): None when the item expired (it may be
+/// taken anew).
+fn judge(current: &Item, fingerprint: &str, now: u64) -> Option<Claimed> {
+    if get_u64(current, UNTIL).unwrap_or(0) <= now {
+        return None;
+    }
     if get_s(current, FINGERPRINT) != Some(fingerprint) {
-        return Claimed::Reused;
+        return Some(Claimed::Reused);
     }
     let Some(status) = get_u64(current, STATUS).and_then(|s| u16::try_from(s).ok()) else {
-        return Claimed::InFlight;
+        return Some(Claimed::InFlight);
     };
     let headers = current
         .get(HEADERS)
@@ -306,10 +443,43 @@ fn judge(current: &Item, fingerprint: &str) -> Claimed {
         .and_then(|b| b.as_bool().ok())
         .copied()
         .unwrap_or(false);
-    Claimed::Answered(Answer {
+    Some(Claimed::Answered(Answer {
         status,
         headers,
         body,
         sealed,
-    })
+    }))
+}
+
+/// What became of a key whose claim a request lost (`after_losing`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lost {
+    /// The request's own answer was kept, unheard.
+    KeptOurs,
+    /// Another attempt of the same request answered: this answer.
+    Answered(Answer),
+    /// No answer of this request is kept.
+    Unanswered,
+}
+
+impl Claim {
+    /// The claim as the item it wrote stands: the request it continues,
+    /// and whether an earlier attempt of it began an effect.
+    fn as_stored(&self, item: &Item) -> Claim {
+        Claim {
+            request: get_s(item, REQUEST)
+                .and_then(|r| Uuid::try_parse(r).ok())
+                .unwrap_or(self.request),
+            acted: item.contains_key(ACTING),
+            ..self.clone()
+        }
+    }
+
+    /// The claim with its lease running until `lease_until` (Unix ms).
+    pub fn held_until(&self, lease_until: u64) -> Claim {
+        Claim {
+            lease_until,
+            ..self.clone()
+        }
+    }
 }

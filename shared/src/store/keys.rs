@@ -176,6 +176,17 @@ pub const OUTBOX_SK: &str = "OUTBOX";
 pub fn outbox_hour_pk(at: chrono::DateTime<chrono::Utc>) -> String {
     format!("OUTBOX#{}", at.format("%Y-%m-%d-%H"))
 }
+/// A file its record names whose copy to that place is pending
+/// (`store::staged`).
+pub fn staged_file_pk(path: &str) -> String {
+    format!("FILE#{path}")
+}
+pub const STAGED_SK: &str = "STAGED";
+/// `gsi1` partition of the files staged in one hour and not yet in place
+/// (the sweeper reads it).
+pub fn staged_hour_pk(at: chrono::DateTime<chrono::Utc>) -> String {
+    format!("STAGED#{}", at.format("%Y-%m-%d-%H"))
+}
 /// A webhook delivery (one per outbox record and webhook).
 pub fn delivery_pk(delivery: Uuid) -> String {
     format!("DELIVERY#{delivery}")

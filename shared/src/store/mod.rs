@@ -25,6 +25,7 @@ pub mod records;
 pub mod reports;
 pub mod rollups;
 pub mod schema;
+pub mod staged;
 pub mod surpluses;
 pub mod trucks;
 pub mod tx;
@@ -148,6 +149,10 @@ impl Store {
 
     pub fn rollups(&self) -> rollups::Rollups<'_> {
         rollups::Rollups(self)
+    }
+
+    pub fn staged(&self) -> staged::Staged<'_> {
+        staged::Staged(self)
     }
 
     pub fn outbox(&self) -> outbox::Outbox<'_> {

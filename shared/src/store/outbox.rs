@@ -106,7 +106,7 @@ impl Outbox<'_> {
         settle: chrono::TimeDelta,
     ) -> ApiResult<Vec<OutboxRecord>> {
         let store = self.0;
-        let now = chrono::Utc::now();
+        let now = crate::clock::now();
         let before = crate::model::Timestamp::from(now - settle).to_string();
         let queries = (0..hours).map(|back| {
             let hour = now - chrono::TimeDelta::hours(i64::from(back));

@@ -16,6 +16,11 @@
 //! adds the answer's action (`action`) and notes its commit. Outside a
 //! request, without a claim, or for a value of another type than the
 //! route's, nothing happens: the write goes alone.
+//!
+//! Effects outside the table (an object written, a message sent, a
+//! provider called) go only while the request's claim is its own
+//! (`fence`): a request thawed past its lease, whose key another attempt
+//! holds now, makes none of them.
 
 use std::any::{Any, TypeId};
 use std::sync::{Arc, Mutex};
@@ -23,8 +28,10 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_dynamodb::types::TransactWriteItem;
 use futures::future::BoxFuture;
 
-use super::idempotency::{Answer, Claim};
-use crate::error::ApiResult;
+use super::Store;
+use super::idempotency::{Answer, Claim, LEASE};
+use crate::error::codes;
+use crate::error::{ApiError, ApiResult};
 
 tokio::task_local! {
     static OUTCOME: Outcome;
@@ -50,12 +57,18 @@ pub struct Outcome(Arc<Mutex<Phase>>);
 
 #[derive(Default)]
 struct Phase {
+    /// The request's claim, and the store it was written to.
     claim: Option<Claim>,
+    store: Option<Store>,
     render: Option<(TypeId, Render)>,
     /// Rendered for the transaction about to go.
     pending: Option<Kept>,
     /// Kept by a committed transaction: the answer as sent.
     committed: Option<Answer>,
+    /// A transaction of the request kept its answer: what it does after
+    /// (a file copied to its place) belongs to that commit, whatever
+    /// became of the claim since.
+    kept: bool,
 }
 
 impl std::fmt::Debug for Phase {
@@ -85,28 +98,92 @@ fn with<T>(f: impl FnOnce(&mut Phase) -> T) -> Option<T> {
         .ok()
 }
 
-/// The request holds `claim` (its `Idempotency-Key`).
-pub fn claimed(claim: Claim) {
-    with(|phase| phase.claim = Some(claim));
+/// The request holds `claim` (its `Idempotency-Key`), written to `store`.
+pub fn claimed(claim: Claim, store: &Store) {
+    with(|phase| {
+        phase.claim = Some(claim);
+        phase.store = Some(store.clone());
+    });
 }
 
-/// An id this request and every retry of it with the same
-/// `Idempotency-Key` share (None without one): for what a request makes
-/// outside the table (a file's name), so that a retry after a failure
-/// overwrites what the failed attempt left.
-pub fn idempotent_id() -> Option<uuid::Uuid> {
-    let item = with(|phase| phase.claim.as_ref().map(Claim::item)).flatten()?;
-    let hash = <sha2::Sha256 as sha2::Digest>::digest(item.as_bytes());
-    let bytes: [u8; 16] = hash[..16].try_into().ok()?;
-    Some(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+/// The request this one is an attempt of (None without an
+/// `Idempotency-Key`): shared by its retries, new for a key reused after
+/// its retention. What a request causes outside the table names it (a
+/// ticket's issue, a delivery's manual attempt), so a later attempt can
+/// find it.
+pub fn request_id() -> Option<uuid::Uuid> {
+    with(|phase| phase.claim.as_ref().map(|c| c.request)).flatten()
 }
 
-/// Whether an earlier attempt of this request (with its
-/// `Idempotency-Key`) held the key and never answered: its effects outside
-/// the table (a call to a provider) may have happened, and are looked for
-/// before they are made again.
-pub fn retried() -> bool {
-    with(|phase| phase.claim.as_ref().is_some_and(|c| c.retried)).unwrap_or(false)
+/// Whether an earlier attempt of this request began an effect outside the
+/// table that may have happened (`fence` with `acting`): a later attempt
+/// looks for it before making it again.
+pub fn acted() -> bool {
+    with(|phase| phase.claim.as_ref().is_some_and(|c| c.acted)).unwrap_or(false)
+}
+
+/// Time kept between the end of an effect's allowance and the end of the
+/// lease: the clocks of two instances may differ by this much, and the
+/// effect must have arrived before another attempt may take the key.
+pub const MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Before an effect outside the table that takes up to `needed`: Ok when
+/// the request may make it, with the time (Unix ms) by which it must be
+/// made (None without a claim). The request's claim must still be its
+/// own: its lease, by this instance's clock, runs past `needed` and the
+/// margin (no other attempt can have taken the key), or it is held for a
+/// new lease with a conditional write on the claim's token. With `acting`,
+/// that write also records that the effect began (`acted`, for a later
+/// attempt), and is always made. 409 `idempotency_key_in_flight` when the
+/// claim is no longer the request's: the effect is not made, and the
+/// request answers what the key's holder answered, if anything.
+pub async fn fence(needed: std::time::Duration, acting: bool) -> ApiResult<Option<u64>> {
+    let held = with(|phase| {
+        let claim = phase.claim.clone().filter(|_| !phase.kept)?;
+        Some((claim, phase.store.clone()?))
+    });
+    let Some((claim, store)) = held.flatten() else {
+        return Ok(None);
+    };
+    let now = crate::clock::unix_ms();
+    let span = millis(needed) + millis(MARGIN);
+    if !acting && claim.lease_until >= now + span {
+        return Ok(Some(claim.lease_until - millis(MARGIN)));
+    }
+    let lease_until = now + span.max(millis(LEASE));
+    if !store
+        .idempotency()
+        .hold(&claim, lease_until, acting)
+        .await?
+    {
+        return Err(claim_lost());
+    }
+    with(|phase| phase.claim = Some(claim.held_until(lease_until)));
+    Ok(Some(lease_until - millis(MARGIN)))
+}
+
+/// Before an effect outside the table (an object written, copied or
+/// deleted, a message sent, a provider called) that takes up to `needed`:
+/// the request's admission let it in (`gate`), and its claim on its
+/// `Idempotency-Key`, if any, is still its own (`fence`). The time by which
+/// the effect must be made, when there is a claim.
+pub async fn effect_may_go(needed: std::time::Duration) -> ApiResult<Option<u64>> {
+    crate::gate::writes_may_go().await?;
+    fence(needed, false).await
+}
+
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// 409 for a request whose claim on its `Idempotency-Key` lapsed while it
+/// ran (it was held past the claim's lease, and another attempt took the
+/// key): it changes nothing more, and answers what the key's holder
+/// answered when there is an answer (`http::idempotency::settle`).
+pub fn claim_lost() -> ApiError {
+    codes::IDEMPOTENCY_KEY_IN_FLIGHT.with(
+        "this request ran past its hold on its Idempotency-Key, and another request with the key holds it now; nothing was changed; retry later to get that request's answer",
+    )
 }
 
 /// The route answers `render` for a value of type `T` that its write
@@ -165,7 +242,10 @@ pub(crate) fn take_pending() -> Option<(Claim, Kept)> {
 
 /// The transaction that carried `kept` committed.
 pub(crate) fn commit(kept: Kept) {
-    with(|phase| phase.committed = Some(kept.plain));
+    with(|phase| {
+        phase.committed = Some(kept.plain);
+        phase.kept = true;
+    });
 }
 
 /// The answer a committed transaction of this request kept, if any

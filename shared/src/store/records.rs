@@ -137,12 +137,41 @@ impl<'a, R: Record> Records<'a, R> {
         id: Uuid,
         change: impl Fn(&mut R) -> ApiResult<()>,
     ) -> ApiResult<R> {
+        self.modify_with(org, id, change, None).await
+    }
+
+    /// `modify`, committing with the record the staged file it now names
+    /// (`store::staged`: copied to its place once committed).
+    pub async fn modify_staging(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        change: impl Fn(&mut R) -> ApiResult<()>,
+        staged: &super::staged::StagedFile,
+    ) -> ApiResult<R> {
+        self.modify_with(org, id, change, Some(staged)).await
+    }
+
+    async fn modify_with(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        change: impl Fn(&mut R) -> ApiResult<()>,
+        staged: Option<&super::staged::StagedFile>,
+    ) -> ApiResult<R> {
         let nothing = async { Ok(()) };
         let answer = |written: &R, _: &()| {
             let written = outcome::wants::<R>().then(|| written.clone());
             async move { rendered(written).await }
         };
-        Ok(self.change(org, id, nothing, change, answer).await?.0)
+        let more = match staged {
+            Some(staged) => vec![staged.write(self.store.table())?],
+            None => Vec::new(),
+        };
+        Ok(self
+            .change(org, id, nothing, change, answer, &more)
+            .await?
+            .0)
     }
 
     /// `modify`, with `beside` (a read the answer needs) made at the same
@@ -160,11 +189,11 @@ impl<'a, R: Record> Records<'a, R> {
             let both = outcome::wants::<(R, T)>().then(|| (written.clone(), beside.clone()));
             async move { rendered(both).await }
         };
-        self.change(org, id, beside, change, answer).await
+        self.change(org, id, beside, change, answer, &[]).await
     }
 
     /// `modify_beside`, the answer rendered by `answer` before each
-    /// attempt's transaction.
+    /// attempt's transaction, `more` actions after the record's.
     async fn change<T, A: Future<Output = ApiResult<()>>>(
         &self,
         org: Uuid,
@@ -172,6 +201,7 @@ impl<'a, R: Record> Records<'a, R> {
         beside: impl Future<Output = ApiResult<T>>,
         change: impl Fn(&mut R) -> ApiResult<()>,
         answer: impl Fn(&R, &T) -> A,
+        more: &[aws_sdk_dynamodb::types::TransactWriteItem],
     ) -> ApiResult<(R, T)> {
         let (first_read, beside) = tokio::join!(self.require(org, id), beside);
         let beside = beside?;
@@ -201,6 +231,7 @@ impl<'a, R: Record> Records<'a, R> {
                         .put(put)
                         .build(),
                 ];
+                actions.extend_from_slice(more);
                 let mut conflicts: Vec<Conflict> = vec![(0, raced)];
                 let (old, new) = (current.geo(), updated.geo());
                 geo_actions(table, org, &old, &new, &mut actions, &mut conflicts)?;

@@ -16,6 +16,7 @@ use super::keys::{self, SURPLUS_PREFIX};
 use super::outbox::OutboxRecord;
 use super::records::{Record, item, sk};
 use super::rollups;
+use super::staged::StagedFile;
 use super::tx::{Conflict, put, raced, retry_races, transact};
 use super::{Store, outcome, project, query_records, sdk_error};
 use crate::error::codes;
@@ -75,10 +76,6 @@ fn consent(table: &str, truck_org: Uuid, load_org: Uuid) -> ApiResult<[TransactW
         .build()
         .map_err(ApiError::internal)?;
     Ok([grant, active].map(|c| TransactWriteItem::builder().condition_check(c).build()))
-}
-
-fn waybill_locked() -> ApiError {
-    codes::WAYBILL_LOCKED.with("the load is delivered: its waybill cannot be replaced")
 }
 
 impl Record for SurplusRecord {
@@ -482,24 +479,27 @@ impl Surpluses<'_> {
     }
 
     /// Stores `waybill` as the load's (replacing one uploaded before; 409
-    /// `waybill_locked` once delivered). Returns the load and the storage
-    /// path of the waybill it replaced.
+    /// `waybill_locked` once delivered), with the file it names staged
+    /// (`staged`: copied to its place once committed). Returns the load
+    /// and the storage path of the waybill it replaced.
     pub async fn set_waybill(
         &self,
         org: Uuid,
         id: Uuid,
         waybill: &StoredWaybill,
+        staged: &StagedFile,
     ) -> ApiResult<(SurplusRecord, Option<String>)> {
         retry_races(|| async {
             let current = self.require(org, id).await?;
-            if current.status == SurplusStatus::Delivered {
-                return Err(waybill_locked());
-            }
+            current.waybill_open()?;
             let mut updated = current.clone();
             updated.waybill = Some(waybill.clone());
             updated.updated_at = crate::model::now();
             updated.version = current.version + 1;
-            let actions = vec![self.write(&updated, current.version)?];
+            let actions = vec![
+                self.write(&updated, current.version)?,
+                staged.write(self.0.table())?,
+            ];
             let replaced = current
                 .waybill
                 .map(|w| w.storage_path)

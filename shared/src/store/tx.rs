@@ -135,7 +135,7 @@ pub(crate) async fn transact(
                 outcome::commit(kept.clone());
                 return Ok(());
             }
-            return Err(claim_lapsed());
+            return Err(outcome::claim_lost());
         }
         for (index, make) in conflicts {
             if code(*index) == Some("ConditionalCheckFailed") {
@@ -150,14 +150,6 @@ pub(crate) async fn transact(
         }
         return Err(sdk_error(error));
     }
-}
-
-/// 409 for a request whose claim on its `Idempotency-Key` lapsed while it
-/// ran (it was held past the claim's lease, and a retry took the key).
-fn claim_lapsed() -> ApiError {
-    codes::IDEMPOTENCY_KEY_IN_FLIGHT.with(
-        "this request ran past its hold on its Idempotency-Key, and another request with the key holds it now; nothing was changed; retry later to get that request's answer",
-    )
 }
 
 /// Attempts of a transaction cancelled by a conflicting transaction.

@@ -728,15 +728,8 @@ fn a_lost_send_to_the_queue_is_recovered_by_the_sweeper() {
         )
         .await;
         let load = load.body["data"]["id"].as_str().unwrap().to_owned();
-        let waybill = shared::model::surplus::StoredWaybill {
-            storage_path: format!("waybills/{}/{load}/w.png", t.id()),
-            content_type: "image/png".into(),
-            size: 12,
-            uploaded_at: shared::model::now(),
-        };
-        store
-            .surpluses()
-            .set_waybill(t.id(), load.parse().unwrap(), &waybill)
+        let path = format!("waybills/{}/{load}/w.png", t.id());
+        api_tests::store_waybill(store, t.id(), load.parse().unwrap(), &path)
             .await
             .unwrap();
 

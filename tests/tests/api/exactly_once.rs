@@ -14,6 +14,13 @@
 //!   when the first one was a success;
 //! - the request's effect happened exactly once (one record, one restore,
 //!   one waybill object), and the answer names what it made.
+//!
+//! Then the same request is paused at each of its calls after its claim
+//! in turn (a frozen container), time passes beyond the claim's lease,
+//! and a retry with the same key runs whole; when the paused attempt
+//! thaws, it answers the retry's kept answer (or 409
+//! `idempotency_key_in_flight`), never an answer of its own, and its
+//! effect is not made a second time (`paused_past_the_lease`).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -28,16 +35,20 @@ use serde_json::{Value, json};
 use shared::store::keys::{idempotency_pk, idempotency_sk};
 
 use crate::trucks::plate;
+use shared::http::idempotency::LEASE;
+use std::time::Duration;
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0";
 
 /// One organization's routers: one whose calls break when armed, one
-/// whose calls do not (the client's retry, the test's own reads).
+/// whose calls do not (the client's retry, the test's own reads), both
+/// by one clock of their own, which the test moves.
 struct Bench {
     t: TestOrg,
     plain: Router,
     faulty: Router,
     cuts: Cuts,
+    clock: shared::clock::Clock,
 }
 
 impl Bench {
@@ -50,12 +61,17 @@ impl Bench {
         let h = harness().await;
         let cuts = Cuts::default();
         let sdk = cuts.sdk(&h.sdk);
-        let faulty = shared::AppState::new((*state.config).clone(), &sdk);
+        let clock = shared::clock::Clock::default();
+        let mut faulty = shared::AppState::new((*state.config).clone(), &sdk);
+        faulty.clock = clock.clone();
+        let mut plain = state.clone();
+        plain.clock = clock.clone();
         Bench {
             t: org().await,
-            plain: shared::http::app(local::routes(), state.clone()),
+            plain: shared::http::app(local::routes(), plain),
             faulty: shared::http::app(local::routes(), faulty),
             cuts,
+            clock,
         }
     }
 
@@ -164,6 +180,35 @@ fn objects(prefix: String) -> Effect {
                 .iter()
                 .filter_map(|o| o.key().map(str::to_owned))
                 .collect()
+        })
+    })
+}
+
+/// A load's waybill objects, once a copy its request left to the
+/// sweeper is made (as the sweeper would make it).
+fn waybills(b: &Bench, load: &str) -> Effect {
+    let prefix = format!("waybills/{}/{load}/", b.t.id());
+    let (org, load) = (b.t.id(), load.parse::<uuid::Uuid>().unwrap());
+    let listed = objects(prefix);
+    Box::new(move || {
+        let listed = listed();
+        Box::pin(async move {
+            let h = harness().await;
+            let store = h.store();
+            let named = store
+                .records::<shared::model::surplus::SurplusRecord>()
+                .get(org, load)
+                .await
+                .unwrap()
+                .and_then(|l| l.waybill);
+            if let Some(waybill) = named
+                && let Some(staged) = store.staged().get(&waybill.storage_path).await.unwrap()
+            {
+                shared::files::promote::promote(&h.state.files, store, &staged)
+                    .await
+                    .unwrap();
+            }
+            listed.await
         })
     })
 }
@@ -278,13 +323,72 @@ async fn exactly_once_on(name: &str, state: &shared::AppState, prepare: Prepare)
             );
         }
     }
+    runs + paused_past_the_lease(name, state, &prepare).await
+}
+
+/// Runs `prepare`'s request paused at each of its calls after its claim
+/// in turn, past the claim's lease, while a retry with its key runs whole;
+/// then thaws it. The thawed attempt answers what the retry's answer was
+/// (replayed) or 409 `idempotency_key_in_flight`, never an answer of its
+/// own, and the effect happened once. The number of pauses.
+async fn paused_past_the_lease(name: &str, state: &shared::AppState, prepare: &Prepare) -> usize {
+    let mut runs = 0;
+    // Call 1 is the admission, call 2 the claim.
+    for at in 3.. {
+        let b = Bench::on(state).await;
+        let case = prepare(&b).await;
+        let before = (case.effect)().await;
+        let idempotency_key = unique("paused");
+        b.cuts.arm(Cut::Stall, at);
+        let mut frozen = tokio::spawn({
+            let (request, faulty) = (case.request(&b, &idempotency_key), b.faulty.clone());
+            async move { request.send_to(&faulty).await }
+        });
+        tokio::select! {
+            () = b.cuts.stalled() => {}
+            whole = &mut frozen => {
+                // No call left to pause: the request ran whole.
+                let whole = whole.unwrap();
+                b.cuts.disarm();
+                assert!(whole.status.is_success(), "{name}: {}", whole.text);
+                break;
+            }
+        }
+        runs += 1;
+        let context = format!("{name}, paused at {}", b.cuts.broken().unwrap_or_default());
+        b.clock.advance(LEASE + Duration::from_secs(1));
+        let retry = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+        assert!(retry.status.is_success(), "{context}: {}", retry.text);
+        b.cuts.go();
+        let thawed = frozen.await.unwrap();
+        b.cuts.disarm();
+        if thawed.status == 409 {
+            assert_eq!(thawed.code(), "idempotency_key_in_flight", "{context}");
+        } else {
+            assert_eq!(
+                (thawed.status, &thawed.text),
+                (retry.status, &retry.text),
+                "{context}: the thawed attempt answered its own"
+            );
+        }
+        let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+        assert_eq!(again.header("idempotent-replayed"), "true", "{context}");
+        assert_eq!(again.text, retry.text, "{context}");
+        let after = (case.effect)().await;
+        let made: BTreeSet<String> = after
+            .difference(&before)
+            .map(|m| m.rsplit('/').next().unwrap_or(m).to_owned())
+            .collect();
+        let named = (case.named)(&retry);
+        assert_eq!(made, named, "{context}: made {made:?}, answered {named:?}");
+    }
     runs
 }
 
 /// A request frozen past its claim's lease (a container frozen and thawed)
 /// while a retry took the key over and ran: when it thaws, its write is
-/// refused (409 `idempotency_key_in_flight`) and nothing of it is stored;
-/// the key keeps the retry's answer.
+/// refused and nothing of it is stored; it answers the retry's kept
+/// answer, replayed, and the key keeps it.
 #[test]
 fn a_request_thawed_after_its_lease_commits_nothing() {
     run(async {
@@ -303,13 +407,15 @@ fn a_request_thawed_after_its_lease_commits_nothing() {
             async move { request.send_to(&faulty).await }
         });
         b.cuts.stalled().await;
-        assert!(lapse(&b, &idempotency_key).await, "{:?}", b.cuts.broken());
+        b.clock.advance(LEASE + Duration::from_secs(1));
         let retry = case.request(&b, &idempotency_key).send_to(&b.plain).await;
         retry.expect(201, None);
         b.cuts.go();
         let thawed = frozen.await.unwrap();
         b.cuts.disarm();
-        thawed.expect(409, Some("idempotency_key_in_flight"));
+        thawed.expect(201, None);
+        assert_eq!(thawed.header("idempotent-replayed"), "true");
+        assert_eq!(thawed.text, retry.text);
         assert_eq!((case.effect)().await, data_id(&retry));
         let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
         assert_eq!(again.header("idempotent-replayed"), "true");
@@ -575,7 +681,7 @@ fn a_waybill_is_uploaded_once() {
                         method: Method::POST,
                         path: format!("/api/v1/surpluses/{load}/waybill"),
                         payload: Payload::Form(form),
-                        effect: objects(format!("waybills/{}/{load}/", b.t.id())),
+                        effect: waybills(b, &load),
                         named: waybill_name,
                     }
                 })
@@ -621,7 +727,7 @@ fn an_uploaded_waybill_is_confirmed_once() {
                         method: Method::POST,
                         path: format!("/api/v1/surpluses/{load}/waybill/confirm"),
                         payload: Payload::Json(json!({"storage_path": path})),
-                        effect: objects(format!("waybills/{}/{load}/", b.t.id())),
+                        effect: waybills(b, &load),
                         named: waybill_name,
                     }
                 })

@@ -292,17 +292,9 @@ fn a_failed_call_in_any_write_leaves_nothing_half_done() {
                 json!({"site_id": site, "volume_m3": 2}),
             )
             .await;
-        let waybill = shared::model::surplus::StoredWaybill {
-            storage_path: format!("waybills/{org}/{delivered}/w.png"),
-            content_type: "image/png".into(),
-            size: 100,
-            uploaded_at: shared::model::now(),
-        };
+        let path = format!("waybills/{org}/{delivered}/w.png");
         let delivered_id = delivered.parse().unwrap();
-        b.state
-            .store
-            .surpluses()
-            .set_waybill(org, delivered_id, &waybill)
+        api_tests::store_waybill(&b.state.store, org, delivered_id, &path)
             .await
             .unwrap();
         let hook = b

@@ -32,6 +32,7 @@ pub fn load_at(
             content_type: "image/png".into(),
             size: 12,
             uploaded_at: at,
+            source: None,
         });
     }
     load

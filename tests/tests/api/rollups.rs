@@ -9,9 +9,7 @@ use api_tests::{TestOrg, harness, org, run};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use shared::model::surplus::{
-    CreateSurplus, PatchSurplus, StoredWaybill, SurplusRecord, SurplusStatus,
-};
+use shared::model::surplus::{CreateSurplus, PatchSurplus, SurplusRecord, SurplusStatus};
 use shared::model::volume::Litres;
 
 use crate::sites::new_site;
@@ -65,13 +63,8 @@ async fn one_sequence(seed: u64) {
         let change = match choice {
             1 => {
                 // Refused once delivered (409) or archived (404): fine.
-                let waybill = StoredWaybill {
-                    storage_path: format!("waybills/{}/{id}/w.png", t.id()),
-                    content_type: "image/png".into(),
-                    size: 12,
-                    uploaded_at: shared::model::now(),
-                };
-                let _ = store.surpluses().set_waybill(t.id(), id, &waybill).await;
+                let path = format!("waybills/{}/{id}/w.png", t.id());
+                let _ = api_tests::store_waybill(store, t.id(), id, &path).await;
                 continue;
             }
             2 => json!({"status": "delivered"}),

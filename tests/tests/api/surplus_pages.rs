@@ -61,6 +61,7 @@ async fn seeded() -> &'static Seeded {
                         content_type: "image/png".into(),
                         size: 12,
                         uploaded_at: at,
+                        source: None,
                     });
                 }
                 loads.push((load.id.to_string(), site.clone(), status));

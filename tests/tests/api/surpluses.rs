@@ -50,17 +50,9 @@ async fn log(t: &TestOrg, id: &str) -> Vec<(Value, Value)> {
 /// A stored waybill, straight through the store (the upload routes are
 /// tested on their own).
 pub async fn give_waybill(t: &TestOrg, id: &str) {
-    let waybill = shared::model::surplus::StoredWaybill {
-        storage_path: format!("waybills/{}/{id}/w.png", t.id()),
-        content_type: "image/png".into(),
-        size: 12,
-        uploaded_at: shared::model::Timestamp::now(),
-    };
-    harness()
-        .await
-        .store()
-        .surpluses()
-        .set_waybill(t.id(), id.parse().unwrap(), &waybill)
+    let path = format!("waybills/{}/{id}/w.png", t.id());
+    let store = harness().await.store();
+    api_tests::store_waybill(store, t.id(), id.parse().unwrap(), &path)
         .await
         .unwrap();
 }

@@ -64,7 +64,13 @@ fn a_confirmation_copies_the_version_it_checked_not_one_written_over_it() {
             .unwrap();
         assert!(
             files
-                .copy_checked(&upload, &checked, &kept, ImageKind::Png)
+                .copy_version(
+                    &upload,
+                    checked.version.as_deref(),
+                    checked.etag.as_deref(),
+                    &kept,
+                    ImageKind::Png.content_type()
+                )
                 .await
                 .unwrap()
         );
@@ -244,11 +250,20 @@ fn a_direct_upload_counts_once_confirmed() {
         assert!((200..300).contains(&status), "upload answered {status}");
         let done = confirm(path.clone()).await;
         done.expect(200, None);
-        // Kept under the same name among the waybills; the upload is gone.
-        let kept = format!("waybills/{}/{id}/{name}", t.id());
-        assert_eq!(done.body["data"]["waybill"]["storage_path"], kept);
+        // Kept under a name of its own among the waybills; the upload is
+        // left to the bucket's rule for uploads/ (it expires after a day).
+        let kept = done.body["data"]["waybill"]["storage_path"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let kept_name = kept
+            .strip_prefix(&format!("waybills/{}/{id}/", t.id()))
+            .expect("kept under the load's waybills prefix");
+        assert!(kept_name.ends_with(".jpg") && kept_name != name, "{kept}");
         assert!(stored(&kept).await);
-        assert!(!stored(&path).await, "the confirmed upload is removed");
+        assert!(stored(&path).await, "the upload stays until it expires");
+        let staged = harness().await.store().staged().get(&kept).await.unwrap();
+        assert_eq!(staged, None, "in place: nothing left for the sweeper");
         let (status, bytes) = download(done.body["data"]["waybill"]["url"].as_str().unwrap()).await;
         assert_eq!((status, bytes.as_slice()), (200, JPEG));
         // A retry of the confirmation answers the same load and keeps the file.

@@ -15,6 +15,7 @@ use shared::model::org::CreateOrg;
 use shared::model::surplus::{CreateSurplus, StoredWaybill, SurplusStatus};
 use shared::store::Store;
 use shared::store::api_keys::ApiKeyRecord;
+use shared::store::staged::{Owner, StagedFile};
 use uuid::Uuid;
 
 use crate::audit::{Action, Auditor, Done};
@@ -491,6 +492,7 @@ async fn execute(
                             content_type: "image/png".into(),
                             size: 0,
                             uploaded_at: load.created_at,
+                            source: None,
                         });
                     }
                     Ok(load)
@@ -561,31 +563,42 @@ async fn execute(
                 std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let kind = shared::files::ImageKind::sniff(&bytes)
                 .context("the file is not a JPEG, PNG or WebP image")?;
-            let (extension, content_type) = (kind.extension(), kind.content_type());
             let points = store.receiving_points();
             points.require(org, receiving_point).await?;
-            let path = format!(
-                "receiving-points/{org}/{receiving_point}/{}.{extension}",
-                Uuid::now_v7()
-            );
-            shared::links::s3_client(sdk)
-                .put_object()
-                .bucket(&config.bucket_name)
-                .key(&path)
-                .content_type(content_type)
-                .body(bytes.into())
-                .send()
-                .await
-                .map_err(|e| {
-                    anyhow::anyhow!(aws_sdk_s3::error::DisplayErrorContext(e).to_string())
-                })?;
-            let stored = path.clone();
+            // Uploaded first, under the prefix the bucket expires; in its
+            // place once the point names it (as waybills are).
+            let name = format!("{}.{}", Uuid::now_v7(), kind.extension());
+            let upload = format!("uploads/{org}/{receiving_point}/{name}");
+            let path = format!("receiving-points/{org}/{receiving_point}/{name}");
+            let files = shared::files::Files::new(sdk, &config.bucket_name);
+            let version = files.put(&upload, bytes.into(), kind).await?;
+            let staged = StagedFile {
+                path: path.clone(),
+                upload,
+                version,
+                etag: None,
+                content_type: kind.content_type().into(),
+                owner: Owner::ReceivingPoint {
+                    org_id: org,
+                    id: receiving_point,
+                },
+                created_at: Timestamp::now(),
+            };
+            let named = path.clone();
             points
-                .modify(org, receiving_point, move |p| {
-                    p.photos.push(stored.clone());
-                    Ok(())
-                })
+                .modify_staging(
+                    org,
+                    receiving_point,
+                    move |p| {
+                        p.photos.push(named.clone());
+                        Ok(())
+                    },
+                    &staged,
+                )
                 .await?;
+            if let Err(error) = shared::files::promote::promote(&files, store, &staged).await {
+                eprintln!("the photo is recorded; the sweeper will copy it in place: {error}");
+            }
             made = Some(json!({"storage_path": path}));
             print(json!({"receiving_point_id": receiving_point, "storage_path": path}));
         }

@@ -149,7 +149,7 @@ pub async fn run(dispatcher: Dispatcher, queue: WebhookQueue, setup: &Setup) {
     let mut sweep = tokio::time::interval(setup.sweep_every);
     loop {
         sweep.tick().await;
-        if let Err(error) = dispatcher.sweep().await {
+        if let Err(error) = dispatcher.scheduled().await {
             tracing::warn!(%error, "sweep failed");
         }
     }

@@ -1,0 +1,86 @@
+//! The one clock the service reads: the system's time, plus an offset that
+//! tests move forward (a lease running out, a key reused after its
+//! retention, an hour's quota freed) without waiting for it.
+//!
+//! Each request (and each dispatcher invocation) runs inside its state's
+//! `Clock` (`Clock::scope`), so code deep in the store or the models reads
+//! the time with `clock::now()` without carrying the state along. Outside
+//! any scope (a unit test, a tool) `now()` is the system's time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+tokio::task_local! {
+    static CLOCK: Clock;
+}
+
+/// The system's time, moved forward by what tests added (never in
+/// production: nothing there calls `advance`).
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    /// Milliseconds added to the system's time.
+    offset: Arc<AtomicI64>,
+}
+
+impl Clock {
+    /// The time by this clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        Utc::now() + TimeDelta::milliseconds(self.offset.load(Ordering::SeqCst))
+    }
+
+    /// Moves this clock forward by `by` (tests: time passing at once).
+    pub fn advance(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.offset.fetch_add(by, Ordering::SeqCst);
+    }
+
+    /// Runs `future` (a request, an invocation) by this clock.
+    pub async fn scope<F: Future>(&self, future: F) -> F::Output {
+        CLOCK.scope(self.clone(), future).await
+    }
+
+    /// The clock `future` runs by, kept for a task spawned from it.
+    pub fn current() -> Option<Clock> {
+        CLOCK.try_with(Clone::clone).ok()
+    }
+}
+
+/// Now, by the clock of the request being served (the system's time
+/// outside one).
+pub fn now() -> DateTime<Utc> {
+    CLOCK.try_with(Clock::now).unwrap_or_else(|_| Utc::now())
+}
+
+/// Now in Unix milliseconds (0 before 1970).
+pub fn unix_ms() -> u64 {
+    u64::try_from(now().timestamp_millis()).unwrap_or(0)
+}
+
+/// Now as a `SystemTime`, by the same clock.
+pub fn system_time() -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_millis(unix_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_scope_reads_its_clock_and_tests_move_it() {
+        let clock = Clock::default();
+        let before = now();
+        clock.advance(Duration::from_secs(24 * 3600));
+        let moved = clock.scope(async { now() }).await;
+        assert!(moved - before >= TimeDelta::hours(24), "{before} {moved}");
+        assert!(moved - before < TimeDelta::hours(24) + TimeDelta::minutes(1));
+        // Outside the scope: the system's time.
+        assert!(now() - before < TimeDelta::minutes(1));
+        // A clone is the same clock.
+        let other = clock.clone();
+        other.advance(Duration::from_secs(60));
+        assert!(clock.now() - before >= TimeDelta::hours(24) + TimeDelta::minutes(1));
+    }
+}
