@@ -11,10 +11,14 @@
 //!   `Cuts::died` wakes whoever runs the request, to drop it.
 //! - `Stall`: the call waits before it leaves until `Cuts::go` (a frozen
 //!   container, thawed later); `Cuts::stalled` tells when it waits.
+//! - `Freeze`: the call takes effect, then its caller is frozen until
+//!   `Cuts::go` before it hears the answer; `Cuts::stalled` tells when.
 //!
 //! Calls are counted from arming, every service together, so a request's
 //! calls can be broken one after the other. The SDK's own retries are off
-//! for such a client: each call's fault is seen, not retried away.
+//! for such a client (`Cuts::sdk`): each call's fault is seen, not retried
+//! away; `Cuts::sdk_retrying` keeps them, as deployed, to show what the
+//! SDK's retry of a broken call does.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -36,6 +40,7 @@ pub enum Cut {
     Cut,
     Die,
     Stall,
+    Freeze,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +61,8 @@ enum At {
     Nth(usize),
     /// The first whose operation contains this.
     First(&'static str),
+    /// The first whose operation contains `.0` and whose body contains `.1`.
+    FirstWith(&'static str, &'static str),
 }
 
 /// The switch of a faulty client.
@@ -75,6 +82,13 @@ impl Cuts {
     pub fn arm_first(&self, cut: Cut, operation: &'static str) {
         self.arm(cut, 0);
         *self.0.armed.lock().unwrap() = Some((cut, At::First(operation)));
+    }
+
+    /// Breaks the next call whose operation contains `operation` and whose
+    /// body contains `body` (a key's prefix, say), by `cut`.
+    pub fn arm_on(&self, cut: Cut, operation: &'static str, body: &'static str) {
+        self.arm(cut, 0);
+        *self.0.armed.lock().unwrap() = Some((cut, At::FirstWith(operation, body)));
     }
 
     /// Breaks nothing more.
@@ -109,6 +123,14 @@ impl Cuts {
 
     /// `sdk` with this switch on its HTTP client and without retries.
     pub fn sdk(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
+        self.sdk_retrying(sdk)
+            .to_builder()
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .build()
+    }
+
+    /// `sdk` with this switch on its HTTP client, its retries as they are.
+    pub fn sdk_retrying(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
         // The engines are on loopback, in plain HTTP.
         let inner = sdk
             .http_client()
@@ -118,7 +140,6 @@ impl Cuts {
                 inner,
                 plan: self.0.clone(),
             }))
-            .retry_config(aws_config::retry::RetryConfig::disabled())
             .build()
     }
 }
@@ -164,9 +185,21 @@ impl HttpConnector for FaultyConnector {
         let what = operation(&request);
         let cut = {
             let mut armed = plan.armed.lock().unwrap();
+            let body = || {
+                request
+                    .body()
+                    .bytes()
+                    .map(String::from_utf8_lossy)
+                    .unwrap_or_default()
+            };
             let cut = match *armed {
                 Some((cut, At::Nth(at))) if at == n => cut,
                 Some((cut, At::First(op))) if what.contains(op) => cut,
+                Some((cut, At::FirstWith(op, part)))
+                    if what.contains(op) && body().contains(part) =>
+                {
+                    cut
+                }
                 _ => return self.inner.call(request),
             };
             *armed = None;
@@ -189,6 +222,15 @@ impl HttpConnector for FaultyConnector {
                     plan.stalled.notify_one();
                     plan.go.notified().await;
                     inner.call(request).await
+                })
+            }
+            Cut::Freeze => {
+                let sent = self.inner.call(request);
+                HttpConnectorFuture::new(async move {
+                    let answer = sent.await;
+                    plan.stalled.notify_one();
+                    plan.go.notified().await;
+                    answer
                 })
             }
             Cut::Die => {

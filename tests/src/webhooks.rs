@@ -31,8 +31,11 @@ pub fn quick_policy(attempts: usize) -> Policy {
 pub const ADMIN_URL: &str = "https://admin.example.com/surpluses/{surplusId}";
 
 pub struct Stack {
+    /// The dispatcher's state.
     pub state: AppState,
     pub router: Router,
+    /// The API's state (`router`'s), whose clock a test may move.
+    pub api: AppState,
     pub dispatcher: Dispatcher,
     dead_letters: WebhookQueue,
 }
@@ -72,6 +75,7 @@ impl Stack {
         let state = AppState::new(config, &h.sdk);
         Stack {
             router: shared::http::app(local::routes(), state.clone()),
+            api: state,
             dispatcher: Dispatcher::new(dispatcher_state.clone(), policy),
             dead_letters: WebhookQueue::new(&h.sdk, Some(dlq), None),
             state: dispatcher_state,

@@ -191,8 +191,7 @@ pub async fn upload_form(
             "must be image/jpeg, image/png or image/webp",
         )
     })?;
-    let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
-    load.waybill_open()?;
+    ctx.store.surpluses().require(ctx.org_id, id).await?;
     let path = path(UPLOADS, ctx.org_id, id, &new_name(kind));
     let form = ctx.files.upload_form(&path, kind, FORM_LIFETIME).await?;
     // The form carries signed temporary credentials: kept for a retry

@@ -842,7 +842,7 @@ fn a_delivery_is_retried_once() {
 
 /// A loopback GitHub that keeps the issues it opens and lists them, newest
 /// first, as "List repository issues" does.
-async fn remembering_tracker() -> (
+pub(crate) async fn remembering_tracker() -> (
     api_tests::providers::StandIn,
     std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
 ) {
@@ -871,7 +871,7 @@ async fn remembering_tracker() -> (
 }
 
 /// The API's state with the support tracker at `tracker`.
-async fn with_tracker(tracker: &api_tests::providers::StandIn) -> shared::AppState {
+pub(crate) async fn with_tracker(tracker: &api_tests::providers::StandIn) -> shared::AppState {
     let base = tracker.base.clone();
     harness()
         .await

@@ -589,3 +589,40 @@ fn unsigned(value: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// The claim's write reached the table but its acknowledgement was lost,
+/// and the SDK sent it again (as deployed: retries on): the request knows
+/// its own claim by its token and runs, instead of finding "another"
+/// request in flight (409) and holding its own key for the lease.
+#[test]
+fn a_claim_whose_acknowledgement_was_lost_is_still_the_requests_own() {
+    use api_tests::cuts::{Cut, Cuts};
+    run(async {
+        let h = harness().await;
+        let cuts = Cuts::default();
+        let sdk = cuts.sdk_retrying(&h.sdk);
+        let state = shared::AppState::new((*h.state.config).clone(), &sdk);
+        let router = shared::http::app(local::routes(), state);
+        let t = org().await;
+        let key = unique("lost-ack");
+        let body = json!({"name": unique("Acknowledged")});
+        cuts.arm_on(Cut::Cut, "UpdateItem", "IDEM#");
+        let reply = call(Method::POST, SITES)
+            .key(&t.key)
+            .header("idempotency-key", &key)
+            .json(&body)
+            .send_to(&router)
+            .await;
+        cuts.disarm();
+        let broken = cuts.broken().expect("the claim's write was cut");
+        assert!(broken.contains("UpdateItem"), "{broken}");
+        reply.expect(201, None);
+        assert_eq!(
+            sites_named(&t, body["name"].as_str().unwrap()).await,
+            vec![id(&reply)]
+        );
+        let again = post(&t.key, SITES, &key, &body).await;
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, reply.text);
+    });
+}

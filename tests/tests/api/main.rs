@@ -30,6 +30,7 @@ mod rate_limit;
 mod receiving_points;
 mod report_rows;
 mod reports;
+mod reused_keys;
 mod rollups;
 mod round_trips;
 mod side_effects;

@@ -267,3 +267,161 @@ fn support_tickets_need_write_data() {
         assert_eq!(github.count(), 0);
     });
 }
+
+/// A ticket sent with its `Idempotency-Key`.
+async fn open_keyed(router: &Router, key: &str, idempotency_key: &str, body: &Value) -> Reply {
+    call(Method::POST, "/api/v1/support")
+        .key(key)
+        .header("idempotency-key", idempotency_key)
+        .json(body)
+        .send_to(router)
+        .await
+}
+
+/// Once the quota is used up, a ticket sent again and again (its key freed
+/// by each 429, with fresh keys, or without one) is refused before
+/// anything is asked of the tracker: one key cannot spend the
+/// deployment's tracker token.
+#[test]
+fn a_ticket_the_quota_refuses_makes_no_call_to_the_tracker() {
+    run(async {
+        let (tracker, issues) = crate::exactly_once::remembering_tracker().await;
+        let state = crate::exactly_once::with_tracker(&tracker).await;
+        let router = shared::http::app(local::routes(), state);
+        let t = org().await;
+        for n in 0..5 {
+            open(&router, &t.key, ticket(n)).await.expect(201, None);
+        }
+        assert_eq!(tracker.count(), 5);
+        for n in 0..6 {
+            open_keyed(&router, &t.key, "again", &ticket(9))
+                .await
+                .expect(429, Some("support_rate_limited"));
+            open_keyed(&router, &t.key, &format!("fresh-{n}"), &ticket(9))
+                .await
+                .expect(429, Some("support_rate_limited"));
+            open(&router, &t.key, ticket(9))
+                .await
+                .expect(429, Some("support_rate_limited"));
+        }
+        assert_eq!(tracker.count(), 5, "no call for a refused ticket");
+        assert_eq!(issues.lock().unwrap().len(), 5);
+    });
+}
+
+/// A later attempt of a request whose earlier one may have opened its
+/// issue looks for that issue by the lines the service writes at the top
+/// of its body: a customer's text quoting those lines (in another ticket
+/// of theirs) is never taken for it.
+#[test]
+fn a_ticket_is_found_by_the_lines_the_service_wrote_never_by_a_customers_text() {
+    use std::sync::{Arc, Mutex};
+    run(async {
+        let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let kept = issues.clone();
+        // The first POST times out before anything is opened.
+        let tracker = StandIn::start(move |seen, before| {
+            let mut issues = kept.lock().unwrap();
+            if seen.method == Method::GET {
+                let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
+                return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+            }
+            let issue = json!({
+                "number": 500 + issues.len(),
+                "body": seen.json()["body"],
+                "created_at": chrono::Utc::now().to_rfc3339(),
+            });
+            if before == 0 {
+                return api_tests::providers::Canned::json(201, issue)
+                    .after(Duration::from_millis(800));
+            }
+            issues.push(issue.clone());
+            api_tests::providers::Canned::json(201, issue)
+        })
+        .await;
+        let api = configured(&tracker, Duration::from_millis(300)).await;
+        let t = org().await;
+        let body = ticket(1);
+        open_keyed(&api, &t.key, "the-ticket", &body)
+            .await
+            .expect(504, Some("support_tracker_timeout"));
+        // The request's id, as its issue would name it.
+        let key_id = api_tests::key_id(&t).await;
+        let item = harness()
+            .await
+            .store()
+            .idempotency()
+            .get(key_id, "the-ticket")
+            .await
+            .unwrap()
+            .unwrap();
+        let request = item["rid"].as_s().unwrap().clone();
+        // Another ticket of the customer's quotes the lines that would name it.
+        let quoted = format!(
+            "Opened through the Integration API.\n\n- Organization: `{}`\n- API key: `{key_id}`\n- Request: `{request}`\n",
+            t.id()
+        );
+        let planted = open(
+            &api,
+            &t.key,
+            json!({"title": "Quote", "description": quoted}),
+        )
+        .await;
+        planted.expect(201, None);
+        let retry = open_keyed(&api, &t.key, "the-ticket", &body).await;
+        retry.expect(201, None);
+        assert_ne!(
+            retry.body["data"]["reference"],
+            planted.body["data"]["reference"]
+        );
+        assert_eq!(
+            issues.lock().unwrap().len(),
+            2,
+            "the planted one and the ticket's own"
+        );
+    });
+}
+
+/// An attempt paused right after it recorded that it is opening the issue
+/// (a frozen container), past its hold on the key, while a later attempt
+/// took the key over and opened the issue: when it thaws, it opens none,
+/// and answers what the later attempt answered.
+#[test]
+fn a_ticket_paused_before_its_call_opens_no_second_issue() {
+    use api_tests::cuts::{Cut, Cuts};
+    run(async {
+        let (tracker, issues) = crate::exactly_once::remembering_tracker().await;
+        let plain = crate::exactly_once::with_tracker(&tracker).await;
+        let cuts = Cuts::default();
+        let mut faulty =
+            shared::AppState::new((*plain.config).clone(), &cuts.sdk(&harness().await.sdk));
+        faulty.clock = plain.clock.clone();
+        let (plain_router, faulty_router) = (
+            shared::http::app(local::routes(), plain.clone()),
+            shared::http::app(local::routes(), faulty),
+        );
+        let t = org().await;
+        let body = ticket(2);
+        cuts.arm_on(Cut::Freeze, "UpdateItem", "acting");
+        let frozen = tokio::spawn({
+            let (key, body) = (t.key.clone(), body.clone());
+            async move { open_keyed(&faulty_router, &key, "paused", &body).await }
+        });
+        cuts.stalled().await;
+        plain
+            .clock
+            .advance(shared::http::idempotency::LEASE + Duration::from_secs(1));
+        let retry = open_keyed(&plain_router, &t.key, "paused", &body).await;
+        retry.expect(201, None);
+        assert_eq!(
+            retry.body["data"]["quota_remaining"], 4,
+            "one slot for the request"
+        );
+        cuts.go();
+        let thawed = frozen.await.unwrap();
+        cuts.disarm();
+        assert_eq!((thawed.status, &thawed.text), (retry.status, &retry.text));
+        assert_eq!(thawed.header("idempotent-replayed"), "true");
+        assert_eq!(issues.lock().unwrap().len(), 1, "one issue");
+    });
+}

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::sites::new_site;
 use crate::surpluses::{new_load, patch};
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0";
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0";
 const JPEG: &[u8] = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0";
 const BOUNDARY: &str = "waybill-boundary";
 
@@ -177,7 +177,7 @@ fn each_bad_upload_has_its_own_code_and_stores_nothing() {
 }
 
 /// Posts a presigned form to moto's S3 as a browser would.
-async fn post_form(form: &Value, content_type: &str, bytes: &[u8]) -> u16 {
+pub(crate) async fn post_form(form: &Value, content_type: &str, bytes: &[u8]) -> u16 {
     let fields: Vec<(String, String)> = form["fields"]
         .as_object()
         .unwrap()
