@@ -601,7 +601,7 @@ impl Call {
 
 /// Makes a 12-byte PNG at `storage_path` load `id`'s waybill straight
 /// through the store (the upload routes are tested on their own): the
-/// load names it, staged from an upload that is never copied.
+/// load names it; no file is stored, and nothing is left for the sweeper.
 pub async fn store_waybill(
     store: &shared::store::Store,
     org: uuid::Uuid,
@@ -624,8 +624,10 @@ pub async fn store_waybill(
         owner: shared::store::staged::Owner::Surplus { org_id: org, id },
         created_at: shared::model::now(),
     };
-    store
+    let written = store
         .surpluses()
         .set_waybill(org, id, &waybill, &staged)
-        .await
+        .await?;
+    store.staged().done(storage_path).await?;
+    Ok(written)
 }

@@ -82,6 +82,23 @@ impl Stack {
         }
     }
 
+    /// A new organization and key in the stack's table (its own, when
+    /// made so).
+    pub async fn org(&self) -> crate::TestOrg {
+        let store = &self.state.store;
+        let new = crate::named(&crate::unique("Stack Org"));
+        let created = store.orgs().create_top_level(&new, true).await.unwrap();
+        let prefix = self.state.config.short_name.key_prefix();
+        let scopes = vec![shared::auth::Scope::All];
+        let (key, _) = store
+            .api_keys()
+            .create(created.id, scopes, None, None, &prefix)
+            .await
+            .unwrap();
+        crate::logs::remember(&key);
+        crate::TestOrg { org: created, key }
+    }
+
     /// Runs the dispatcher over the queue as the event source mapping
     /// would, until `done` holds or `within` passes.
     pub async fn drain_until(&self, within: Duration, done: impl Fn() -> bool) {

@@ -101,12 +101,13 @@ class Api:
         return reply
 
     async def definite(self, method: str, path: str, key: str, *, body=None, form=None,
-                       idempotent: bool = False) -> tuple:
+                       idempotent: bool = False, idempotency_key: str | None = None) -> tuple:
         """The request sent until a definite answer: (the answer, whether an
         earlier attempt may have taken effect, the Idempotency-Key).
         A 429 after an uncertain attempt is waited out too: the first may
         have run. None when no definite answer came in time."""
-        idempotency_key = f"soak-{uuid.uuid4()}" if idempotent else None
+        if idempotent and idempotency_key is None:
+            idempotency_key = f"soak-{uuid.uuid4()}"
         started = time.time()
         uncertain = False
         in_flight_since = None
@@ -130,6 +131,10 @@ class Api:
                     self.journal.count("retries ending in a refusal")
                 return reply, uncertain, idempotency_key
             self.journal.count("retries")
+            if path == "/api/v1/support":
+                # An attempt after this uncertain one may look for the
+                # issue this one opened (invariant 12).
+                self.journal.count("ticket attempts after an uncertain one")
             await asyncio.sleep(min(wait, 2.0) * (0.5 + self.rng.random()))
             wait *= 1.6
         self.journal.unresolved(method, path)

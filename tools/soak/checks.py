@@ -1,25 +1,39 @@
 """The invariants checked once traffic has stopped and the faults have
 healed: what the service holds against the model (1, 2, 3, 8), the rate
 limit from the instances' own admission records (4), webhooks against
-what the receivers saw (7), and errors against the faults (9)."""
+what the receivers saw (7), errors against the faults (9), the files the
+loads name (11) and the tracker's calls against the quota (12)."""
 
+import asyncio
 import collections
 import datetime
 import glob
 import json
 import math
 import os
+import time
 from decimal import Decimal
 
 from journal import INVARIANTS
 
-(LOST, ONCE, UNMADE, LIMIT, _REVOKED, _ISOLATION, WEBHOOKS, TOTALS, FAULTS, _STUCK) = INVARIANTS
+(LOST, ONCE, UNMADE, LIMIT, _REVOKED, _ISOLATION, WEBHOOKS, TOTALS, FAULTS, _STUCK, OBJECTS,
+ TRACKER) = INVARIANTS
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# A copy a request left to the sweeper is made within the sweep's settle
+# time and period (topology: 15 s and 5 s), give or take a fault.
+PROMOTED_WITHIN_S = 60.0
+TICKETS_AN_HOUR = 5
 
 
-async def everything(api, model, receivers, journal, topology, bound: float, limit: int) -> None:
+async def everything(api, model, receivers, journal, topology, bound: float, limit: int,
+                     tracker=None) -> None:
     for org in model.orgs.values():
         await records(api, org, journal)
         await totals(api, org, journal)
+        await objects(api, org, journal)
+    if tracker is not None:
+        tickets(model, tracker, journal)
     await webhooks(api, model, receivers, journal)
     rate_limit(topology, journal, limit)
     errors(journal, topology, bound)
@@ -91,6 +105,58 @@ async def records(api, org, journal) -> None:
                 continue
             journal.check(ONCE, count == 1 or name is None, f"{kind} named {name!r}: {count} records")
             journal.check(UNMADE, name in sent or name is None, f"{kind} {name!r} made by no request")
+
+
+async def objects(api, org, journal) -> None:
+    """11: the file each load's waybill names is stored, and is the image
+    uploaded (a copy a request left to the sweeper is waited for)."""
+    for row in await every_row(api, org, "/api/v1/surpluses?status=all&limit=100", journal):
+        waybill = row.get("waybill")
+        if not waybill:
+            continue
+        deadline = time.time() + PROMOTED_WITHIN_S
+        while True:
+            status, head = await fetch(api, waybill["url"])
+            if status == 200 or time.time() > deadline:
+                break
+            await asyncio.sleep(2.0)
+        journal.check(OBJECTS, status == 200 and head.startswith(PNG_MAGIC),
+                      f"load {row['id']}: {waybill['storage_path']} answered {status}")
+
+
+async def fetch(api, url: str) -> tuple:
+    try:
+        async with api.session.get(url) as response:
+            return response.status, await response.read()
+    except Exception:  # noqa: BLE001 (moto busy: counted as not there)
+        return 0, b""
+
+
+def tickets(model, tracker, journal) -> None:
+    """12: per API key at most 5 issues in any hour; one issue per request
+    (its Idempotency-Key's); a lookup of the tracker only by an attempt
+    that followed an uncertain one (never for a ticket the quota refused);
+    every acknowledged ticket names an issue opened for its key."""
+    by_key = collections.defaultdict(list)
+    for issue in tracker.issues:
+        by_key[issue["key_id"]].append(issue["t"])
+    for key_id, times in by_key.items():
+        times.sort()
+        most = max(sum(1 for u in times if t <= u < t + 3600) for t in times)
+        journal.check(TRACKER, key_id is not None and most <= TICKETS_AN_HOUR,
+                      f"key {key_id}: {most} issues within an hour")
+    per_request = collections.Counter(i["request"] for i in tracker.issues if i["request"])
+    for request, count in per_request.items():
+        journal.check(TRACKER, count == 1, f"request {request}: {count} issues")
+    lookups = sum(1 for _, method, _ in tracker.calls if method == "GET")
+    allowed = journal.counters["ticket attempts after an uncertain one"]
+    journal.check(TRACKER, lookups <= allowed, f"{lookups} lookups, {allowed} retries of uncertain attempts")
+    issues = {str(i["number"]): i for i in tracker.issues}
+    for org in model.orgs.values():
+        for key_id, reference in org.tickets:
+            issue = issues.get(reference)
+            journal.check(TRACKER, issue is not None and issue["key_id"] == key_id,
+                          f"ticket {reference} of key {key_id}: {issue and issue['key_id']}")
 
 
 def adopt_unresolved(org, loads: dict) -> None:

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import checks  # noqa: E402
 import receivers as receiving  # noqa: E402
 import report  # noqa: E402
+import tracker as tracking  # noqa: E402
 from api import Api  # noqa: E402
 from driver import Client, Model, Org  # noqa: E402
 from faults import KINDS, Faults  # noqa: E402
@@ -49,6 +50,7 @@ async def organizations(topology, api, model, receivers) -> tuple:
     for _ in range(MAIN_ORGS + 4):
         row = (await asyncio.to_thread(topology.admin, "demo"))[0]
         made.append(Org(row["org_id"], row["api_key"], row["key_id"]))
+        made[-1].key_ids[row["api_key"]] = row["key_id"]
     main, victims = made[:MAIN_ORGS], made[MAIN_ORGS:]
     # Each organization's webhooks: the healthy receiver and one other in
     # turn (each delivery is a queue message: moto's SQS reads its whole
@@ -60,6 +62,7 @@ async def organizations(topology, api, model, receivers) -> tuple:
         for _ in range(KEYS_PER_ORG - 1):
             row = (await asyncio.to_thread(topology.admin, "create-key", "--org", org.id, "--scope", "*"))[0]
             org.keys.append(row["api_key"])
+            org.key_ids[row["api_key"]] = row["key_id"]
         for kind in ("healthy", others[i % len(others)]):
             receiver = receivers[kind]
             body = {"event": "surplus.delivered", "url": receiver.url}
@@ -125,6 +128,9 @@ async def soak(args) -> int:
     proxy_log.addHandler(logging.FileHandler(os.path.join(out, "logs", "proxy.log")))
     journal = Journal(args.seed)
     receivers = await receiving.start_all(args.seed)
+    tracker = tracking.Tracker(args.seed)
+    await tracker.start()
+    topology.tracker_url = tracker.url
     apis = []
     try:
         say(f"starting the topology (logs in {out}/logs)")
@@ -171,7 +177,8 @@ async def soak(args) -> int:
         await delivered_everywhere(model, receivers, journal, topology, within=300.0)
         say("checking the invariants")
         try:
-            await checks.everything(setup, model, receivers, journal, topology, RECOVERY_BOUND_S, RATE_LIMIT)
+            await checks.everything(setup, model, receivers, journal, topology, RECOVERY_BOUND_S, RATE_LIMIT,
+                                    tracker)
         except Exception as error:  # noqa: BLE001 (reported, not a traceback)
             journal.violation("no record that no request made, no request left unresolved",
                               f"the checks could not finish: {error!r}")
@@ -187,7 +194,7 @@ async def soak(args) -> int:
             print(f"soak: invariants never checked: {'; '.join(unchecked)}", file=sys.stderr)
         return 0 if violations == 0 and not missing and not unchecked and line else 1
     finally:
-        for closing in [api.close() for api in apis] + [r.stop() for r in receivers.values()]:
+        for closing in [api.close() for api in apis] + [r.stop() for r in receivers.values()] + [tracker.stop()]:
             try:
                 await closing
             except Exception:  # noqa: BLE001

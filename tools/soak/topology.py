@@ -23,6 +23,9 @@ from proxy import FaultProxy
 # RATE_WINDOW_S seconds (short, so that a run sees many windows).
 RATE_LIMIT = 120
 RATE_WINDOW_S = 10
+# The instances' wait for the issue tracker (tools/soak/tracker.py answers
+# one issue in ten after longer).
+TRACKER_TIMEOUT_MS = 1500
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HOST = "127.0.0.1"
 
@@ -148,6 +151,7 @@ class Topology:
             "-sharedDb", "-dbPath", self.data, "-disableTelemetry", "-port", str(self.ports["dynamodb"])],
             base_env, log("dynamodb"), self.ports["dynamodb"], cwd=self.data)
         self.instances = {}
+        self.tracker_url = None
 
     def admin(self, *args: str) -> list:
         """Runs the operator CLI straight against the engines: its JSON lines."""
@@ -169,6 +173,12 @@ class Topology:
             "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5",
             "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5", "LOCAL_POLLERS": "4",
         })
+        if self.tracker_url:
+            # The tracker on loopback (tools/soak/tracker.py).
+            env.update({
+                "SUPPORT_GITHUB_REPOSITORY": "soak/support", "SUPPORT_GITHUB_TOKEN": "ghp_soak",
+                "SUPPORT_GITHUB_API_URL": self.tracker_url, "SUPPORT_TIMEOUT_MS": str(TRACKER_TIMEOUT_MS),
+            })
         return env
 
     async def start(self) -> None:

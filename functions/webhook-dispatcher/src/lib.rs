@@ -70,6 +70,14 @@ impl Dispatcher {
             Ok(serde_json::to_value(self.handle(batch).await)?)
         } else {
             let (announced, files) = self.scheduled().await?;
+            if files.failed > 0 {
+                // An invocation error: the dispatcher's errors alarm.
+                return Err(format!(
+                    "{} staged files could not be put in place (tried again next sweep)",
+                    files.failed
+                )
+                .into());
+            }
             Ok(serde_json::json!({
                 "announced": announced,
                 "files_promoted": files.promoted,

@@ -25,12 +25,6 @@ use crate::store::outcome::Outcome;
 pub const REQUEST_ID: &str = "x-request-id";
 
 pub async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    // Every reading of the time in the request is by the state's clock.
-    let clock = state.clock.clone();
-    clock.scope(around_by_clock(state, request, next)).await
-}
-
-async fn around_by_clock(state: AppState, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");
@@ -134,6 +128,8 @@ async fn serve(
                     let writes = WriteGate::default();
                     let outcome = Outcome::default();
                     let route = writes.scope(outcome.scope(next.clone().run(request)));
+                    // Every reading of the time is by the state's clock.
+                    let route = state.clock.scope(route);
                     calls.scope(route).instrument(span.clone()).await
                 }
                 Err(refused) => refused.into_response(),
@@ -141,10 +137,10 @@ async fn serve(
             (response, again)
         }
     };
-    let (response, settled) = calls
-        .scope(returned.settle(state, versioned, response, span))
-        .instrument(span.clone())
-        .await;
+    let settle = state
+        .clock
+        .scope(returned.settle(state, versioned, response, span));
+    let (response, settled) = calls.scope(settle).instrument(span.clone()).await;
     match again {
         Some(mut request) if settled.again => {
             // Cold this time: its admission first, and no copy kept.

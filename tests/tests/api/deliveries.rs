@@ -685,23 +685,8 @@ fn a_lost_send_to_the_queue_is_recovered_by_the_sweeper() {
                 Some("http://127.0.0.1:5005/000000000000/no-such-queue".into());
         })
         .await;
-        let h = harness().await;
         let store = &stack.state.store;
-        let new = api_tests::named(&api_tests::unique("Sweep Org"));
-        let created = store.orgs().create_top_level(&new, true).await.unwrap();
-        let key = store
-            .api_keys()
-            .create(
-                created.id,
-                vec![shared::auth::Scope::All],
-                None,
-                None,
-                &h.state.config.short_name.key_prefix(),
-            )
-            .await
-            .unwrap()
-            .0;
-        let t = TestOrg { org: created, key };
+        let t = stack.org().await;
         let receiver = Receiver::start(vec![]).await;
         register(
             &stack,

@@ -363,3 +363,93 @@ fn the_api_gateway_upload_event_runs_through_the_lambda_adapter() {
         assert!(shared::files::ImageKind::sniff(&bytes).is_some());
     });
 }
+
+/// A request that died between its load's commit and the copy of its file
+/// (the function killed): the load names its waybill, whose link answers
+/// 404 until the sweep puts the file in place. A staged file whose load
+/// named another one before the sweep came is dropped, never copied.
+#[test]
+fn the_sweep_puts_in_place_what_a_dead_request_left_and_drops_what_was_replaced() {
+    use api_tests::cuts::{Cut, Cuts};
+    use api_tests::webhooks::{Stack, quick_policy};
+    run(async {
+        // A table of its own: the sweep reads a whole table's staged files.
+        let stack = Stack::new(quick_policy(1), true, |_| {}).await;
+        let t = stack.org().await;
+        let cuts = Cuts::default();
+        let sdk = cuts.sdk(&harness().await.sdk);
+        let faulty = shared::AppState::new((*stack.api.config).clone(), &sdk);
+        let faulty = shared::http::app(local::routes(), faulty);
+        let on = |method: Method, path: String, body: Value| {
+            call(method, &path)
+                .key(&t.key)
+                .json(&body)
+                .send_to(&stack.router)
+        };
+        let site = on(
+            Method::POST,
+            "/api/v1/sites".into(),
+            json!({"name": "Origin"}),
+        )
+        .await;
+        let body = json!({"site_id": site.body["data"]["id"], "volume_m3": 2});
+        let load = on(Method::POST, "/api/v1/surpluses".into(), body).await;
+        let id = load.body["data"]["id"].as_str().unwrap().to_owned();
+        let form = |bytes: &[u8]| multipart(BOUNDARY, &[], Some(("w.png", "image/png", bytes)));
+        let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+        let upload_path = format!("/api/v1/surpluses/{id}/waybill");
+        let dies_before_the_copy = async |bytes: &[u8]| {
+            // Held before its copy leaves, then dropped: killed there.
+            cuts.arm_first(Cut::Stall, "CopyObject");
+            let sent = call(Method::POST, &upload_path)
+                .key(&t.key)
+                .body(&content_type, form(bytes))
+                .send_to(&faulty);
+            tokio::select! {
+                reply = sent => panic!("the request was to die: {}", reply.text),
+                () = cuts.stalled() => {}
+            }
+            cuts.disarm();
+            let read = on(Method::GET, format!("/api/v1/surpluses/{id}"), Value::Null).await;
+            read.body["data"]["waybill"].clone()
+        };
+        let store = &stack.state.store;
+
+        let left = dies_before_the_copy(PNG).await;
+        let path = left["storage_path"].as_str().unwrap().to_owned();
+        assert_eq!(download(left["url"].as_str().unwrap()).await.0, 404);
+        assert!(store.staged().get(&path).await.unwrap().is_some());
+        let (_, swept) = stack.dispatcher.scheduled().await.unwrap();
+        assert_eq!((swept.promoted, swept.dropped, swept.failed), (1, 0, 0));
+        assert_eq!(
+            download(left["url"].as_str().unwrap()).await,
+            (200, PNG.to_vec())
+        );
+        assert_eq!(store.staged().get(&path).await.unwrap(), None);
+
+        let replaced = dies_before_the_copy(JPEG).await;
+        let replaced = replaced["storage_path"].as_str().unwrap().to_owned();
+        let last = call(Method::POST, &upload_path)
+            .key(&t.key)
+            .body(&content_type, form(PNG))
+            .send_to(&stack.router)
+            .await;
+        last.expect(200, None);
+        let (_, swept) = stack.dispatcher.scheduled().await.unwrap();
+        assert_eq!((swept.promoted, swept.dropped, swept.failed), (0, 1, 0));
+        assert!(
+            !stored(&replaced).await,
+            "a file no record names is never copied"
+        );
+        let kept = last.body["data"]["waybill"]["storage_path"]
+            .as_str()
+            .unwrap();
+        assert!(stored(kept).await);
+        let (_, swept) = stack.dispatcher.scheduled().await.unwrap();
+        assert_eq!(
+            swept,
+            shared::files::promote::Swept::default(),
+            "nothing left"
+        );
+    });
+}

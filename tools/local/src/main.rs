@@ -6,8 +6,20 @@
 
 use anyhow::Context;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The workers' stacks: a debug build (the tests', the short soak's) polls
+/// a request tens of futures deep, each frame large, past a thread's
+/// default 2 MiB; the test runtimes have the same (`api_tests`).
+const STACK_BYTES: usize = 16 * 1024 * 1024;
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(STACK_BYTES)
+        .build()?
+        .block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     shared::telemetry::init();
     let state = shared::AppState::from_env()
         .await
