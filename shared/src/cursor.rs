@@ -44,6 +44,13 @@ impl Cursors {
     pub async fn codec(&self) -> crate::error::ApiResult<CursorCodec<'_>> {
         Ok(CursorCodec::new(self.0.get().await?))
     }
+
+    /// The deployment key itself, for another MAC of the deployment's
+    /// (each with its own domain prefix: `http::idempotency`'s request
+    /// fingerprints).
+    pub(crate) async fn key(&self) -> crate::error::ApiResult<&[u8]> {
+        self.0.get().await
+    }
 }
 
 pub struct CursorCodec<'a> {

@@ -10,6 +10,7 @@ use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
 use shared::http::envelope::{Created, Data, List};
+use shared::http::idempotency::SealAtRest;
 use shared::http::path::{PathId, ReceivingPointId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -121,7 +122,8 @@ async fn restore(
     let points = ctx.store.receiving_points();
     let restored = points.restore(ctx.org_id, id);
     ctx.commit(restored, async |state, point: ReceivingPointRecord| {
-        Ok(Json(Data(detail(&state, &point).await?)))
+        // Its photos' links are signed for 24 hours: kept sealed.
+        Ok(SealAtRest(Json(Data(detail(&state, &point).await?))))
     })
     .await
 }

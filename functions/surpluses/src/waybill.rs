@@ -115,7 +115,8 @@ async fn keep<S>(ctx: &Ctx<S>, id: Uuid, checked: Checked) -> ApiResult<Response
         .commit(
             stored,
             async |state, (load, _): (SurplusRecord, Option<String>)| {
-                Ok(Json(Data(crate::view(&state, &load).await?)))
+                // The answer's link is signed for 24 hours: kept sealed.
+                Ok(SealAtRest(Json(Data(crate::view(&state, &load).await?))))
             },
         )
         .await?;
@@ -243,7 +244,8 @@ pub async fn confirm(
     let confirmed = load.waybill.as_ref().and_then(|w| w.source.as_deref());
     if confirmed == Some(upload.as_str()) {
         // This upload is the waybill already (a confirmation sent again).
-        return Ok(Json(Data(crate::view(&ctx, &load).await?)).into_response());
+        let view = crate::view(&ctx, &load).await?;
+        return Ok(SealAtRest(Json(Data(view))).into_response());
     }
     load.waybill_open()?;
     // Exactly the version checked here is what the load keeps: the copy

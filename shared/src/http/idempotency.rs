@@ -4,8 +4,11 @@
 //! lifecycle (`lifecycle.rs`):
 //!
 //! 1. `read` (on arrival, before routing): buffers the body and takes the
-//!    request's fingerprint, SHA-256 over method, path and query, and body
-//!    (a multipart body without its boundary, which clients regenerate).
+//!    request's fingerprint, an HMAC-SHA256 under the deployment's key over
+//!    method, path and query, and body (a multipart body without its
+//!    boundary, which clients regenerate): kept 24 h beside the answer, it
+//!    tells nothing of a body (a member's password) to whoever reads the
+//!    table or a backup without the key.
 //! 2. `claim` (once the key is admitted): checks the header (400
 //!    `invalid_idempotency_key`) and claims the key for this API key with
 //!    one conditional write: this request runs, or it gets 422
@@ -32,10 +35,12 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
+use hmac::{Hmac, Mac};
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use super::body;
+use crate::cursor::Cursors;
 use crate::error::ApiError;
 use crate::error::codes;
 use crate::sealed::Sealer;
@@ -98,6 +103,7 @@ pub enum Presented {
 pub async fn read(
     request: Request,
     limit: usize,
+    cursors: &Cursors,
 ) -> Result<(Request, Option<Presented>), ApiError> {
     if request.method() != Method::POST {
         return Ok((request, None));
@@ -113,7 +119,7 @@ pub async fn read(
     }
     let (parts, sent) = request.into_parts();
     let bytes = body::at_most(sent, limit).await?;
-    let fingerprint = fingerprint(&parts, &bytes);
+    let fingerprint = fingerprint(cursors.key().await?, &parts, &bytes);
     let presented = Presented::Valid { key, fingerprint };
     Ok((
         Request::from_parts(parts, Body::from(bytes)),
@@ -132,12 +138,21 @@ fn well_formed(value: &HeaderValue) -> Option<String> {
         .then(|| String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// The fingerprint of a request: its method, path and query, and body.
-pub fn fingerprint(parts: &http::request::Parts, body: &[u8]) -> String {
-    let mut hash = Sha256::new();
-    hash.update(parts.method.as_str());
+/// The fingerprint of a request: its method, path and query, and body,
+/// under the deployment's `key` (the cursor key, with a prefix of its own:
+/// no cursor's MAC is a fingerprint).
+pub fn fingerprint(key: &[u8], parts: &http::request::Parts, body: &[u8]) -> String {
+    let mut hash = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts any key length");
+    hash.update(b"idempotency\0");
+    hash.update(parts.method.as_str().as_bytes());
     hash.update(b"\n");
-    hash.update(parts.uri.path_and_query().map_or("", |p| p.as_str()));
+    hash.update(
+        parts
+            .uri
+            .path_and_query()
+            .map_or("", |p| p.as_str())
+            .as_bytes(),
+    );
     hash.update(b"\n");
     let boundary = parts
         .headers
@@ -150,13 +165,23 @@ pub fn fingerprint(parts: &http::request::Parts, body: &[u8]) -> String {
         // run together.
         Some(boundary) => {
             for piece in split(body, boundary.as_bytes()) {
-                hash.update((piece.len() as u64).to_be_bytes());
+                hash.update(&(piece.len() as u64).to_be_bytes());
                 hash.update(piece);
             }
         }
         None => hash.update(body),
     }
-    hex::encode(hash.finalize())
+    hex::encode(hash.finalize().into_bytes())
+}
+
+/// The fingerprint `read` takes of a request, for a caller that holds the
+/// deployment's keys (tests planting a claim).
+pub async fn fingerprint_of(
+    cursors: &Cursors,
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> Result<String, ApiError> {
+    Ok(fingerprint(cursors.key().await?, parts, body))
 }
 
 /// `body` cut at every occurrence of `separator`.
@@ -487,6 +512,8 @@ fn millis(duration: Duration) -> u64 {
 mod tests {
     use super::*;
 
+    const KEY: &[u8] = b"a deployment key of 32 bytes....";
+
     fn parts(method: Method, uri: &str, content_type: Option<&str>) -> http::request::Parts {
         let mut builder = http::Request::builder().method(method).uri(uri);
         if let Some(ct) = content_type {
@@ -510,20 +537,53 @@ mod tests {
 
     #[test]
     fn the_fingerprint_covers_method_path_query_and_body() {
-        let base = fingerprint(&parts(Method::POST, "/api/v1/sites", None), b"{\"a\":1}");
+        let base = fingerprint(
+            KEY,
+            &parts(Method::POST, "/api/v1/sites", None),
+            b"{\"a\":1}",
+        );
         assert_eq!(base.len(), 64);
         assert_eq!(
             base,
-            fingerprint(&parts(Method::POST, "/api/v1/sites", None), b"{\"a\":1}")
-        );
-        for other in [
-            fingerprint(&parts(Method::POST, "/api/v1/sites", None), b"{\"a\":2}"),
-            fingerprint(&parts(Method::POST, "/api/v1/trucks", None), b"{\"a\":1}"),
             fingerprint(
+                KEY,
+                &parts(Method::POST, "/api/v1/sites", None),
+                b"{\"a\":1}"
+            )
+        );
+        // Under another key: another fingerprint (a table's reader without
+        // the key learns nothing of the body, nor tries guesses with SHA-256).
+        let other_key = fingerprint(
+            b"another deployment key, 32 bytes",
+            &parts(Method::POST, "/api/v1/sites", None),
+            b"{\"a\":1}",
+        );
+        assert_ne!(base, other_key);
+        let plain = hex::encode(<Sha256 as sha2::Digest>::digest(
+            b"POST\n/api/v1/sites\n{\"a\":1}",
+        ));
+        assert_ne!(base, plain, "not the unkeyed SHA-256 of before");
+        for other in [
+            fingerprint(
+                KEY,
+                &parts(Method::POST, "/api/v1/sites", None),
+                b"{\"a\":2}",
+            ),
+            fingerprint(
+                KEY,
+                &parts(Method::POST, "/api/v1/trucks", None),
+                b"{\"a\":1}",
+            ),
+            fingerprint(
+                KEY,
                 &parts(Method::POST, "/api/v1/sites?x=1", None),
                 b"{\"a\":1}",
             ),
-            fingerprint(&parts(Method::PUT, "/api/v1/sites", None), b"{\"a\":1}"),
+            fingerprint(
+                KEY,
+                &parts(Method::PUT, "/api/v1/sites", None),
+                b"{\"a\":1}",
+            ),
         ] {
             assert_ne!(base, other);
         }
@@ -536,7 +596,7 @@ mod tests {
                 "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n{content}\r\n--{boundary}--\r\n"
             );
             let ct = format!("multipart/form-data; boundary={boundary}");
-            fingerprint(&parts(Method::POST, "/w", Some(&ct)), body.as_bytes())
+            fingerprint(KEY, &parts(Method::POST, "/w", Some(&ct)), body.as_bytes())
         };
         assert_eq!(form("AAAA", "bytes"), form("zz-other-boundary", "bytes"));
         assert_ne!(form("AAAA", "bytes"), form("AAAA", "other"));

@@ -147,8 +147,9 @@ impl Arriving {
         request: Request,
         limit: usize,
         early: bool,
+        cursors: &crate::cursor::Cursors,
     ) -> Result<Request, ApiError> {
-        let (mut request, idempotency) = idempotency::read(request, limit).await?;
+        let (mut request, idempotency) = idempotency::read(request, limit, cursors).await?;
         let arrived = Arrived {
             idempotency,
             early,

@@ -121,7 +121,8 @@ async fn serve(
         Err(refused) => (refused.into_response(), None),
         Ok((request, again)) => {
             let early = again.is_some();
-            let response = match arriving.arrive(request, largest_body, early).await {
+            let arrived = arriving.arrive(request, largest_body, early, &state.cursors);
+            let response = match arrived.await {
                 Ok(request) => {
                     // Its writes behind a gate its admission may hold, its
                     // answer committed with them (`store::outcome`).

@@ -1,11 +1,15 @@
-//! API keys: the auth item (looked up by hash), its summary in the
-//! organization partition (for listing, revoking and entitlement changes),
-//! and its rate-limit counters in an item of their own (`RATE#<hash>`).
+//! API keys: the auth item (looked up by hash), its entry in the
+//! organization's key index (`KEYS#<org>`: what operators list, revoke
+//! and switch), and its rate-limit counters in an item of their own
+//! (`RATE#<hash>`).
 //!
-//! Only operators write key items: every API function's role is refused
-//! any write to them, so a compromised function can neither mint a key nor
-//! widen, un-revoke or re-entitle one. The API writes only the counters'
-//! item, which holds no authority.
+//! Only operators write key items and the index: every API function's
+//! role is refused any write to them, so a compromised function can
+//! neither mint a key nor widen, un-revoke or re-entitle one, nor steer an
+//! operator's command: revocation, deactivation and entitlement switches
+//! find an organization's keys in the index, and change a key's item only
+//! on condition that it is the key (id and organization) the index names.
+//! The API writes only the counters' item, which holds no authority.
 //!
 //! One request costs one round trip here: `admit` reads the key (strongly
 //! consistent, so a revocation takes effect on the very next request) and
@@ -125,12 +129,8 @@ impl ApiKeys<'_> {
             )?,
             put(
                 table,
-                to_item(&KeyItem {
-                    pk: keys::org_pk(org),
-                    sk: keys::api_key_summary_sk(record.key_id),
-                    record: record.clone(),
-                })?,
-                None,
+                to_item(&index_entry(&record))?,
+                Some("attribute_not_exists(pk)"),
             )?,
             TransactWriteItem::builder().update(org_update).build(),
             // Its counters, so its first request counts like any other.
@@ -322,41 +322,101 @@ impl ApiKeys<'_> {
         )
     }
 
-    /// The organization's keys, revoked ones included, oldest first. No
-    /// secrets are stored.
+    /// The organization's keys, revoked ones included, oldest first, from
+    /// its key index (strongly consistent). No secrets are stored.
     pub async fn list(&self, org: Uuid) -> ApiResult<Vec<ApiKeyRecord>> {
         let store = self.0;
-        let query = store.prefix_query(keys::org_pk(org), keys::API_KEY_SUMMARY_PREFIX);
-        query_all(query)
+        let query = store.prefix_query(keys::key_index_pk(org), keys::KEY_INDEX_SK_PREFIX);
+        let records: Vec<ApiKeyRecord> = query_all(query)
             .await?
             .into_iter()
             .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
-            .collect()
+            .collect::<ApiResult<_>>()?;
+        Ok(records.into_iter().filter(|k| k.org_id == org).collect())
     }
 
-    /// Revokes a key for good: both items and the organization's key count,
-    /// in one transaction.
+    /// Writes the index of the keys of a table from before the index: one
+    /// entry per key item (never from the summaries in `ORG#`, which the
+    /// API may write) that has none. An operator's upgrade step (`admin
+    /// index-keys`): it reads the whole table (a Scan, never in a request's
+    /// path). Returns how many entries it wrote.
+    pub async fn index_every_key(&self) -> ApiResult<usize> {
+        let store = self.0;
+        let mut written = 0;
+        let mut start = None;
+        loop {
+            let page = store
+                .db
+                .scan()
+                .table_name(store.table())
+                .filter_expression("begins_with(pk, :prefix) AND sk = :sk")
+                .expression_attribute_values(":prefix", s(keys::API_KEY_PK_PREFIX))
+                .expression_attribute_values(":sk", s(API_KEY_SK))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            for item in page.items.unwrap_or_default() {
+                let record = from_item::<KeyItem>(item)?.record;
+                let put = store
+                    .db
+                    .put_item()
+                    .table_name(store.table())
+                    .set_item(Some(to_item(&index_entry(&record))?))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .send()
+                    .await;
+                match put {
+                    Ok(_) => written += 1,
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                    Err(e) => return Err(sdk_error(e)),
+                }
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(written);
+            }
+        }
+    }
+
+    /// Revokes a key for good: its item (on condition that it is the key
+    /// the organization's index names), its index entry and the
+    /// organization's key count, in one transaction.
     pub async fn revoke(&self, org: Uuid, key_id: Uuid) -> ApiResult<ApiKeyRecord> {
         let store = self.0;
         let table = store.table();
         let not_found =
             || codes::operators::API_KEY_NOT_FOUND.with("no such key in this organization");
-        let mut record = self
-            .list(org)
+        let entry = store
+            .get_item(key(keys::key_index_pk(org), keys::key_index_sk(key_id)))
             .await?
-            .into_iter()
-            .find(|k| k.key_id == key_id)
+            .map(|item| from_item::<KeyItem>(item).map(|k| k.record))
+            .transpose()?
+            .filter(|k| k.org_id == org && k.key_id == key_id)
+            .ok_or_else(not_found)?;
+        let hash = hash_of(&entry)?;
+        // The key item itself (not the index's copy) says what the key is.
+        let mut record = self
+            .lookup(&hash)
+            .await?
+            .filter(|k| k.org_id == org && k.key_id == key_id)
             .ok_or_else(not_found)?;
         let at = crate::model::now();
-        let revoke = |item_key: Item| {
-            update(table, item_key)
-                .update_expression("SET revoked_at = :at")
-                .condition_expression("attribute_exists(pk) AND attribute_not_exists(revoked_at)")
-                .expression_attribute_values(":at", timestamp(at))
-                .build()
-                .map(|u| TransactWriteItem::builder().update(u).build())
-                .map_err(ApiError::internal)
-        };
+        record.revoked_at = Some(at);
+        let revoke_key = update(table, key(keys::api_key_pk(&hash), API_KEY_SK))
+            .update_expression("SET revoked_at = :at")
+            .condition_expression(
+                "attribute_exists(pk) AND attribute_not_exists(revoked_at) \
+                 AND key_id = :key_id AND org_id = :org",
+            )
+            .expression_attribute_values(":at", timestamp(at))
+            .expression_attribute_values(":key_id", s(key_id.to_string()))
+            .expression_attribute_values(":org", s(org.to_string()))
+            .build()
+            .map_err(ApiError::internal)?;
         let count = update(table, key(keys::org_pk(org), ORG_SK))
             .update_expression("ADD live_keys :minus_one, keys_version :one")
             .condition_expression("attribute_exists(pk)")
@@ -365,13 +425,12 @@ impl ApiKeys<'_> {
             .build()
             .map_err(ApiError::internal)?;
         let actions = vec![
-            revoke(key(keys::api_key_pk(&hash_of(&record)?), API_KEY_SK))?,
-            revoke(key(keys::org_pk(org), keys::api_key_summary_sk(key_id)))?,
+            TransactWriteItem::builder().update(revoke_key).build(),
+            put(table, to_item(&index_entry(&record))?, None)?,
             TransactWriteItem::builder().update(count).build(),
         ];
         let already = || codes::operators::ALREADY_REVOKED.with("the key is already revoked");
-        transact(store, actions, &[(0, already), (1, already)]).await?;
-        record.revoked_at = Some(at);
+        transact(store, actions, &[(0, already)]).await?;
         Ok(record)
     }
 
@@ -404,10 +463,12 @@ impl ApiKeys<'_> {
         .await
     }
 
-    /// Applies `key_change` to both items of every live key of `org`, 49
-    /// keys a transaction. Call it after changing the organization: keys
-    /// made from then on read the organization as changed (their creation
-    /// is conditioned on it), and every older key is listed here.
+    /// Applies `key_change` to the item and the index entry of every live
+    /// key of `org` (as its index lists them), 49 keys a transaction, each
+    /// key's item on condition that it is the key the entry names. Call it
+    /// after changing the organization: keys made from then on read the
+    /// organization as changed (their creation is conditioned on it), and
+    /// every older key is in the index.
     pub(crate) async fn change_every_key(
         &self,
         org: Uuid,
@@ -424,20 +485,35 @@ impl ApiKeys<'_> {
         for chunk in live.chunks(KEYS_PER_TRANSACTION) {
             let mut actions = Vec::with_capacity(2 * chunk.len());
             for record in chunk {
-                for item_key in [
+                let the_key = key_change(update(
+                    table,
                     key(keys::api_key_pk(&hash_of(record)?), API_KEY_SK),
-                    key(keys::org_pk(org), keys::api_key_summary_sk(record.key_id)),
-                ] {
-                    let change = key_change(update(table, item_key))
-                        .condition_expression("attribute_exists(pk)")
-                        .build()
-                        .map_err(ApiError::internal)?;
+                ))
+                .condition_expression("attribute_exists(pk) AND key_id = :key_id AND org_id = :org")
+                .expression_attribute_values(":key_id", s(record.key_id.to_string()))
+                .expression_attribute_values(":org", s(org.to_string()));
+                let entry = key_change(update(
+                    table,
+                    key(keys::key_index_pk(org), keys::key_index_sk(record.key_id)),
+                ))
+                .condition_expression("attribute_exists(pk)");
+                for change in [the_key, entry] {
+                    let change = change.build().map_err(ApiError::internal)?;
                     actions.push(TransactWriteItem::builder().update(change).build());
                 }
             }
             transact(store, actions, &[]).await?;
         }
         Ok(())
+    }
+}
+
+/// The index entry of `record` (`keys::key_index_pk`).
+fn index_entry(record: &ApiKeyRecord) -> KeyItem {
+    KeyItem {
+        pk: keys::key_index_pk(record.org_id),
+        sk: keys::key_index_sk(record.key_id),
+        record: record.clone(),
     }
 }
 

@@ -48,6 +48,10 @@ pub struct AuditRecord {
     pub at: Timestamp,
     /// The caller's AWS identity (STS `GetCallerIdentity`'s ARN).
     pub operator: String,
+    /// The source identity set on the operator's role session, when the
+    /// CLI assumed the role with one (`admin::identity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_identity: Option<String>,
     /// The command, as typed (`create-key`, `webhooks register`).
     pub command: String,
     /// The organization it concerned, if any.

@@ -44,11 +44,22 @@ pub fn rate_pk(hash: &KeyHash) -> String {
     format!("RATE#{}", hash.to_hex())
 }
 pub const RATE_SK: &str = "RATE";
-/// Key summary in the organization partition (for listing and revoking).
-pub fn api_key_summary_sk(key_id: Uuid) -> String {
-    format!("APIKEY#{key_id}")
+/// The organization's keys as operators list, revoke and switch them: one
+/// entry per key (its id, hash and record), in a partition only operators
+/// write (like the keys' own items), so that what an operator's command
+/// decides from is out of every API role's reach.
+pub fn key_index_pk(org: Uuid) -> String {
+    format!("{KEY_INDEX_PK_PREFIX}{org}")
 }
-pub const API_KEY_SUMMARY_PREFIX: &str = "APIKEY#";
+pub fn key_index_sk(key_id: Uuid) -> String {
+    format!("KEY#{key_id}")
+}
+pub const KEY_INDEX_PK_PREFIX: &str = "KEYS#";
+pub const KEY_INDEX_SK_PREFIX: &str = "KEY#";
+/// Where keys were summarized before the index (`ORG#<org>` /
+/// `APIKEY#<keyId>`, a partition the API may write): no longer read or
+/// written; `admin index-keys` builds the index of a table from before it.
+pub const LEGACY_KEY_SUMMARY_PREFIX: &str = "APIKEY#";
 
 /// Membership of a profile in an organization (organization partition).
 pub fn member_sk(profile: Uuid) -> String {
@@ -220,4 +231,5 @@ pub const AUDIT_ALL_PK: &str = "AUDIT";
 
 /// The partitions only operators write: the deployment refuses the API's
 /// roles every write under these prefixes (`ApiKeyIssuanceByOperators`).
-pub const OPERATOR_ONLY_PK_PREFIXES: [&str; 2] = [API_KEY_PK_PREFIX, AUDIT_PK_PREFIX];
+pub const OPERATOR_ONLY_PK_PREFIXES: [&str; 3] =
+    [API_KEY_PK_PREFIX, KEY_INDEX_PK_PREFIX, AUDIT_PK_PREFIX];

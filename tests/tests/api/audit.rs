@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 /// `admin <args>`, as the CLI runs it, on the tests' table.
-async fn admin(args: &[&str]) -> anyhow::Result<Done> {
+pub(crate) async fn admin(args: &[&str]) -> anyhow::Result<Done> {
     let h = harness().await;
     let cli = Cli::try_parse_from(std::iter::once("admin").chain(args.iter().copied()))
         .unwrap_or_else(|e| panic!("{args:?}: {e}"));
@@ -113,7 +113,7 @@ fn a_registered_webhooks_secret_is_printed_once_and_kept_out_of_the_trail() {
             "--org",
             &id,
             "--url",
-            "https://hooks.example.com/in?token=abc",
+            "https://hooks.example.com/services/T0001/B0002/XyzSecretPath?token=abc",
         ])
         .await
         .unwrap();
@@ -129,10 +129,12 @@ fn a_registered_webhooks_secret_is_printed_once_and_kept_out_of_the_trail() {
             records[0]["target"]["made"]["webhook_id"],
             done.lines[0]["webhook"]["id"]
         );
-        // The address without its query, which may carry a credential.
-        assert_eq!(records[0]["target"]["url"], "https://hooks.example.com/in");
+        // The address's origin only: its path and query may carry a
+        // credential (Slack's and Discord's carry it in the path).
+        assert_eq!(records[0]["target"]["url"], "https://hooks.example.com");
         let stored = serde_json::to_string(&records).unwrap();
         assert!(!stored.contains(&secret) && !stored.contains("token=abc"));
+        assert!(!stored.contains("XyzSecretPath") && !stored.contains("/services/"));
     });
 }
 
@@ -366,5 +368,58 @@ fn an_item_outside_the_audit_partitions_is_never_read_as_a_record() {
             .unwrap();
         let all = trail(&["--since", &since, "--limit", "1000"]).await;
         assert!(all.iter().all(|r| r["id"] != forged.to_string()));
+    });
+}
+
+/// An operator whose CLI assumed the operators' role with a source identity
+/// (`ADMIN_ROLE_ARN`, `ADMIN_SOURCE_IDENTITY`) is recorded with it beside
+/// the role session's ARN; a malformed one is refused before anything.
+#[test]
+fn the_source_identity_of_an_assumed_role_is_recorded() {
+    use admin::identity::Operator;
+    run(async {
+        let h = harness().await;
+        let t = org().await;
+        let role = "arn:aws:iam::123456789012:role/integration-operators";
+        let operator = Operator::assume(&h.sdk, role, "alice@example.com")
+            .await
+            .unwrap();
+        let cli = Cli::try_parse_from([
+            "admin",
+            "create-key",
+            "--org",
+            &t.id().to_string(),
+            "--scope",
+            "read:data",
+        ])
+        .unwrap();
+        let done = admin::cli::run_as(cli.command, &h.state.config, &operator)
+            .await
+            .unwrap();
+        api_tests::logs::remember(done.lines[0]["api_key"].as_str().unwrap());
+        let records = trail(&["--org", &t.id().to_string()]).await;
+        assert_eq!(records[0]["source_identity"], "alice@example.com");
+        let arn = records[0]["operator"].as_str().unwrap();
+        assert!(arn.contains("integration-operators"), "{arn}");
+        // Without one: none recorded.
+        admin(&[
+            "create-key",
+            "--org",
+            &t.id().to_string(),
+            "--scope",
+            "read:data",
+        ])
+        .await
+        .map(|done| api_tests::logs::remember(done.lines[0]["api_key"].as_str().unwrap()))
+        .unwrap();
+        let records = trail(&["--org", &t.id().to_string()]).await;
+        assert!(
+            records[0].get("source_identity").is_none(),
+            "{}",
+            records[0]
+        );
+        for bad in ["a", "has space", &"x".repeat(65)] {
+            assert!(Operator::assume(&h.sdk, role, bad).await.is_err(), "{bad}");
+        }
     });
 }

@@ -386,6 +386,12 @@ fn fuzz_idempotency_keys() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
+    let cursors = shared::cursor::Cursors::new(
+        &aws_config::SdkConfig::builder().build(),
+        Some(shared::deployment_key::KeySource::Value(
+            b"a fuzzing key of 32 bytes or so.".to_vec(),
+        )),
+    );
     fuzz_parser("idempotency-keys", |m| {
         let value = m.bytes(b"order-42/retry");
         let Ok(value) = HeaderValue::from_bytes(&value) else {
@@ -398,7 +404,7 @@ fn fuzz_idempotency_keys() {
             .header("idempotency-key", value)
             .body(axum::body::Body::from(body))
             .unwrap();
-        let read = runtime.block_on(shared::http::idempotency::read(request, 1 << 20));
+        let read = runtime.block_on(shared::http::idempotency::read(request, 1 << 20, &cursors));
         assert!(read.is_ok_and(|(_, presented)| presented.is_some()));
     });
 }

@@ -46,7 +46,7 @@ async fn key_id(t: &TestOrg, key: &str) -> uuid::Uuid {
 }
 
 /// The fingerprint the service takes of a JSON POST.
-fn fingerprint_of(path: &str, body: &Value) -> String {
+async fn fingerprint_of(path: &str, body: &Value) -> String {
     let (parts, ()) = http::Request::builder()
         .method(Method::POST)
         .uri(path)
@@ -54,7 +54,10 @@ fn fingerprint_of(path: &str, body: &Value) -> String {
         .body(())
         .unwrap()
         .into_parts();
-    idempotency::fingerprint(&parts, body.to_string().as_bytes())
+    let cursors = &harness().await.state.cursors;
+    idempotency::fingerprint_of(cursors, &parts, body.to_string().as_bytes())
+        .await
+        .unwrap()
 }
 
 /// The id of the record an answer holds.
@@ -170,7 +173,7 @@ async fn claim_site(
         .claim(
             key_id(t, &t.key).await,
             idempotency_key,
-            &fingerprint_of(SITES, body),
+            &fingerprint_of(SITES, body).await,
             at,
             until,
             at + 24 * 3_600_000,
@@ -309,6 +312,55 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
             !kept.contains(&signature) && !kept.contains("x-amz"),
             "{kept}"
         );
+
+        // Answers with links signed for 24 hours, likewise: a waybill's
+        // upload and confirmation, a receiving point's restore with photos.
+        let key = unique("waybill");
+        let upload = api_tests::call(Method::POST, &format!("/api/v1/surpluses/{load}/waybill"))
+            .key(&t.key)
+            .header("idempotency-key", &key)
+            .body(
+                "multipart/form-data; boundary=b",
+                api_tests::multipart("b", &[], Some(("w.png", "image/png", crate::waybills::PNG))),
+            )
+            .send()
+            .await;
+        upload.expect(200, None);
+        let link = upload.body["data"]["waybill"]["url"].as_str().unwrap();
+        let signature = link.split("X-Amz-Signature=").nth(1).unwrap();
+        let item = store
+            .idempotency()
+            .get(key_id, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        let kept = stored_body(&item);
+        assert!(
+            !kept.contains(signature) && !kept.contains("X-Amz"),
+            "{kept}"
+        );
+        let point = crate::receiving_points::point_with_photo(&t).await;
+        let archive = format!("/api/v1/receiving-points/{point}");
+        api_tests::call(Method::DELETE, &archive)
+            .key(&t.key)
+            .send()
+            .await
+            .expect(200, None);
+        let key = unique("restore");
+        let restored = post(&t.key, &format!("{archive}/restore"), &key, &Value::Null).await;
+        restored.expect(200, None);
+        assert!(
+            restored.text.contains("X-Amz-Signature"),
+            "{}",
+            restored.text
+        );
+        let item = store
+            .idempotency()
+            .get(key_id, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!stored_body(&item).contains("X-Amz"));
 
         // Answers without secrets stay as they were.
         let key = unique("site");
@@ -624,5 +676,40 @@ fn a_claim_whose_acknowledgement_was_lost_is_still_the_requests_own() {
         let again = post(&t.key, SITES, &key, &body).await;
         assert_eq!(again.header("idempotent-replayed"), "true");
         assert_eq!(again.text, reply.text);
+    });
+}
+
+/// The fingerprint kept beside an answer for 24 hours (and in backups) is
+/// a MAC under the deployment's key: a member's password in the body
+/// cannot be tried against it, one SHA-256 a guess, by whoever reads the
+/// table without the key.
+#[test]
+fn the_kept_fingerprint_is_keyed_never_a_plain_hash_of_the_body() {
+    use sha2::Digest;
+    run(async {
+        let t = org().await;
+        let body = json!({
+            "first_name": "Dee", "last_name": "River", "phone": api_tests::unique_phone(),
+            "role": "driver", "email": format!("dee.{}@example.com", uuid::Uuid::new_v4().simple()),
+            "password": "correct horse battery staple",
+        });
+        let key = unique("member");
+        post(&t.key, "/api/v1/members", &key, &body)
+            .await
+            .expect(201, None);
+        let item = harness()
+            .await
+            .store()
+            .idempotency()
+            .get(key_id(&t, &t.key).await, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        let kept = item["fp"].as_s().unwrap().clone();
+        let plain = hex::encode(sha2::Sha256::digest(
+            format!("POST\n/api/v1/members\n{body}").as_bytes(),
+        ));
+        assert_ne!(kept, plain);
+        assert_eq!(kept, fingerprint_of("/api/v1/members", &body).await);
     });
 }

@@ -434,3 +434,64 @@ fn another_organization_never_sees_or_changes_a_point() {
             .expect(403, Some("insufficient_scope"));
     });
 }
+
+/// A new point of `t`'s with one photo added as an operator adds it
+/// (`admin add-photo`): its id.
+pub async fn point_with_photo(t: &TestOrg) -> String {
+    let site = new_site(t, json!({"name": "Yard"})).await;
+    let id = new_point(t, json!({"site_id": site, "name": "Gate"})).await;
+    let file = std::env::temp_dir().join(format!("{}.jpg", Uuid::now_v7()));
+    std::fs::write(
+        &file,
+        [0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F', b'I', b'F'],
+    )
+    .unwrap();
+    let done = crate::audit::admin(&[
+        "add-photo",
+        "--org",
+        &t.id().to_string(),
+        "--receiving-point",
+        &id,
+        "--file",
+        file.to_str().unwrap(),
+    ])
+    .await
+    .unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        done.lines[0]["storage_path"].is_string(),
+        "{:?}",
+        done.lines
+    );
+    id
+}
+
+/// An operator's photo is uploaded under `uploads/` and reaches its place
+/// under `receiving-points/` once the point names it (as waybills do):
+/// the link downloads it, and nothing is left for the sweeper.
+#[test]
+fn a_photo_is_in_its_place_once_its_point_names_it() {
+    run(async {
+        let t = org().await;
+        let id = point_with_photo(&t).await;
+        let read = send(
+            &t,
+            Method::GET,
+            &format!("/api/v1/receiving-points/{id}"),
+            None,
+        )
+        .await;
+        read.expect(200, None);
+        let photo = &read.body["data"]["photos"][0];
+        let path = photo["storage_path"].as_str().unwrap();
+        assert!(
+            path.starts_with(&format!("receiving-points/{}/{id}/", t.id())),
+            "{path}"
+        );
+        let (status, bytes) =
+            api_tests::http("GET", photo["url"].as_str().unwrap(), &[], b"").await;
+        assert_eq!((status, &bytes[..4]), (200, &[0xff, 0xd8, 0xff, 0xe0][..]));
+        let h = harness().await;
+        assert_eq!(h.store().staged().get(path).await.unwrap(), None);
+    });
+}

@@ -2,8 +2,9 @@
 //! something runs through `Auditor::run`: a `started` record in DynamoDB
 //! before it acts, its outcome (`succeeded`, `refused`, `failed`) before it
 //! answers. Who ran it is the caller's AWS identity as STS reports it
-//! (`GetCallerIdentity`), not anything the caller sets. A secret the
-//! command hands out is in its output only, never in a record.
+//! (`GetCallerIdentity`), with the source identity STS set on its role
+//! session when the CLI assumed the role with one (`identity`). A secret
+//! the command hands out is in its output only, never in a record.
 
 use std::future::Future;
 
@@ -74,21 +75,31 @@ impl Done {
 pub struct Auditor {
     store: Store,
     operator: String,
+    source_identity: Option<String>,
 }
 
 impl Auditor {
     /// The operator as STS names the caller (moto answers locally).
     pub async fn new(sdk: &aws_config::SdkConfig, store: Store) -> Result<Self> {
-        let identity = aws_sdk_sts::Client::new(sdk)
+        Self::of(&crate::identity::Operator::as_configured(sdk), store).await
+    }
+
+    /// `operator` as STS names it, with its session's source identity.
+    pub async fn of(operator: &crate::identity::Operator, store: Store) -> Result<Self> {
+        let identity = aws_sdk_sts::Client::new(&operator.sdk)
             .get_caller_identity()
             .send()
             .await
             .map_err(|e| anyhow::anyhow!(aws_sdk_sts::error::DisplayErrorContext(e).to_string()))
             .context("who is calling (STS GetCallerIdentity); nothing was done")?;
-        let operator = identity
+        let arn = identity
             .arn
             .context("STS named no caller ARN; nothing was done")?;
-        Ok(Self { store, operator })
+        Ok(Self {
+            store,
+            operator: arn,
+            source_identity: operator.source_identity.clone(),
+        })
     }
 
     pub fn operator(&self) -> &str {
@@ -111,6 +122,7 @@ impl Auditor {
                 id,
                 at: Timestamp::now(),
                 operator: self.operator.clone(),
+                source_identity: self.source_identity.clone(),
                 command: action.command.to_owned(),
                 org_id: org,
                 target,
@@ -189,13 +201,15 @@ fn describe(error: &anyhow::Error) -> (String, String) {
     (code.to_owned(), message)
 }
 
-/// `url` without what may carry a credential: its origin and path only.
+/// `url` without what may carry a credential: its scheme, host and port
+/// only (Slack- and Discord-style addresses carry their token in the path,
+/// others in the query or the user part).
 pub fn shown_url(url: &str) -> Value {
     match url::Url::parse(url) {
         Ok(parsed) => json!(format!(
             "{}://{}",
             parsed.scheme(),
-            &parsed[url::Position::BeforeHost..url::Position::AfterPath]
+            &parsed[url::Position::BeforeHost..url::Position::AfterPort]
         )),
         Err(_) => json!("(not a URL)"),
     }

@@ -19,6 +19,7 @@ use shared::store::staged::{Owner, StagedFile};
 use uuid::Uuid;
 
 use crate::audit::{Action, Auditor, Done};
+use crate::identity::Operator;
 use crate::webhooks;
 use shared::ApiError;
 use shared::store::audit::AuditQuery;
@@ -186,6 +187,10 @@ pub enum Command {
     },
     /// Create the table, bucket and queues if missing (local stack).
     SetupLocal,
+    /// Upgrade step: write the key index (`KEYS#<org>`, what operators
+    /// list, revoke and switch) of every key that has none, from the keys'
+    /// own items (a table from before the index). Safe to run again.
+    IndexKeys,
     /// Create a demo organization with an all-scopes key (local stack).
     Demo,
     /// Manage an organization's webhooks as a superadmin.
@@ -294,6 +299,7 @@ impl Command {
                 json!({"receiving_point_id": receiving_point}),
             ),
             SetupLocal => ("setup-local", None, json!({})),
+            IndexKeys => ("index-keys", None, json!({})),
             Demo => ("demo", None, json!({})),
             Webhooks(command) => return command.action(),
             ListKeys { .. } | Audit(_) => return None,
@@ -316,19 +322,27 @@ fn key_json(record: &ApiKeyRecord) -> Value {
     })
 }
 
-/// Runs `command` on `config`'s table, audited when it changes something.
+/// Runs `command` on `config`'s table as the caller `sdk` names, audited
+/// when it changes something.
 pub async fn run(command: Command, config: &Config, sdk: &aws_config::SdkConfig) -> Result<Done> {
+    run_as(command, config, &Operator::as_configured(sdk)).await
+}
+
+/// Runs `command` as `operator` (`identity`), audited when it changes
+/// something.
+pub async fn run_as(command: Command, config: &Config, operator: &Operator) -> Result<Done> {
+    let sdk = &operator.sdk;
     let store = Store::new(Store::client(sdk), config.table_name.as_str());
     let done = match command.action() {
         None => execute(command, config, sdk, &store).await?,
         // It makes the table its records go in: recorded once that exists.
         Some(action) if matches!(command, Command::SetupLocal) => {
             let done = execute(command, config, sdk, &store).await?;
-            let auditor = Auditor::new(sdk, store).await?;
+            let auditor = Auditor::of(operator, store).await?;
             auditor.run(action, async { Ok(done) }).await?
         }
         Some(action) => {
-            let auditor = Auditor::new(sdk, store.clone()).await?;
+            let auditor = Auditor::of(operator, store.clone()).await?;
             let work = execute(command, config, sdk, &store);
             auditor.run(action, work).await?
         }
@@ -442,6 +456,11 @@ async fn execute(
         Command::RevokeKey { org, key_id } => {
             let record = store.api_keys().revoke(org, key_id).await?;
             print(key_json(&record));
+        }
+        Command::IndexKeys => {
+            let written = store.api_keys().index_every_key().await?;
+            made = Some(json!({"indexed": written}));
+            print(json!({"indexed": written}));
         }
         Command::TruckPosition {
             org,

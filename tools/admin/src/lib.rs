@@ -3,4 +3,5 @@
 
 pub mod audit;
 pub mod cli;
+pub mod identity;
 pub mod webhooks;

@@ -4,7 +4,9 @@
 //! Output: one JSON object per line on stdout; errors on stderr, exit 1.
 //! Every command that changes something is audited (`admin::audit`): a
 //! record in the table before it acts and one of its outcome before it
-//! answers, naming the caller's AWS identity; `admin audit list` reads them.
+//! answers, naming the caller's AWS identity (and, with `ADMIN_ROLE_ARN`
+//! and `ADMIN_SOURCE_IDENTITY`, the role assumed with that source
+//! identity: `admin::identity`); `admin audit list` reads them.
 
 use anyhow::Result;
 use clap::Parser;
@@ -37,7 +39,11 @@ async fn run(cli: Cli) -> Result<()> {
             config.table_name
         );
     }
-    for line in admin::cli::run(cli.command, &config, &sdk).await?.lines {
+    let operator = admin::identity::Operator::from_env(&sdk).await?;
+    for line in admin::cli::run_as(cli.command, &config, &operator)
+        .await?
+        .lines
+    {
         println!("{line}");
     }
     Ok(())
