@@ -90,6 +90,57 @@ impl Coordinates {
     }
 }
 
+/// Geohash precision of the sort keys in the `PUBLIC` cells (cells of
+/// about 4.8 m): a crowded cell is read by ever finer parts of it, nearest
+/// first (`store::places`).
+pub const PUBLIC_SORT_PRECISION: usize = 9;
+
+impl Coordinates {
+    /// A distance in kilometres that no point of geohash cell `hash` is
+    /// nearer than (0 inside it): the larger of the latitude difference to
+    /// the cell's band and, beside the band of longitudes, the distance to
+    /// the nearer edge meridian's great circle. Never more than the true
+    /// nearest distance, so a search that skips cells by it misses nothing.
+    pub fn min_km_to_cell(&self, hash: &str) -> f64 {
+        let Ok(cell) = geohash::decode_bbox(hash) else {
+            return 0.0;
+        };
+        let (south, north) = (cell.min().y, cell.max().y);
+        let (west, east) = (cell.min().x, cell.max().x);
+        let lat_gap = if self.lat < south {
+            south - self.lat
+        } else if self.lat > north {
+            self.lat - north
+        } else {
+            0.0
+        };
+        let by_lat = lat_gap.to_radians() * EARTH_RADIUS_KM;
+        // Longitude difference to each edge, either way round the globe.
+        let gap = |edge: f64| {
+            let d = (self.lng - edge).rem_euclid(360.0);
+            d.min(360.0 - d)
+        };
+        let inside = if west <= east {
+            (west..=east).contains(&self.lng)
+        } else {
+            self.lng >= west || self.lng <= east
+        };
+        let by_lng = if inside {
+            0.0
+        } else {
+            let dlng = gap(west).min(gap(east));
+            if dlng >= 90.0 {
+                // Beyond a quarter turn: only the latitude gap is sure.
+                0.0
+            } else {
+                let cross = self.lat.to_radians().cos() * dlng.to_radians().sin();
+                cross.clamp(-1.0, 1.0).asin() * EARTH_RADIUS_KM
+            }
+        };
+        by_lat.max(by_lng)
+    }
+}
+
 /// Mean Earth radius (IUGG), km: distances and search bounds use the same
 /// sphere, so a point the bounds leave out is never within the radius.
 pub const EARTH_RADIUS_KM: f64 = 6371.0088;
@@ -208,6 +259,35 @@ pub fn cover(center: Coordinates, radius_km: f64) -> Cover {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_point_of_a_cell_is_nearer_than_its_bound() {
+        let center = Coordinates::new(60.1702, 24.9522).unwrap();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 1_000_000) as f64 / 1_000_000.0
+        };
+        for _ in 0..2000 {
+            let point = Coordinates {
+                lat: center.lat + (next() - 0.5) * 4.0,
+                lng: center.lng + (next() - 0.5) * 8.0,
+            };
+            for precision in [3, 4, 5, 6, 7] {
+                let hash = point.geohash(precision);
+                let bound = center.min_km_to_cell(&hash);
+                let real = center.distance_km(&point);
+                assert!(bound <= real + 1e-9, "{hash}: {bound} > {real}");
+            }
+        }
+        // Inside its own cell: 0; a cell far to the north: about its gap.
+        assert_eq!(center.min_km_to_cell(&center.geohash(6)), 0.0);
+        let north = center.moved(0.0, 50.0);
+        let bound = center.min_km_to_cell(&north.geohash(6));
+        assert!((48.0..=50.0).contains(&bound), "{bound}");
+    }
 
     #[test]
     fn known_geohashes() {

@@ -14,7 +14,7 @@ use super::keys;
 use super::tx::put;
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
-use crate::model::geo::{Coordinates, INDEX_PRECISIONS};
+use crate::model::geo::{Coordinates, INDEX_PRECISIONS, PUBLIC_SORT_PRECISION};
 use crate::model::place::PlaceKind;
 
 /// Scope of the cells holding public receiving points of every organization.
@@ -67,16 +67,37 @@ pub fn is_public_cell(pk: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('#'))
 }
 
+/// The sort key of an entry in a `PUBLIC` cell: its kind, then its
+/// geohash at `PUBLIC_SORT_PRECISION`, then its id, so that a part of the
+/// cell is one key range (`begins_with`) and a crowded cell can be read
+/// nearest part first (`store::places`).
+pub fn public_sk(kind: PlaceKind, coordinates: &Coordinates, id: Uuid) -> String {
+    let hash = coordinates.geohash(PUBLIC_SORT_PRECISION);
+    format!("{}#{hash}#{id}", kind.tag())
+}
+
+/// Whether `sk` is a sort key of a `PUBLIC` cell as `public_sk` writes it.
+pub fn is_public_sk(sk: &str) -> bool {
+    let mut parts = sk.split('#');
+    let (Some(_tag), Some(hash), Some(id), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    hash.len() == PUBLIC_SORT_PRECISION && Uuid::try_parse(id).is_ok()
+}
+
 impl GeoEntry {
     fn keys(&self) -> Vec<(String, String)> {
-        let sk = format!("{}#{}", self.kind.tag(), self.id);
+        let own_sk = format!("{}#{}", self.kind.tag(), self.id);
+        let public_sk = public_sk(self.kind, &self.coordinates, self.id);
         let org = self.org_id.to_string();
-        let mut scopes = vec![org.as_str()];
+        let mut scopes = vec![(org.as_str(), &own_sk)];
         if self.public {
-            scopes.push(PUBLIC);
+            scopes.push((PUBLIC, &public_sk));
         }
         let mut keys = Vec::new();
-        for scope in scopes {
+        for (scope, sk) in scopes {
             for precision in INDEX_PRECISIONS {
                 keys.push((
                     cell_pk(scope, precision, &self.coordinates.geohash(precision)),
@@ -115,7 +136,7 @@ pub(crate) fn changes(
 }
 
 /// The stored items of `entries`, at every precision and scope.
-pub(crate) fn items(entries: &[GeoEntry]) -> ApiResult<Vec<Item>> {
+pub fn items(entries: &[GeoEntry]) -> ApiResult<Vec<Item>> {
     let mut items = Vec::new();
     for entry in entries {
         for (pk, sk) in entry.keys() {

@@ -1,19 +1,21 @@
 //! Nearby search over the geo index (`store/geo.rs`): the cells that cover
-//! the search circle, in each the organization's own entries and the public
-//! receiving points, one Query per cell and scope, in parallel; then exact
-//! distances, nearest first. The work grows with the cells read, never with
-//! the table.
+//! the search circle; in each, the organization's own entries (read whole,
+//! one Query per cell, in parallel), and the public receiving points of
+//! every organization, read nearest first within a budget (`public`); then
+//! exact distances, nearest first. The work grows with the cells read and
+//! the answer asked for, never with the table or with what others publish.
 
-use std::collections::HashMap;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
 
 use futures::{StreamExt, TryStreamExt};
 use uuid::Uuid;
 
 use super::geo::{GeoItem, PUBLIC, cell_pk};
-use super::item::{from_item, s};
-use super::{Store, query_counted};
+use super::item::{Item, from_item, s};
+use super::{Store, query_counted, sdk_error};
 use crate::error::ApiResult;
-use crate::model::geo::{self, Coordinates};
+use crate::model::geo::{self, Coordinates, Cover, PUBLIC_SORT_PRECISION};
 use crate::model::place::{NearbyQuery, Place, PlaceKind};
 
 pub struct Places<'a>(pub(super) &'a Store);
@@ -21,61 +23,83 @@ pub struct Places<'a>(pub(super) &'a Store);
 /// Queries of one search in flight at once.
 const PARALLEL: usize = 16;
 
+/// Entries a search reads from the `PUBLIC` cells at most, whatever others
+/// publish: with names of at most 500 characters, well under 1 MB.
+pub const PUBLIC_READ_BUDGET: usize = 1_000;
+/// Queries of the `PUBLIC` cells a search makes at most.
+pub const PUBLIC_QUERIES: usize = 160;
+/// Entries one query of a part of a `PUBLIC` cell asks for (`page_of`): a
+/// part that holds more is read by its 32 finer parts instead, nearest
+/// first. Coarse parts are asked for few: their entries come in geohash
+/// order, not nearest first.
+const COARSE_PAGE: usize = 25;
+const FINE_PAGE: usize = 100;
+/// Parts this fine (about 150 m) or finer are asked for `FINE_PAGE`.
+const FINE: usize = 7;
+
+/// How many entries to ask of `part`.
+fn page_of(part: &Part) -> usize {
+    if part.hash.len() >= FINE || part.start.is_some() {
+        FINE_PAGE
+    } else {
+        COARSE_PAGE
+    }
+}
+
+/// The geohash in the sort key of `last`, the last entry a page read
+/// (`RP#<geohash>#<id>`; empty when it is not there).
+fn last_hash(last: &Item) -> String {
+    last.get("sk")
+        .and_then(|sk| sk.as_s().ok())
+        .and_then(|sk| sk.split('#').nth(1))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The geohash alphabet: a part's 32 finer parts.
+const BASE32: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
+
 impl Places<'_> {
     /// The places of `query` that `org` may see: its own receiving points,
     /// sites and factories, and every organization's public receiving
     /// points; archived records have no index entries.
     pub async fn nearby(&self, org: Uuid, query: &NearbyQuery) -> ApiResult<Vec<Place>> {
         let cover = geo::cover(query.center, query.radius_km);
-        // One kind is a key condition; more are filtered here.
-        let own_prefix = match query.kinds.as_slice() {
-            [one] => format!("{}#", one.tag()),
-            _ => String::new(),
-        };
-        let scope = org.to_string();
         let public = query.kinds.contains(&PlaceKind::ReceivingPoint);
-        let mut partitions = Vec::new();
-        for cell in &cover.cells {
-            partitions.push((cell_pk(&scope, cover.precision, cell), own_prefix.clone()));
+        let (own, public) = futures::try_join!(self.own(org, &cover, query), async {
             if public {
-                let prefix = format!("{}#", PlaceKind::ReceivingPoint.tag());
-                partitions.push((cell_pk(PUBLIC, cover.precision, cell), prefix));
+                self.public(&cover, query).await
+            } else {
+                Ok((Vec::new(), PublicReading::default()))
             }
-        }
-        let queried = partitions.len();
-        let cells: Vec<(Vec<GeoItem>, usize)> = futures::stream::iter(partitions)
-            .map(|(pk, prefix)| self.cell(pk, prefix))
-            .buffer_unordered(PARALLEL)
-            .try_collect()
-            .await?;
-
-        let mut items_read = 0;
-        let mut found: HashMap<Uuid, Place> = HashMap::new();
-        for (entries, read) in cells {
-            items_read += read;
-            for entry in entries {
-                let Some(kind) = PlaceKind::from_tag(&entry.kind) else {
-                    continue;
-                };
-                let at = Coordinates {
-                    lat: entry.lat,
-                    lng: entry.lng,
-                };
-                if !query.kinds.contains(&kind) || query.center.distance_km(&at) > query.radius_km {
-                    continue;
-                }
-                let own = entry.org_id == org;
-                found.entry(entry.id).or_insert_with(|| {
-                    Place::new(kind, entry.id, entry.name, at, query.center, own)
-                });
-            }
-        }
+        })?;
+        let (own, own_read) = own;
+        let (public, reading) = public;
         tracing::info!(
-            items_read,
-            queries = queried,
+            items_read = own_read + reading.items,
+            public_items_read = reading.items,
+            public_queries = reading.queries,
+            public_budget_spent = reading.budget_spent,
             precision = cover.precision,
             "geo cells read"
         );
+        let mut found: HashMap<Uuid, Place> = HashMap::new();
+        for entry in own.into_iter().chain(public) {
+            let Some(kind) = PlaceKind::from_tag(&entry.kind) else {
+                continue;
+            };
+            let at = Coordinates {
+                lat: entry.lat,
+                lng: entry.lng,
+            };
+            if !query.kinds.contains(&kind) || query.center.distance_km(&at) > query.radius_km {
+                continue;
+            }
+            let own = entry.org_id == org;
+            found
+                .entry(entry.id)
+                .or_insert_with(|| Place::new(kind, entry.id, entry.name, at, query.center, own));
+        }
         let mut places: Vec<Place> = found.into_values().collect();
         places.sort_by(|a, b| {
             a.distance_km
@@ -86,11 +110,38 @@ impl Places<'_> {
         Ok(places)
     }
 
+    /// The organization's own entries in the cells of `cover` (one kind a
+    /// key condition; more filtered later), and the items read: every
+    /// entry, page after page (they are its own).
+    async fn own(
+        &self,
+        org: Uuid,
+        cover: &Cover,
+        query: &NearbyQuery,
+    ) -> ApiResult<(Vec<GeoItem>, usize)> {
+        let prefix = match query.kinds.as_slice() {
+            [one] => format!("{}#", one.tag()),
+            _ => String::new(),
+        };
+        let scope = org.to_string();
+        let pks: Vec<String> = (cover.cells.iter())
+            .map(|cell| cell_pk(&scope, cover.precision, cell))
+            .collect();
+        let cells: Vec<(Vec<GeoItem>, usize)> = futures::stream::iter(pks)
+            .map(|pk| self.cell(pk, prefix.clone()))
+            .buffer_unordered(PARALLEL)
+            .try_collect()
+            .await?;
+        let read = cells.iter().map(|(_, read)| read).sum();
+        Ok((
+            cells.into_iter().flat_map(|(items, _)| items).collect(),
+            read,
+        ))
+    }
+
     /// The entries of one cell partition whose sort key starts with
     /// `prefix` (any when empty), and the items read: every entry, page
-    /// after page. A `PUBLIC` cell is everyone's and may hold thousands
-    /// (200 an organization); its entries are ordered by id, so a read that
-    /// stopped early would hide the newest points from every search.
+    /// after page.
     async fn cell(&self, pk: String, prefix: String) -> ApiResult<(Vec<GeoItem>, usize)> {
         let store = self.0;
         let request = if prefix.is_empty() {
@@ -111,4 +162,232 @@ impl Places<'_> {
             .collect::<ApiResult<Vec<GeoItem>>>()?;
         Ok((entries, read))
     }
+
+    /// The public receiving points within the circle that a search needs:
+    /// the parts of the `PUBLIC` cells of `cover` read nearest first (a
+    /// cell's entries sort by their geohash, so a part is one key range),
+    /// a part that holds more than a page read by its 32 finer parts, until
+    /// the nearest part left is farther than `limit` points already found
+    /// or than the radius. At most `PUBLIC_READ_BUDGET` entries in
+    /// `PUBLIC_QUERIES` queries: in a place so crowded that the budget runs
+    /// out first, the answer holds the nearest of the points read, which
+    /// are those of the parts nearest the centre (`budget_spent` on the
+    /// log line says so).
+    async fn public(
+        &self,
+        cover: &Cover,
+        query: &NearbyQuery,
+    ) -> ApiResult<(Vec<GeoItem>, PublicReading)> {
+        let center = query.center;
+        let mut parts: BinaryHeap<Part> = cover
+            .cells
+            .iter()
+            .map(|cell| Part {
+                pk: cell_pk(PUBLIC, cover.precision, cell),
+                hash: cell.clone(),
+                min_km: center.min_km_to_cell(cell),
+                start: None,
+            })
+            .collect();
+        let mut found: HashMap<Uuid, (f64, GeoItem)> = HashMap::new();
+        let mut reading = PublicReading::default();
+        loop {
+            // The nearest parts that may still hold an answer, as one wave
+            // (the first: every cell of the cover, as many as one search
+            // reads at one precision).
+            let mut wave = Vec::new();
+            while wave.len() < geo::MAX_CELLS {
+                let Some(part) = parts.peek() else { break };
+                let settled =
+                    found.values().filter(|(km, _)| *km <= part.min_km).count() >= query.limit;
+                if part.min_km > query.radius_km || settled {
+                    parts.clear();
+                    break;
+                }
+                wave.extend(parts.pop());
+            }
+            if wave.is_empty() {
+                break;
+            }
+            let left = PUBLIC_READ_BUDGET.saturating_sub(reading.items);
+            if left == 0 || reading.queries + wave.len() > PUBLIC_QUERIES {
+                reading.budget_spent = true;
+                break;
+            }
+            let share = (left / wave.len()).max(1);
+            reading.queries += wave.len();
+            let read: Vec<(Part, Vec<GeoItem>, Option<Item>)> = futures::stream::iter(wave)
+                .map(|part| {
+                    let page = page_of(&part).min(share);
+                    self.part(part, page)
+                })
+                .buffer_unordered(PARALLEL)
+                .try_collect()
+                .await?;
+            for (part, entries, more) in read {
+                reading.items += entries.len();
+                for entry in entries {
+                    let at = Coordinates {
+                        lat: entry.lat,
+                        lng: entry.lng,
+                    };
+                    let km = center.distance_km(&at);
+                    if km <= query.radius_km {
+                        found.insert(entry.id, (km, entry));
+                    }
+                }
+                let Some(more) = more else { continue };
+                if part.hash.len() < PUBLIC_SORT_PRECISION {
+                    // More than a page: its finer parts, nearest first. The
+                    // page read every entry before its last (entries sort
+                    // by geohash): a part wholly before it is read already,
+                    // the part that holds it goes on after it.
+                    let last = last_hash(&more);
+                    for c in BASE32 {
+                        let hash = format!("{}{}", part.hash, char::from(*c));
+                        let here = last.get(..hash.len()).unwrap_or_default();
+                        let start = match hash.as_str().cmp(here) {
+                            Ordering::Less => continue,
+                            Ordering::Equal => Some(more.clone()),
+                            Ordering::Greater => None,
+                        };
+                        let min_km = center.min_km_to_cell(&hash);
+                        if min_km <= query.radius_km {
+                            parts.push(Part {
+                                pk: part.pk.clone(),
+                                hash,
+                                min_km,
+                                start,
+                            });
+                        }
+                    }
+                } else {
+                    // The finest part: its next page.
+                    parts.push(Part {
+                        start: Some(more),
+                        ..part
+                    });
+                }
+            }
+        }
+        Ok((found.into_values().map(|(_, e)| e).collect(), reading))
+    }
+
+    /// Rewrites the `PUBLIC` cells' entries of a table from before their
+    /// sort keys held the point's geohash (`geo::public_sk`): each old entry
+    /// is put under its new key and deleted. An operator's upgrade step
+    /// (`admin reindex-places`): it reads the whole table (a Scan, never in
+    /// a request's path), and is safe to run again. Returns the entries
+    /// rewritten.
+    pub async fn reindex_public(&self) -> ApiResult<usize> {
+        let store = self.0;
+        let mut rewritten = 0;
+        let mut start = None;
+        loop {
+            let page = store
+                .db
+                .scan()
+                .table_name(store.table())
+                .filter_expression("begins_with(pk, :public)")
+                .expression_attribute_values(":public", s(format!("GEO#{PUBLIC}#")))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            for item in page.items.unwrap_or_default() {
+                let mut entry: GeoItem = from_item(item)?;
+                if super::geo::is_public_sk(&entry.sk) {
+                    continue;
+                }
+                let Some(kind) = PlaceKind::from_tag(&entry.kind) else {
+                    continue;
+                };
+                let at = Coordinates {
+                    lat: entry.lat,
+                    lng: entry.lng,
+                };
+                let old = super::item::key(entry.pk.clone(), entry.sk.clone());
+                entry.sk = super::geo::public_sk(kind, &at, entry.id);
+                let put = super::tx::put(store.table(), super::item::to_item(&entry)?, None)?;
+                let delete = super::tx::delete(store.table(), old, None)?;
+                super::tx::transact(store, vec![put, delete], &[]).await?;
+                rewritten += 1;
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(rewritten);
+            }
+        }
+    }
+
+    /// One page (at most `limit` entries) of the receiving points of one
+    /// part of a `PUBLIC` cell: the part, its entries, and where the next
+    /// page starts if there may be more.
+    async fn part(
+        &self,
+        part: Part,
+        limit: usize,
+    ) -> ApiResult<(Part, Vec<GeoItem>, Option<Item>)> {
+        let store = self.0;
+        let prefix = format!("{}#{}", PlaceKind::ReceivingPoint.tag(), part.hash);
+        let page = store
+            .prefix_query(part.pk.clone(), &prefix)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(part.start.clone())
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        let entries = page
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_item)
+            .collect::<ApiResult<Vec<GeoItem>>>()?;
+        Ok((part, entries, page.last_evaluated_key))
+    }
 }
+
+/// What the search read of the `PUBLIC` cells.
+#[derive(Clone, Copy, Debug, Default)]
+struct PublicReading {
+    items: usize,
+    queries: usize,
+    /// The budget ran out before the search was sure of its answer.
+    budget_spent: bool,
+}
+
+/// A part of a `PUBLIC` cell still to read: the cell's partition, the
+/// geohash its entries start with, the distance none of them is nearer
+/// than, and where its next page starts.
+#[derive(Debug)]
+struct Part {
+    pk: String,
+    hash: String,
+    min_km: f64,
+    start: Option<Item>,
+}
+
+// Nearest first in a max-heap: the smaller distance is the greater part.
+impl Ord for Part {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .min_km
+            .total_cmp(&self.min_km)
+            .then_with(|| other.hash.cmp(&self.hash))
+    }
+}
+
+impl PartialOrd for Part {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Part {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Part {}

@@ -381,73 +381,196 @@ fn a_search_reads_its_cells_in_one_round_trip_of_parallel_queries() {
     });
 }
 
-/// `items_read` of the "geo cells read" line of the request `reply` answered.
-fn items_read(reply: &Reply) -> usize {
+/// Public entries of many other organizations' receiving points, written
+/// as the store writes them (the `PUBLIC` cells only), in bulk: `(lat, lng)`
+/// each, named `Crowd <i>` padded to 500 characters (the longest name).
+async fn crowd(points: &[(f64, f64)]) {
+    use shared::store::geo::{GeoEntry, is_public_cell};
+    let h = api_tests::harness().await;
+    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let entries: Vec<GeoEntry> = points
+        .iter()
+        .enumerate()
+        .map(|(i, &(lat, lng))| GeoEntry {
+            kind: shared::model::place::PlaceKind::ReceivingPoint,
+            id: uuid::Uuid::now_v7(),
+            org_id: uuid::Uuid::now_v7(),
+            name: format!("Crowd {i} {}", "x".repeat(480)),
+            coordinates: Coordinates { lat, lng },
+            public: true,
+        })
+        .collect();
+    let items: Vec<_> = shared::store::geo::items(&entries)
+        .unwrap()
+        .into_iter()
+        .filter(|item| is_public_cell(item["pk"].as_s().unwrap()))
+        .map(|item| {
+            aws_sdk_dynamodb::types::WriteRequest::builder()
+                .put_request(
+                    aws_sdk_dynamodb::types::PutRequest::builder()
+                        .set_item(Some(item))
+                        .build()
+                        .unwrap(),
+                )
+                .build()
+        })
+        .collect();
+    use futures::StreamExt;
+    let batches: Vec<Vec<_>> = items.chunks(25).map(<[_]>::to_vec).collect();
+    let table = h.store().table().to_owned();
+    let writes = futures::stream::iter(batches)
+        .map(|batch| {
+            let (db, table) = (db.clone(), table.clone());
+            async move {
+                db.batch_write_item()
+                    .request_items(table, batch)
+                    .send()
+                    .await
+            }
+        })
+        .buffer_unordered(8);
+    writes
+        .for_each(|written| async move {
+            assert!(
+                written
+                    .unwrap()
+                    .unprocessed_items
+                    .unwrap_or_default()
+                    .is_empty()
+            );
+        })
+        .await;
+}
+
+/// `public_items_read` and `public_budget_spent` of a search's log line.
+fn public_reading(reply: &Reply) -> (usize, bool) {
     let id = reply.header("x-request-id").to_owned();
     let logs = api_tests::webhooks::logs();
     let line = logs
         .lines()
         .find(|line| line.contains(&id) && line.contains("geo cells read"))
         .unwrap_or_else(|| panic!("no geo log line for request {id}"));
-    line.split("items_read=")
+    let read = line
+        .split("public_items_read=")
         .nth(1)
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no items_read in {line}"))
+        .unwrap_or_else(|| panic!("no public_items_read in {line}"));
+    (read, line.contains("public_budget_spent=true"))
 }
 
+/// Ten times the crowd the security review measured (about 1,000 public
+/// points in one place): 10,000 public points of other organizations
+/// within 800 m, with the longest names, and a nearer one published after
+/// them. Whatever the radius, a search reads at most
+/// `PUBLIC_READ_BUDGET` entries (and their bytes), and still answers
+/// exactly: the nearest first, the same places a reading of every entry
+/// would give.
 #[test]
-fn in_a_crowded_public_cell_the_newest_point_is_found() {
+fn a_search_reads_a_bounded_part_of_a_crowd_and_still_finds_the_nearest() {
+    use rand::{Rng, SeedableRng};
+    use shared::store::places::PUBLIC_READ_BUDGET;
     run(async {
         let t = org().await;
         let center = somewhere(-50.0..50.0);
         let center = Coordinates::new(center.lat, center.lng).unwrap();
-        // 1,100 public entries of others in the center's cell, 500 m from
-        // the center, as many organizations' public points crowded into
-        // one place would be (more than one page of 1,000).
-        let h = api_tests::harness().await;
-        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
-        let pk = shared::store::geo::cell_pk(shared::store::geo::PUBLIC, 4, &center.geohash(4));
-        let crowd = at(center, 90.0, 0.5);
-        let item = |i: usize| {
-            use shared::store::item::{n, s};
-            let id = uuid::Uuid::now_v7();
-            aws_sdk_dynamodb::types::WriteRequest::builder()
-                .put_request(
-                    aws_sdk_dynamodb::types::PutRequest::builder()
-                        .item("pk", s(&pk))
-                        .item("sk", s(format!("RP#{id}")))
-                        .item("kind", s("RP"))
-                        .item("id", s(id.to_string()))
-                        .item("org_id", s(uuid::Uuid::now_v7().to_string()))
-                        .item("name", s(format!("Crowd {i}")))
-                        .item("lat", n(crowd.0))
-                        .item("lng", n(crowd.1))
-                        .build()
-                        .unwrap(),
-                )
-                .build()
-        };
-        let all: Vec<_> = (0..1100).map(item).collect();
-        for chunk in all.chunks(25) {
-            db.batch_write_item()
-                .request_items(h.store().table(), chunk.to_vec())
-                .send()
-                .await
-                .unwrap();
-        }
-        // When another organization publishes a point nearer, after them
-        // (its id sorts after every entry of the crowd)
+        let place = center.moved(90.0, 1.5);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x1_000);
+        let points: Vec<(f64, f64)> = (0..10_000)
+            .map(|_| {
+                let at = place.moved(rng.random_range(0.0..360.0), rng.random_range(0.0..0.8));
+                let at = Coordinates::new(at.lat, at.lng).unwrap();
+                (at.lat, at.lng)
+            })
+            .collect();
+        crowd(&points).await;
         let other = org().await;
         let site = site_at(&other, "Depot", at(center, 0.0, 3.0)).await;
         point_at(&other, &site, "Newest", at(center, 180.0, 0.1), true).await;
-        // Then everyone's search finds it first, and the whole cell was read.
-        let reply = nearby(&t, center, "&radius_km=1&limit=50").await;
-        reply.expect(200, None);
-        assert_eq!(names(&reply).len(), 50);
-        assert_eq!(names(&reply)[0], "Newest");
-        let read = items_read(&reply);
-        assert!(read > 1100, "read {read} entries of one public cell");
+        // What reading every entry would answer: the crowd by distance.
+        let mut by_distance: Vec<(f64, usize)> = points
+            .iter()
+            .enumerate()
+            .map(|(i, &(lat, lng))| (center.distance_km(&Coordinates { lat, lng }), i))
+            .collect();
+        by_distance.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (rest, radius, limit) in [
+            ("&radius_km=1&limit=1", 1.0, 1),
+            ("&radius_km=2&limit=20", 2.0, 20),
+            ("&radius_km=100&limit=50", 100.0, 50),
+        ] {
+            let reply = nearby(&t, center, rest).await;
+            let got = names(&reply);
+            assert_eq!(got.len(), limit, "{rest}");
+            assert_eq!(got[0], "Newest", "{rest}");
+            // The answer's distances are to the metre, ties by id: it holds
+            // every point nearer than its last one's metre, and none
+            // farther.
+            let metres = |km: f64| (km * 1000.0).round() as i64;
+            let index = |name: &str| -> usize { name.split(' ').nth(1).unwrap().parse().unwrap() };
+            let answered: Vec<i64> = got[1..]
+                .iter()
+                .map(|name| {
+                    let (lat, lng) = points[index(name)];
+                    metres(center.distance_km(&Coordinates { lat, lng }))
+                })
+                .collect();
+            assert!(
+                answered.windows(2).all(|w| w[0] <= w[1]),
+                "{rest}: {answered:?}"
+            );
+            if let Some(&last) = answered.last() {
+                let chosen: std::collections::HashSet<usize> =
+                    got[1..].iter().map(|name| index(name)).collect();
+                for (km, i) in &by_distance {
+                    let m = metres(*km);
+                    if m >= last || *km > radius {
+                        break;
+                    }
+                    assert!(chosen.contains(i), "{rest}: Crowd {i} at {m} m missing");
+                }
+            }
+            let (read, spent) = public_reading(&reply);
+            assert!(read <= PUBLIC_READ_BUDGET, "{rest}: read {read}");
+            assert!(!spent, "{rest}: the budget ran out");
+            // Bytes: at most the budget's entries, about 600 bytes each
+            // (strongly consistent reads: a unit per 4 KB), and a unit per
+            // query at least.
+            assert!(
+                reply.units.read <= 400.0,
+                "{rest}: {} read units",
+                reply.units.read
+            );
+        }
+    });
+}
+
+/// 2,000 public points on one spot (one part the search cannot divide):
+/// the budget holds, and the answer is points of that spot, by id.
+#[test]
+fn a_crowd_on_one_spot_is_read_within_the_budget() {
+    use shared::store::places::PUBLIC_READ_BUDGET;
+    run(async {
+        let t = org().await;
+        let center = somewhere(-50.0..50.0);
+        let center = Coordinates::new(center.lat, center.lng).unwrap();
+        let spot = at(center, 45.0, 0.3);
+        crowd(&vec![spot; 2_000]).await;
+        let reply = nearby(&t, center, "&radius_km=1&limit=10").await;
+        let got = names(&reply);
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|name| name.starts_with("Crowd ")));
+        let ids: Vec<&str> = reply.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["id"].as_str().unwrap())
+            .collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        assert_eq!(ids, sorted, "ties by id");
+        let (read, _) = public_reading(&reply);
+        assert!(read <= PUBLIC_READ_BUDGET, "read {read}");
     });
 }
 
@@ -547,5 +670,49 @@ fn an_organization_has_at_most_200_public_places() {
         )
         .await
         .expect(200, None);
+    });
+}
+
+/// A public point indexed before the entries of the `PUBLIC` cells were
+/// sorted by geohash is found again once an operator rewrites them
+/// (`admin reindex-places`, an upgrade step safe to run again).
+#[test]
+fn an_older_public_entry_is_found_once_reindexed() {
+    use shared::store::item::{n, s};
+    run(async {
+        let t = org().await;
+        let center = somewhere(-50.0..50.0);
+        let center = Coordinates::new(center.lat, center.lng).unwrap();
+        let (lat, lng) = at(center, 30.0, 2.0);
+        let h = api_tests::harness().await;
+        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+        let id = uuid::Uuid::now_v7();
+        let point = Coordinates { lat, lng };
+        for precision in shared::model::geo::INDEX_PRECISIONS {
+            let pk = shared::store::geo::cell_pk(
+                shared::store::geo::PUBLIC,
+                precision,
+                &point.geohash(precision),
+            );
+            db.put_item()
+                .table_name(h.store().table())
+                .item("pk", s(pk))
+                .item("sk", s(format!("RP#{id}")))
+                .item("kind", s("RP"))
+                .item("id", s(id.to_string()))
+                .item("org_id", s(uuid::Uuid::now_v7().to_string()))
+                .item("name", s("Older"))
+                .item("lat", n(lat))
+                .item("lng", n(lng))
+                .send()
+                .await
+                .unwrap();
+        }
+        assert!(!names(&nearby(&t, center, "&radius_km=5").await).contains(&"Older"));
+        let done = crate::audit::admin(&["reindex-places"]).await.unwrap();
+        assert!(done.lines[0]["rewritten"].as_u64().unwrap() >= 3);
+        assert_eq!(names(&nearby(&t, center, "&radius_km=5").await), ["Older"]);
+        crate::audit::admin(&["reindex-places"]).await.unwrap();
+        assert_eq!(names(&nearby(&t, center, "&radius_km=5").await), ["Older"]);
     });
 }

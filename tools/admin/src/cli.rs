@@ -191,6 +191,10 @@ pub enum Command {
     /// list, revoke and switch) of every key that has none, from the keys'
     /// own items (a table from before the index). Safe to run again.
     IndexKeys,
+    /// Upgrade step: rewrite the public receiving points' entries of a
+    /// table from before their sort keys held the point's geohash (nearby
+    /// search reads crowded cells by parts). Safe to run again.
+    ReindexPlaces,
     /// Create a demo organization with an all-scopes key (local stack).
     Demo,
     /// Manage an organization's webhooks as a superadmin.
@@ -300,6 +304,7 @@ impl Command {
             ),
             SetupLocal => ("setup-local", None, json!({})),
             IndexKeys => ("index-keys", None, json!({})),
+            ReindexPlaces => ("reindex-places", None, json!({})),
             Demo => ("demo", None, json!({})),
             Webhooks(command) => return command.action(),
             ListKeys { .. } | Audit(_) => return None,
@@ -456,6 +461,11 @@ async fn execute(
         Command::RevokeKey { org, key_id } => {
             let record = store.api_keys().revoke(org, key_id).await?;
             print(key_json(&record));
+        }
+        Command::ReindexPlaces => {
+            let rewritten = store.places().reindex_public().await?;
+            made = Some(json!({"rewritten": rewritten}));
+            print(json!({"rewritten": rewritten}));
         }
         Command::IndexKeys => {
             let written = store.api_keys().index_every_key().await?;
