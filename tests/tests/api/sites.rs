@@ -30,7 +30,13 @@ pub async fn geo_entries(org: Uuid, kind: &str, id: &str, coordinates: (f64, f64
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     let c = shared::model::geo::Coordinates::new(coordinates.0, coordinates.1).unwrap();
     let mut found = 0;
-    for scope in [org.to_string(), "PUBLIC".into()] {
+    let own_sk = format!("{kind}#{id}");
+    let public_sk = shared::store::geo::public_sk(
+        shared::model::place::PlaceKind::from_tag(kind).unwrap(),
+        &c,
+        id.parse().unwrap(),
+    );
+    for (scope, sk) in [(org.to_string(), &own_sk), ("PUBLIC".into(), &public_sk)] {
         for precision in shared::model::geo::INDEX_PRECISIONS {
             let out = db
                 .get_item()
@@ -43,7 +49,7 @@ pub async fn geo_entries(org: Uuid, kind: &str, id: &str, coordinates: (f64, f64
                         &c.geohash(precision),
                     )),
                 )
-                .key("sk", AttributeValue::S(format!("{kind}#{id}")))
+                .key("sk", AttributeValue::S(sk.clone()))
                 .send()
                 .await
                 .unwrap();
