@@ -425,3 +425,46 @@ fn a_ticket_paused_before_its_call_opens_no_second_issue() {
         assert_eq!(issues.lock().unwrap().len(), 1, "one issue");
     });
 }
+
+/// A request whose earlier attempt began its issue (the tracker refused
+/// it) is decided by the quota before the tracker is asked anything: once
+/// the key's five tickets of the hour are taken, sending it again is 429
+/// with no call, not a search of the tracker for an issue it never opened.
+#[test]
+fn a_retried_ticket_past_the_quota_asks_the_tracker_nothing() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
+    run(async {
+        let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let posts = Arc::new(AtomicUsize::new(0));
+        let (kept, counted) = (issues.clone(), posts.clone());
+        let tracker = StandIn::start(move |seen, _| {
+            let mut issues = kept.lock().unwrap();
+            if seen.method == Method::GET {
+                let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
+                return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+            }
+            if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                return github_error(500, "Server Error");
+            }
+            let issue = json!({"number": 2000 + issues.len(), "body": seen.json()["body"],
+                               "created_at": chrono::Utc::now().to_rfc3339()});
+            issues.push(issue.clone());
+            api_tests::providers::Canned::json(201, issue)
+        })
+        .await;
+        let api = configured(&tracker, Duration::from_secs(5)).await;
+        let t = org().await;
+        open_keyed(&api, &t.key, "refused-once", &ticket(0))
+            .await
+            .expect(502, Some("support_tracker_error"));
+        for n in 1..=5 {
+            open(&api, &t.key, ticket(n)).await.expect(201, None);
+        }
+        let calls = tracker.count();
+        open_keyed(&api, &t.key, "refused-once", &ticket(0))
+            .await
+            .expect(429, Some("support_rate_limited"));
+        assert_eq!(tracker.count(), calls, "nothing asked of the tracker");
+    });
+}
