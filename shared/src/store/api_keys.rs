@@ -342,44 +342,35 @@ impl ApiKeys<'_> {
     /// path). Returns how many entries it wrote.
     pub async fn index_every_key(&self) -> ApiResult<usize> {
         let store = self.0;
+        let items = super::scan_all(
+            store,
+            "begins_with(pk, :prefix) AND sk = :sk",
+            &[
+                (":prefix", s(keys::API_KEY_PK_PREFIX)),
+                (":sk", s(API_KEY_SK)),
+            ],
+        )
+        .await?;
         let mut written = 0;
-        let mut start = None;
-        loop {
-            let page = store
+        for item in items {
+            let record = from_item::<KeyItem>(item)?.record;
+            let put = store
                 .db
-                .scan()
+                .put_item()
                 .table_name(store.table())
-                .filter_expression("begins_with(pk, :prefix) AND sk = :sk")
-                .expression_attribute_values(":prefix", s(keys::API_KEY_PK_PREFIX))
-                .expression_attribute_values(":sk", s(API_KEY_SK))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
+                .set_item(Some(to_item(&index_entry(&record))?))
+                .condition_expression("attribute_not_exists(pk)")
                 .send()
-                .await
-                .map_err(sdk_error)?;
-            for item in page.items.unwrap_or_default() {
-                let record = from_item::<KeyItem>(item)?.record;
-                let put = store
-                    .db
-                    .put_item()
-                    .table_name(store.table())
-                    .set_item(Some(to_item(&index_entry(&record))?))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .send()
-                    .await;
-                match put {
-                    Ok(_) => written += 1,
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                    Err(e) => return Err(sdk_error(e)),
-                }
-            }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(written);
+                .await;
+            match put {
+                Ok(_) => written += 1,
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(sdk_error(e)),
             }
         }
+        Ok(written)
     }
 
     /// Revokes a key for good: its item (on condition that it is the key

@@ -11,6 +11,7 @@ mod decode;
 pub mod deliveries;
 pub mod geo;
 pub mod grants;
+mod hourly;
 pub mod idempotency;
 pub mod import;
 pub mod item;
@@ -250,6 +251,40 @@ pub(crate) async fn query_counted(
         start = page.last_evaluated_key;
         if start.is_none() {
             return Ok((items, read));
+        }
+    }
+}
+
+/// Every item of the table that `filter` (with `values`) lets through,
+/// page by page: a Scan, for an operator's upgrade step only, never in a
+/// request's path.
+pub(crate) async fn scan_all(
+    store: &Store,
+    filter: &str,
+    values: &[(&str, aws_sdk_dynamodb::types::AttributeValue)],
+) -> ApiResult<Vec<item::Item>> {
+    let mut scan = store
+        .db
+        .scan()
+        .table_name(store.table())
+        .filter_expression(filter)
+        .consistent_read(true);
+    for (name, value) in values {
+        scan = scan.expression_attribute_values(*name, value.clone());
+    }
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = scan
+            .clone()
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        items.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(items);
         }
     }
 }

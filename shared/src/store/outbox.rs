@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
 use super::tx::put;
-use super::{Store, query_all, sdk_error};
+use super::{Store, sdk_error};
 use crate::error::ApiResult;
 use crate::model::Timestamp;
 
@@ -105,22 +105,7 @@ impl Outbox<'_> {
         hours: u32,
         settle: chrono::TimeDelta,
     ) -> ApiResult<Vec<OutboxRecord>> {
-        let store = self.0;
-        let now = crate::clock::now();
-        let before = crate::model::Timestamp::from(now - settle).to_string();
-        let queries = (0..hours).map(|back| {
-            let hour = now - chrono::TimeDelta::hours(i64::from(back));
-            let query = store
-                .db
-                .query()
-                .table_name(store.table())
-                .index_name("gsi1")
-                .key_condition_expression("gsi1pk = :pk AND gsi1sk < :before")
-                .expression_attribute_values(":pk", s(keys::outbox_hour_pk(hour)))
-                .expression_attribute_values(":before", s(before.clone()));
-            query_all(query)
-        });
-        let found = futures::future::try_join_all(queries).await?;
-        found.into_iter().flatten().map(from_item).collect()
+        let found = super::hourly::waiting(self.0, keys::outbox_hour_pk, hours, settle).await?;
+        found.into_iter().map(from_item).collect()
     }
 }

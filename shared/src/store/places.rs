@@ -281,44 +281,30 @@ impl Places<'_> {
     /// rewritten.
     pub async fn reindex_public(&self) -> ApiResult<usize> {
         let store = self.0;
+        let public = s(format!("GEO#{PUBLIC}#"));
+        let items =
+            super::scan_all(store, "begins_with(pk, :public)", &[(":public", public)]).await?;
         let mut rewritten = 0;
-        let mut start = None;
-        loop {
-            let page = store
-                .db
-                .scan()
-                .table_name(store.table())
-                .filter_expression("begins_with(pk, :public)")
-                .expression_attribute_values(":public", s(format!("GEO#{PUBLIC}#")))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for item in page.items.unwrap_or_default() {
-                let mut entry: GeoItem = from_item(item)?;
-                if super::geo::is_public_sk(&entry.sk) {
-                    continue;
-                }
-                let Some(kind) = PlaceKind::from_tag(&entry.kind) else {
-                    continue;
-                };
-                let at = Coordinates {
-                    lat: entry.lat,
-                    lng: entry.lng,
-                };
-                let old = super::item::key(entry.pk.clone(), entry.sk.clone());
-                entry.sk = super::geo::public_sk(kind, &at, entry.id);
-                let put = super::tx::put(store.table(), super::item::to_item(&entry)?, None)?;
-                let delete = super::tx::delete(store.table(), old, None)?;
-                super::tx::transact(store, vec![put, delete], &[]).await?;
-                rewritten += 1;
+        for item in items {
+            let mut entry: GeoItem = from_item(item)?;
+            if super::geo::is_public_sk(&entry.sk) {
+                continue;
             }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(rewritten);
-            }
+            let Some(kind) = PlaceKind::from_tag(&entry.kind) else {
+                continue;
+            };
+            let at = Coordinates {
+                lat: entry.lat,
+                lng: entry.lng,
+            };
+            let old = super::item::key(entry.pk.clone(), entry.sk.clone());
+            entry.sk = super::geo::public_sk(kind, &at, entry.id);
+            let put = super::tx::put(store.table(), super::item::to_item(&entry)?, None)?;
+            let delete = super::tx::delete(store.table(), old, None)?;
+            super::tx::transact(store, vec![put, delete], &[]).await?;
+            rewritten += 1;
         }
+        Ok(rewritten)
     }
 
     /// One page (at most `limit` entries) of the receiving points of one

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::item::{from_item, key, s, to_item};
 use super::keys;
 use super::tx::put;
-use super::{Store, query_all, sdk_error};
+use super::{Store, sdk_error};
 use crate::error::ApiResult;
 use crate::model::Timestamp;
 
@@ -119,23 +119,8 @@ impl Staged<'_> {
         hours: u32,
         settle: chrono::TimeDelta,
     ) -> ApiResult<Vec<StagedFile>> {
-        let store = self.0;
-        let now = crate::clock::now();
-        let before = Timestamp::from(now - settle).to_string();
-        let queries = (0..hours).map(|back| {
-            let hour = now - chrono::TimeDelta::hours(i64::from(back));
-            let query = store
-                .db
-                .query()
-                .table_name(store.table())
-                .index_name("gsi1")
-                .key_condition_expression("gsi1pk = :pk AND gsi1sk < :before")
-                .expression_attribute_values(":pk", s(keys::staged_hour_pk(hour)))
-                .expression_attribute_values(":before", s(before.clone()));
-            query_all(query)
-        });
-        let found = futures::future::try_join_all(queries).await?;
-        found.into_iter().flatten().map(from_item).collect()
+        let found = super::hourly::waiting(self.0, keys::staged_hour_pk, hours, settle).await?;
+        found.into_iter().map(from_item).collect()
     }
 
     /// Whether the record that staged `file` still names it (a later

@@ -997,23 +997,7 @@ fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
 #[test]
 fn a_geocode_is_answered_once() {
     run(async {
-        let provider = api_tests::providers::StandIn::start(|_, _| {
-            api_tests::providers::google_found(
-                "Mannerheimintie 1, Helsinki",
-                60.17,
-                24.94,
-                "ROOFTOP",
-                false,
-            )
-        })
-        .await;
-        let url = format!("{}{}", provider.base, api_tests::providers::GEOCODE_PATH);
-        let (_, state) = harness().await.instance_with(|c| {
-            c.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
-                b"AIzaTEST".to_vec(),
-            ));
-            c.geocode.url = url;
-        });
+        let (_provider, _, state) = geocoding().await;
         let prepare: Prepare = Box::new(|_: &Bench| {
             Box::pin(async {
                 Case {
@@ -1027,6 +1011,29 @@ fn a_geocode_is_answered_once() {
         });
         exactly_once_on("POST /geocode", &state, prepare).await;
     });
+}
+
+/// A geocoding provider on loopback that finds one address, and an API (a
+/// state and clock of its own) configured against it.
+pub(crate) async fn geocoding() -> (api_tests::providers::StandIn, Router, shared::AppState) {
+    let provider = api_tests::providers::StandIn::start(|_, _| {
+        api_tests::providers::google_found(
+            "Mannerheimintie 1, Helsinki",
+            60.17,
+            24.94,
+            "ROOFTOP",
+            false,
+        )
+    })
+    .await;
+    let url = format!("{}{}", provider.base, api_tests::providers::GEOCODE_PATH);
+    let (router, state) = harness().await.instance_with(|c| {
+        c.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
+            b"AIzaTEST".to_vec(),
+        ));
+        c.geocode.url = url;
+    });
+    (provider, router, state)
 }
 
 /// Every POST route of the description is run here.

@@ -227,23 +227,7 @@ fn a_ticket_reused_after_its_retention_opens_a_new_issue() {
 #[test]
 fn a_geocode_reused_after_its_retention_asks_the_provider_again() {
     run(async {
-        let provider = api_tests::providers::StandIn::start(|_, _| {
-            api_tests::providers::google_found(
-                "Mannerheimintie 1, Helsinki",
-                60.17,
-                24.94,
-                "ROOFTOP",
-                false,
-            )
-        })
-        .await;
-        let url = format!("{}{}", provider.base, api_tests::providers::GEOCODE_PATH);
-        let (router, state) = harness().await.instance_with(|c| {
-            c.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
-                b"AIzaTEST".to_vec(),
-            ));
-            c.geocode.url = url;
-        });
+        let (provider, router, state) = crate::exactly_once::geocoding().await;
         let t = org().await;
         let key = unique("geocode");
         let ask = || {
