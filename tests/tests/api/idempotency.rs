@@ -60,6 +60,13 @@ async fn fingerprint_of(path: &str, body: &Value) -> String {
         .unwrap()
 }
 
+/// The idempotency item of `idempotency_key` of API key `key_id`.
+async fn kept_item(key_id: uuid::Uuid, idempotency_key: &str) -> shared::store::item::Item {
+    let store = harness().await.store();
+    let item = store.idempotency().get(key_id, idempotency_key).await;
+    item.unwrap().expect("the key's item")
+}
+
 /// The id of the record an answer holds.
 fn id(reply: &Reply) -> String {
     reply.body["data"]["id"]
@@ -226,7 +233,6 @@ fn a_claim_whose_lease_lapsed_is_taken_over() {
 fn an_answer_kept_past_24_hours_is_not_replayed() {
     run(async {
         let t = org().await;
-        let store = harness().await.store();
         let key = unique("old");
         let name = unique("Old");
         let body = json!({"name": name});
@@ -236,12 +242,7 @@ fn an_answer_kept_past_24_hours_is_not_replayed() {
         // delete it only later, if at all; the service judges by the time).
         let key_id = key_id(&t, &t.key).await;
         let now = millis_now();
-        let item = store
-            .idempotency()
-            .get(key_id, &key)
-            .await
-            .unwrap()
-            .unwrap();
+        let item = kept_item(key_id, &key).await;
         let until: u64 = item["until"].as_n().unwrap().parse().unwrap();
         assert!(until >= now + 23 * 3600 * 1000, "kept about 24 h: {until}");
         age(key_id, &key).await;
@@ -257,7 +258,6 @@ fn an_answer_kept_past_24_hours_is_not_replayed() {
 fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
     run(async {
         let t = org().await;
-        let store = harness().await.store();
         let key_id = key_id(&t, &t.key).await;
         let stored_body = |item: &shared::store::item::Item| {
             assert_eq!(item["sealed"].as_bool().ok(), Some(&true), "{item:?}");
@@ -276,12 +276,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         again.expect(201, None);
         assert_eq!(again.header("idempotent-replayed"), "true");
         assert_eq!(again.text, first.text);
-        let item = store
-            .idempotency()
-            .get(key_id, &key)
-            .await
-            .unwrap()
-            .unwrap();
+        let item = kept_item(key_id, &key).await;
         let kept = stored_body(&item);
         assert!(kept.starts_with("v1."), "{kept}");
         assert!(!kept.contains(&secret[6..]) && !kept.contains("hooks.example.com"));
@@ -301,12 +296,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         let again = post(&t.key, &path, &key, &form_body).await;
         assert_eq!(again.header("idempotent-replayed"), "true");
         assert_eq!(again.text, form.text);
-        let item = store
-            .idempotency()
-            .get(key_id, &key)
-            .await
-            .unwrap()
-            .unwrap();
+        let item = kept_item(key_id, &key).await;
         let kept = stored_body(&item);
         assert!(
             !kept.contains(&signature) && !kept.contains("x-amz"),
@@ -328,12 +318,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         upload.expect(200, None);
         let link = upload.body["data"]["waybill"]["url"].as_str().unwrap();
         let signature = link.split("X-Amz-Signature=").nth(1).unwrap();
-        let item = store
-            .idempotency()
-            .get(key_id, &key)
-            .await
-            .unwrap()
-            .unwrap();
+        let item = kept_item(key_id, &key).await;
         let kept = stored_body(&item);
         assert!(
             !kept.contains(signature) && !kept.contains("X-Amz"),
@@ -354,12 +339,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
             "{}",
             restored.text
         );
-        let item = store
-            .idempotency()
-            .get(key_id, &key)
-            .await
-            .unwrap()
-            .unwrap();
+        let item = kept_item(key_id, &key).await;
         assert!(!stored_body(&item).contains("X-Amz"));
 
         // Answers without secrets stay as they were.
@@ -367,12 +347,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         post(&t.key, SITES, &key, &json!({"name": unique("Plain")}))
             .await
             .expect(201, None);
-        let item = store
-            .idempotency()
-            .get(key_id, &key)
-            .await
-            .unwrap()
-            .unwrap();
+        let item = kept_item(key_id, &key).await;
         assert_eq!(item["sealed"].as_bool().ok(), Some(&false));
     });
 }
