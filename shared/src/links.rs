@@ -251,7 +251,7 @@ mod tests {
         );
         assert!(link.url.contains("X-Amz-Expires=86400"), "{}", link.url);
         assert!(link.url.contains("X-Amz-Signature="), "{}", link.url);
-        let lifetime = link.url_expires_at.as_datetime() - chrono::Utc::now();
+        let lifetime = link.url_expires_at.as_datetime() - crate::clock::now();
         assert!((lifetime.num_seconds() - 86_400).abs() <= 5, "{lifetime}");
     }
 

@@ -65,6 +65,15 @@ impl Dispatcher {
         &self,
         event: serde_json::Value,
     ) -> Result<serde_json::Value, shared::state::BoxError> {
+        // Every reading of the time by the state's clock (`shared::clock`).
+        let clock = self.state.clock.clone();
+        clock.scope(self.invoked(event)).await
+    }
+
+    async fn invoked(
+        &self,
+        event: serde_json::Value,
+    ) -> Result<serde_json::Value, shared::state::BoxError> {
         if event.get("Records").is_some() {
             let batch: SqsEvent = serde_json::from_value(event)?;
             Ok(serde_json::to_value(self.handle(batch).await)?)
@@ -91,6 +100,11 @@ impl Dispatcher {
     /// (`sweep`), and the staged files left by requests that died after
     /// their commit. Both run; the first error is reported.
     pub async fn scheduled(&self) -> ApiResult<(usize, shared::files::promote::Swept)> {
+        let clock = self.state.clock.clone();
+        Box::pin(clock.scope(self.swept())).await
+    }
+
+    async fn swept(&self) -> ApiResult<(usize, shared::files::promote::Swept)> {
         let settle = chrono::TimeDelta::from_std(self.policy.sweep_settle)
             .unwrap_or(chrono::TimeDelta::minutes(2));
         let state = &self.state;
@@ -111,6 +125,11 @@ impl Dispatcher {
 
     /// One SQS batch: the ids of the messages to return to the queue.
     pub async fn handle(&self, batch: SqsEvent) -> SqsBatchResponse {
+        let clock = self.state.clock.clone();
+        clock.scope(self.handled(batch)).await
+    }
+
+    async fn handled(&self, batch: SqsEvent) -> SqsBatchResponse {
         let failed: Vec<String> = futures::stream::iter(batch.records)
             .map(|message| async move {
                 let id = message.message_id.clone().unwrap_or_default();

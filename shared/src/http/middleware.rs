@@ -210,6 +210,7 @@ fn copy(request: &Request, body: axum::body::Body) -> Request {
 /// nothing cuts a request off there), and None for a deadline already
 /// past on arrival, which no Lambda gives: `cargo lambda watch` sends
 /// 600000 (ten minutes after 1970).
+#[allow(clippy::disallowed_methods)] // Lambda's deadline is the real time, not the request's clock.
 fn time_left(request: &Request) -> Option<Duration> {
     use lambda_http::RequestExt;
     let deadline = Duration::from_millis(request.lambda_context_ref()?.deadline);

@@ -504,7 +504,7 @@ async fn execute(
         } => {
             let origin = store.sites().require(org, site).await?;
             anyhow::ensure!(origin.archived_at.is_none(), "site {site} is archived");
-            let now = Utc::now();
+            let now = shared::clock::now();
             let loads = (0..count)
                 .map(|i| {
                     let body: CreateSurplus = serde_json::from_value(
