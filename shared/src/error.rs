@@ -189,6 +189,12 @@ impl ApiError {
 #[derive(Clone, Debug)]
 pub struct InternalCause(pub std::sync::Arc<str>);
 
+/// The contract's error code of an error response, in its extensions (for
+/// the layer: `http::idempotency` never keeps a 409
+/// `idempotency_key_in_flight` as a request's answer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorCode(pub String);
+
 #[derive(Serialize)]
 struct ErrorBody<'a> {
     error: &'a str,
@@ -216,7 +222,9 @@ impl IntoResponse for ApiError {
             code: self.code(),
         };
         let retry_after = self.retry_after();
+        let code = ErrorCode(body.code.to_owned());
         let mut response = (status, Json(body)).into_response();
+        response.extensions_mut().insert(code);
         // Logged by the layer around the route, with the request's id and
         // the store call to blame (never rendered).
         if let Some(cause) = cause {

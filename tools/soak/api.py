@@ -105,7 +105,8 @@ class Api:
         """The request sent until a definite answer: (the answer, whether an
         earlier attempt may have taken effect, the Idempotency-Key).
         A 429 after an uncertain attempt is waited out too: the first may
-        have run. None when no definite answer came in time."""
+        have run (not a ticket's quota refusal, which is definite). None
+        when no definite answer came in time."""
         if idempotent and idempotency_key is None:
             idempotency_key = f"soak-{uuid.uuid4()}"
         started = time.time()
@@ -124,7 +125,9 @@ class Api:
                 in_flight_since = None
             if reply.uncertain():
                 uncertain = True
-            elif reply.status == 429 and uncertain:
+            elif reply.status == 429 and uncertain and reply.code != "support_rate_limited":
+                # A ticket's quota refusal is definite: an earlier attempt
+                # that opened its issue holds a slot its retry would find.
                 pass
             else:
                 if uncertain and not reply.ok:

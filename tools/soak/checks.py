@@ -264,9 +264,12 @@ def rate_limit(topology, journal, limit: int) -> None:
 
 def errors(journal, topology, bound: float) -> None:
     """9: a 5xx (or no answer) only while a fault is in force or within the
-    bound after it; the recovery time after each fault; no panic."""
+    bound after it (the tracker's injected slowness and refusals answered
+    504 and 502 are faults of their own); the recovery time after each
+    fault; no panic."""
     spans = sorted((f["start"], f["end"]) for f in journal.faults)
-    failures = [(sent, done) for sent, done, status, _ in journal.attempts if status == 0 or status >= 500]
+    failures = [(sent, done) for sent, done, status, _ in journal.attempts
+                if (status == 0 or status >= 500) and (sent, done) not in journal.excused]
     statuses = [(sent, done, status) for sent, done, status, _ in journal.attempts if status == 0 or status >= 500]
     # Recovery: until the last request sent after the fault ended that
     # still failed, among those answered before the next fault began (one

@@ -41,8 +41,8 @@ use sha2::Sha256;
 
 use super::body;
 use crate::cursor::Cursors;
-use crate::error::ApiError;
 use crate::error::codes;
+use crate::error::{ApiError, ErrorCode};
 use crate::sealed::Sealer;
 use crate::store::Store;
 use crate::store::idempotency::{Answer, Claim, Claimed, Lost, item_of};
@@ -381,6 +381,19 @@ pub async fn settle(
     };
     if response.extensions().get::<Committed>().is_some() {
         return response;
+    }
+    // Another attempt may hold the key (this one ran past its hold): never
+    // kept, freed if it is still this request's, and the holder's answer
+    // given if one was kept.
+    let in_flight = response
+        .extensions()
+        .get::<ErrorCode>()
+        .is_some_and(|c| c.0 == codes::IDEMPOTENCY_KEY_IN_FLIGHT.code);
+    if in_flight {
+        if let Err(error) = store.idempotency().release(&claim).await {
+            tracing::warn!(%error, "could not free an Idempotency-Key");
+        }
+        return Box::pin(lost(store, sealer, &claim, response)).await;
     }
     let status = response.status();
     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {

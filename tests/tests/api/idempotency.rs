@@ -688,3 +688,39 @@ fn the_kept_fingerprint_is_keyed_never_a_plain_hash_of_the_body() {
         assert_eq!(kept, fingerprint_of("/api/v1/members", &body).await);
     });
 }
+
+/// A request that ran past its hold on its key answers 409
+/// `idempotency_key_in_flight` (another attempt may hold the key): that
+/// answer is never kept as the request's own, and the key is freed when it
+/// is still the request's, so a retry runs again instead of replaying 409
+/// for 24 hours.
+#[test]
+fn a_409_in_flight_is_never_kept_as_the_answer() {
+    use axum::routing::post;
+    use shared::auth::WriteData;
+    use shared::http::Ctx;
+    async fn past_its_hold(_ctx: Ctx<WriteData>) -> shared::ApiResult<()> {
+        Err(shared::store::outcome::claim_lost())
+    }
+    run(async {
+        let h = harness().await;
+        let routes = axum::Router::new().route("/api/v1/held-up", post(past_its_hold));
+        let router = shared::http::app(routes, h.state.clone());
+        let t = org().await;
+        let key = unique("held-up");
+        let send = || {
+            call(Method::POST, "/api/v1/held-up")
+                .key(&t.key)
+                .header("idempotency-key", &key)
+                .json(&json!({}))
+                .send_to(&router)
+        };
+        send().await.expect(409, Some("idempotency_key_in_flight"));
+        let item = kept_item(key_id(&t, &t.key).await, &key).await;
+        assert!(!item.contains_key("status"), "kept: {item:?}");
+        assert_eq!(item["until"].as_n().unwrap(), "0", "freed");
+        let again = send().await;
+        again.expect(409, Some("idempotency_key_in_flight"));
+        assert_eq!(again.header("idempotent-replayed"), "", "ran again");
+    });
+}
