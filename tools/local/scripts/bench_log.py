@@ -48,7 +48,8 @@ def main():
         elif message == "daily figures read":
             summary_items.add(row["items_read"])
         elif message == "geo cells read":
-            cells.setdefault((row["precision"], row["queries"]), set()).add(row["items_read"])
+            reading = (row["items_read"], row["public_items_read"], row.get("public_budget_spent", False))
+            cells.setdefault((row["precision"], row["public_queries"]), set()).add(reading)
         elif message == "queue message handled":
             kind = json.loads(row["body"]).get("kind", "?")
             messages.setdefault(kind, []).append(row["ddb_calls"])
@@ -74,9 +75,12 @@ def main():
         }))
     if summary_items:
         print(json.dumps({"summary_rollup_items_read": sorted(summary_items)}))
-    for (precision, queries), read in sorted(cells.items()):
-        print(json.dumps({"nearby_search": {"cell_precision": precision, "queries": queries,
-                                            "items_read": sorted(read)}}))
+    for (precision, queries), readings in sorted(cells.items()):
+        print(json.dumps({"nearby_search": {
+            "cell_precision": precision, "public_queries": queries,
+            "items_read": sorted({r[0] for r in readings}),
+            "public_items_read": sorted({r[1] for r in readings}),
+            "public_budget_spent": any(r[2] for r in readings)}}))
     for kind, counts in sorted(messages.items()):
         print(json.dumps({"queue_message": kind, "handled": len(counts),
                           "ddb_calls_per_message": round(sum(counts) / len(counts), 2),
