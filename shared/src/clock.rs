@@ -61,6 +61,11 @@ pub fn unix_ms() -> u64 {
     u64::try_from(now().timestamp_millis()).unwrap_or(0)
 }
 
+/// `duration` in whole milliseconds (saturating), as times are kept.
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Now as a `SystemTime`, by the same clock.
 pub fn system_time() -> std::time::SystemTime {
     std::time::UNIX_EPOCH + Duration::from_millis(unix_ms())

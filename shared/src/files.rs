@@ -225,22 +225,6 @@ impl Files {
         Ok(())
     }
 
-    /// Whether an object is stored as `key` (its current version).
-    pub async fn exists(&self, key: &str) -> ApiResult<bool> {
-        let out = self
-            .s3
-            .head_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await;
-        match out {
-            Ok(_) => Ok(true),
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => Ok(false),
-            Err(e) => Err(s3_error(e)),
-        }
-    }
-
     /// A presigned browser upload of `key` (see `post_policy`), signed with
     /// the API's own credentials.
     pub async fn upload_form(

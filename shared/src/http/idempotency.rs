@@ -40,6 +40,7 @@ use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use sha2::Sha256;
 
 use super::body;
+use crate::clock::millis;
 use crate::cursor::Cursors;
 use crate::error::codes;
 use crate::error::{ApiError, ErrorCode};
@@ -515,10 +516,6 @@ fn answer_response(answer: Answer) -> Response {
         }
     }
     response
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -46,8 +46,6 @@ pub struct Claim {
     sk: String,
     token: Uuid,
     fingerprint: String,
-    /// Unix milliseconds of the claim.
-    pub at: u64,
     /// Unix milliseconds until which no other request may take the key
     /// (renewed by `hold`).
     pub lease_until: u64,
@@ -214,7 +212,6 @@ impl Idempotency<'_> {
             sk: idempotency_sk(idempotency_key),
             token: Uuid::new_v4(),
             fingerprint: fingerprint.to_owned(),
-            at: now,
             lease_until,
             keep_until,
             request: Uuid::now_v7(),
@@ -343,8 +340,9 @@ impl Idempotency<'_> {
 
     /// What became of the key of `claim`, a claim no longer the
     /// request's: the answer this very claim kept (its acknowledgement was
-    /// lost), the answer another attempt of the same request kept, or
-    /// neither (still in flight elsewhere, or taken by another request).
+    /// lost: a transaction that carried it committed unheard), the answer
+    /// another attempt of the same request kept, or neither (still in
+    /// flight elsewhere, or taken by another request).
     pub async fn after_losing(&self, claim: &Claim) -> ApiResult<Lost> {
         let item = self
             .0
@@ -358,18 +356,6 @@ impl Idempotency<'_> {
             Some(Claimed::Answered(answer)) => Lost::Answered(answer),
             _ => Lost::Unanswered,
         })
-    }
-
-    /// Whether `claim`'s request answered: its answer is kept (a
-    /// transaction that carried it committed, though its caller may not
-    /// have heard so).
-    pub(crate) async fn answered_by(&self, claim: &Claim) -> ApiResult<bool> {
-        let item = self
-            .0
-            .get_item(key(claim.pk.clone(), claim.sk.clone()))
-            .await?;
-        let token = claim.token.to_string();
-        Ok(item.is_some_and(|item| get_s(&item, BY) == Some(token.as_str())))
     }
 
     /// Gives the key back (the request failed and may be retried), unless

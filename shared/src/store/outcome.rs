@@ -30,6 +30,7 @@ use futures::future::BoxFuture;
 
 use super::Store;
 use super::idempotency::{Answer, Claim, LEASE};
+use crate::clock::millis;
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 
@@ -170,10 +171,6 @@ pub async fn fence(needed: std::time::Duration, acting: bool) -> ApiResult<Optio
 pub async fn effect_may_go(needed: std::time::Duration) -> ApiResult<Option<u64>> {
     crate::gate::writes_may_go().await?;
     fence(needed, false).await
-}
-
-fn millis(duration: std::time::Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// 409 for a request whose claim on its `Idempotency-Key` lapsed while it

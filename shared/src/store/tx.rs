@@ -2,6 +2,7 @@
 
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 
+use super::idempotency::Lost;
 use super::item::Item;
 use super::{Store, cancellation_codes, outcome, sdk_error};
 use crate::error::{ApiError, ApiResult};
@@ -131,7 +132,7 @@ pub(crate) async fn transact(
             // The claim is no longer the request's: this transaction
             // committed on an attempt whose answer was lost, or the
             // claim lapsed and another request holds the key.
-            if store.idempotency().answered_by(claim).await? {
+            if store.idempotency().after_losing(claim).await? == Lost::KeptOurs {
                 outcome::commit(kept.clone());
                 return Ok(());
             }
