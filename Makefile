@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
+.PHONY: run watch test model conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -80,6 +80,12 @@ watch: $(ENGINES)
 ## test: every unit and integration test, then the contract gate and the watch smoke, against one set of engines; ends with the totals
 test: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed
 	tests/run.sh
+
+## model: the stateful model test alone, longer (docs/testing.md): CASES sequences (500) of up to STEPS steps (40) from SEED (a new one each run, printed), or for MINUTES (then CASES is the most it runs); a failure prints its shortest sequence and seed
+CASES ?= 500
+STEPS ?= 40
+model: $(ENGINES)
+	tests/model.sh
 
 ## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium, three clients generated from it driven through one flow each)
 conformance: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed

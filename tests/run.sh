@@ -17,8 +17,9 @@ trap 'tools/local/scripts/engines.sh stop $started' EXIT
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).
-rm -rf "$STATE_DIR/test-logs"
-cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
+rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/model.json"
+# The model test's seeded, bounded run writes its counts here (totals).
+MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
 tests=${PIPESTATUS[0]}
 
 echo "==> secrets in the test run's logs"

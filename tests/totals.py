@@ -109,9 +109,19 @@ def main():
         + (f"; {watch['retried']} sent again after its own 5xx" if watch.get("retried") else "")
         + ")"
     )
+    model_path = log.parent / "model.json"
+    model = json.loads(model_path.read_text()) if model_path.exists() else {}
+    # One check per answer the model test compared and per invariant it
+    # checked; its failure is cargo's (one failed test).
+    model_passed = model.get("checks", 0) + model.get("steps", 0) if model.get("passed") else 0
+    print(
+        f"model:         {model_passed} passed, 0 failed (answers and invariant checks of {model.get('cases', 0)} seeded "
+        f"sequences, {model.get('steps', 0)} steps, {model.get('waits', 0)} clock moves, {model.get('faults', 0)} faults; "
+        "a failure counts under cargo tests)"
+    )
     summary_line = (soak.get("summary") or {}).get("line", "no soak ran")
     print(f"soak:          {soak_passed} passed, {soak_failed} failed (invariant checks of a short soak: {summary_line})")
-    total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed
+    total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed + model_passed
     total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
     for path in sys.argv[11:]:
         if not Path(path).exists():

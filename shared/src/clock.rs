@@ -21,15 +21,30 @@ tokio::task_local! {
 /// production: nothing there calls `advance`).
 #[derive(Clone, Debug, Default)]
 pub struct Clock {
-    /// Milliseconds added to the system's time.
+    /// Milliseconds added to the system's time (or to `frozen`).
     offset: Arc<AtomicI64>,
+    /// A time that stands still instead of the system's (tests whose
+    /// every boundary must fall where they put it: only `advance` moves
+    /// it).
+    frozen: Option<DateTime<Utc>>,
 }
 
 impl Clock {
     /// The time by this clock.
     #[allow(clippy::disallowed_methods)] // The system's time, read here only.
     pub fn now(&self) -> DateTime<Utc> {
-        Utc::now() + TimeDelta::milliseconds(self.offset.load(Ordering::SeqCst))
+        self.frozen.unwrap_or_else(Utc::now)
+            + TimeDelta::milliseconds(self.offset.load(Ordering::SeqCst))
+    }
+
+    /// A clock that reads `at` until it is moved (tests only: time passes
+    /// by `advance` alone, so a boundary is crossed exactly where the test
+    /// puts it).
+    pub fn frozen_at(at: DateTime<Utc>) -> Clock {
+        Clock {
+            offset: Arc::default(),
+            frozen: Some(at),
+        }
     }
 
     /// Moves this clock forward by `by` (tests: time passing at once).
@@ -89,5 +104,18 @@ mod tests {
         let other = clock.clone();
         other.advance(Duration::from_secs(60));
         assert!(clock.now() - before >= TimeDelta::hours(24) + TimeDelta::minutes(1));
+    }
+
+    #[tokio::test]
+    async fn a_frozen_clock_moves_only_when_moved() {
+        let at = DateTime::parse_from_rfc3339("2030-01-01T00:30:00Z")
+            .unwrap()
+            .to_utc();
+        let clock = Clock::frozen_at(at);
+        assert_eq!(clock.scope(async { now() }).await, at);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(clock.now(), at);
+        clock.clone().advance(Duration::from_secs(31));
+        assert_eq!(clock.now(), at + TimeDelta::seconds(31));
     }
 }

@@ -49,6 +49,8 @@ struct Plan {
     armed: Mutex<Option<(Cut, At)>>,
     /// The call that was broken: its number and what it was.
     broken: Mutex<Option<String>>,
+    /// Every call's operation since `Cuts::mark`.
+    log: Mutex<Vec<String>>,
     died: Notify,
     stalled: Notify,
     go: Notify,
@@ -104,6 +106,22 @@ impl Cuts {
     /// Calls made since arming.
     pub fn calls(&self) -> usize {
         self.0.calls.load(Ordering::SeqCst)
+    }
+
+    /// Forgets the calls made so far (`Cuts::outside` counts from here).
+    pub fn mark(&self) {
+        self.0.log.lock().unwrap().clear();
+    }
+
+    /// The calls since `mark` that left for a service other than DynamoDB
+    /// (S3, SQS) or Secrets Manager's reads: what a request caused outside
+    /// the table.
+    pub fn outside(&self) -> Vec<String> {
+        let log = self.0.log.lock().unwrap();
+        log.iter()
+            .filter(|op| !op.starts_with("DynamoDB_") && !op.starts_with("secretsmanager."))
+            .cloned()
+            .collect()
     }
 
     /// Resolves when a `Die` call has taken effect.
@@ -183,6 +201,7 @@ impl HttpConnector for FaultyConnector {
         let plan = self.plan.clone();
         let n = plan.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let what = operation(&request);
+        plan.log.lock().unwrap().push(what.clone());
         let cut = {
             let mut armed = plan.armed.lock().unwrap();
             let body = || {

@@ -50,16 +50,29 @@ where
     F: Future + Send,
     F::Output: Send,
 {
+    on_large_stack(|| block(future))
+}
+
+/// Runs `body` on a thread of the test's own with a `STACK_BYTES` stack
+/// (its name kept, its panic the caller's): for a test that drives the
+/// shared runtime step by step with `block` (the model test's runner).
+pub fn on_large_stack<R: Send>(body: impl FnOnce() -> R + Send) -> R {
     let name = std::thread::current().name().unwrap_or("test").to_owned();
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name(name)
             .stack_size(STACK_BYTES)
-            .spawn_scoped(scope, || RUNTIME.block_on(future))
+            .spawn_scoped(scope, body)
             .expect("a thread for the test body")
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
+}
+
+/// Runs `future` to its end on the shared runtime, from a thread outside
+/// it.
+pub fn block<F: Future>(future: F) -> F::Output {
+    RUNTIME.block_on(future)
 }
 
 pub struct Harness {

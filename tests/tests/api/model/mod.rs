@@ -1,0 +1,162 @@
+//! The stateful model test: sequences of steps chosen by a seed, over two
+//! organizations with two keys each, through the real routers against the
+//! local engines, as FoundationDB and TigerBeetle test. Steps are
+//! integrators' requests (sites, loads, waybills by both upload paths,
+//! deliveries, tickets, geocoding, reads and changes of another
+//! organization's records), `Idempotency-Key` replays and reuses,
+//! operators' steps (a key revoked, an entitlement switched, an
+//! organization deactivated), the clock moved past each boundary (a lease,
+//! the quota's hour, the retention), and faults at the wire (a call that
+//! never leaves, one cut after it took effect, the function killed, a
+//! request frozen past its lease). After every step the answer is checked
+//! against the reference (`reference.rs`) and the world against the
+//! invariants (`checks.rs`). A failure shrinks to its shortest sequence,
+//! printed as numbered steps with the seed; keep it in `regressions.rs`.
+//!
+//! `make test` runs `MODEL_CASES` (default 48) sequences of up to
+//! `MODEL_STEPS` (30) steps from `MODEL_SEED` (fixed); `make model` runs
+//! more (docs/testing.md).
+
+mod checks;
+mod reference;
+mod regressions;
+mod steps;
+mod system;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
+
+use reference::Model;
+use steps::{Step, listing};
+use system::System;
+
+/// Steps taken, clock moves and faults made, over the whole run.
+static SEQUENCES: AtomicUsize = AtomicUsize::new(0);
+static STEPS: AtomicUsize = AtomicUsize::new(0);
+static WAITS: AtomicUsize = AtomicUsize::new(0);
+static FAULTS: AtomicUsize = AtomicUsize::new(0);
+
+struct Api;
+
+impl StateMachineTest for Api {
+    type SystemUnderTest = System;
+    type Reference = Model;
+
+    fn init_test(_: &Model) -> System {
+        SEQUENCES.fetch_add(1, Ordering::Relaxed);
+        api_tests::block(System::new())
+    }
+
+    fn apply(mut system: System, model: &Model, step: Step) -> System {
+        STEPS.fetch_add(1, Ordering::Relaxed);
+        match &step {
+            Step::Wait(_) => {
+                WAITS.fetch_add(1, Ordering::Relaxed);
+            }
+            Step::Faulted { .. } | Step::Paused { .. } => {
+                FAULTS.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        system.apply(model, &step);
+        system
+    }
+
+    fn check_invariants(system: &System, model: &Model) {
+        checks::invariants(system, model);
+    }
+}
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} is a number, got {v:?}"))
+        })
+        .unwrap_or(default)
+}
+
+/// Runs `cases` sequences of up to `steps` steps from `seed`; a failure
+/// panics with its shrunk sequence.
+fn explore(cases: u32, steps: usize, seed: u64) {
+    let config = Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        max_shrink_iters: u32::try_from(setting("MODEL_SHRINK_ITERS", 300)).unwrap_or(300),
+        max_local_rejects: 1_000_000,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config.clone());
+    let strategy = Model::sequential_strategy(1..=steps);
+    let found = runner.run(&strategy, |(initial, transitions, seen)| {
+        Api::test_sequential(config.clone(), initial, transitions, seen);
+        Ok(())
+    });
+    match found {
+        Ok(()) => {}
+        Err(TestError::Fail(why, (_, transitions, _))) => panic!(
+            "the model test failed (MODEL_SEED={seed} MODEL_CASES={cases} MODEL_STEPS={steps}); shortest sequence found:\n{}\n{why}",
+            listing(&transitions)
+        ),
+        Err(TestError::Abort(why)) => panic!("the model test gave up: {why}"),
+    }
+}
+
+/// The run's counts, printed and written to `MODEL_SUMMARY` (for the
+/// totals of `make test`).
+fn summarize(seed: u64, passed: bool) {
+    let [cases, steps, waits, faults, checks] =
+        [&SEQUENCES, &STEPS, &WAITS, &FAULTS, &checks::CHECKS].map(|n| n.load(Ordering::Relaxed));
+    eprintln!(
+        "MODEL: {cases} sequences from seed {seed}, {steps} steps, {waits} clock moves, {faults} faults, {checks} invariant checks{}",
+        if passed { "" } else { ", FAILED" }
+    );
+    if let Ok(path) = std::env::var("MODEL_SUMMARY") {
+        let summary = serde_json::json!({
+            "cases": cases, "seed": seed, "steps": steps, "waits": waits,
+            "faults": faults, "checks": checks, "passed": passed,
+        });
+        let _ = std::fs::write(path, summary.to_string());
+    }
+}
+
+/// Runs `steps` from a fresh system, checking each step and the
+/// invariants after it (the regressions).
+fn replay(steps: Vec<Step>) {
+    api_tests::on_large_stack(|| {
+        Api::test_sequential(Config::default(), Model::new(), steps, None);
+    });
+}
+
+/// `MODEL_CASES` sequences (48) of up to `MODEL_STEPS` steps (30) from
+/// `MODEL_SEED` (fixed), or as many as fit in `MODEL_MINUTES` when given
+/// (in rounds of 25, the seed counting up from `MODEL_SEED`).
+#[test]
+fn seeded_sequences_keep_every_promise() {
+    let cases = u32::try_from(setting("MODEL_CASES", 48)).unwrap_or(48);
+    let steps = usize::try_from(setting("MODEL_STEPS", 30)).unwrap_or(30);
+    let seed = setting("MODEL_SEED", 20261126);
+    let minutes = setting("MODEL_MINUTES", 0);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(minutes * 60);
+    let outcome = std::panic::catch_unwind(|| {
+        api_tests::on_large_stack(|| {
+            if minutes == 0 {
+                return explore(cases, steps, seed);
+            }
+            let (mut done, mut round) = (0, 0);
+            while done < cases && std::time::Instant::now() < until {
+                let n = (cases - done).min(25);
+                explore(n, steps, seed + round);
+                (done, round) = (done + n, round + 1);
+            }
+        })
+    });
+    summarize(seed, outcome.is_ok());
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}

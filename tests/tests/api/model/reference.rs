@@ -1,0 +1,643 @@
+//! The reference: what should exist after each step, and what each step
+//! must answer. It knows the contract's rules (admission, archive states,
+//! the waybill lock, the support quota, `Idempotency-Key` replays and
+//! retention), not the service's code.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest_state_machine::ReferenceStateMachine;
+use shared::http::idempotency::RETENTION;
+
+use super::steps::{By, Fault, LoadStatus, Step, Wait};
+
+pub const ORGS: usize = 2;
+pub const KEYS: usize = 2;
+/// Receiver URLs an organization registers webhooks at.
+pub const URLS: usize = 3;
+/// Support tickets a key may open in any hour.
+pub const TICKETS_AN_HOUR: usize = 5;
+const HOUR_MS: u64 = 3_600_000;
+
+/// What a step must answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expect {
+    pub status: u16,
+    pub code: Option<&'static str>,
+    /// The kept answer, replayed (`Idempotent-Replayed: true`).
+    pub replayed: bool,
+    /// Refused (the key, the quota, a reused key) or replayed: nothing
+    /// may leave for S3, SQS or a provider.
+    pub quiet: bool,
+}
+
+impl Expect {
+    fn ok(status: u16) -> Expect {
+        Expect {
+            status,
+            code: None,
+            replayed: false,
+            quiet: false,
+        }
+    }
+
+    fn error(status: u16, code: &'static str) -> Expect {
+        Expect {
+            status,
+            code: Some(code),
+            replayed: false,
+            quiet: false,
+        }
+    }
+
+    fn refused(status: u16, code: &'static str) -> Expect {
+        Expect {
+            quiet: true,
+            ..Expect::error(status, code)
+        }
+    }
+
+    /// Whether the answer is kept for replays (5xx and 429 are not).
+    fn kept(self) -> bool {
+        self.status < 500 && self.status != 429
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub orgs: Vec<Org>,
+    /// Milliseconds since the sequence began, by the service's clock.
+    pub now: u64,
+    /// The next step's tag.
+    pub tag: u32,
+    /// What the last step must answer (none for operators' steps and
+    /// waits).
+    pub expect: Option<Expect>,
+    /// Whether every committed waybill is in its place: false after a
+    /// request broke (a copy after its commit may be left to the sweep),
+    /// true again after a wait the sweep runs in.
+    pub swept: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Org {
+    pub active: bool,
+    pub entitled: bool,
+    pub keys: Vec<Key>,
+    pub sites: Vec<Site>,
+    pub loads: Vec<Load>,
+    /// Issues opened in the tracker.
+    pub tickets: usize,
+    /// Calls to the geocoding provider.
+    pub geocodes: usize,
+    /// Its webhooks, in the order registered.
+    pub hooks: Vec<Hook>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Hook {
+    pub url: usize,
+    pub deleted: bool,
+    /// One per load delivered while it was registered.
+    pub deliveries: Vec<Delivery>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    pub load: usize,
+    /// Attempts the receiver got.
+    pub sent: usize,
+    /// Attempts queued for the dispatcher's next run.
+    pub queued: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Key {
+    pub revoked: bool,
+    /// Its requests with an `Idempotency-Key` that were let in.
+    pub keyed: Vec<Keyed>,
+    /// When its tickets were opened (the quota's slots).
+    pub tickets: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Keyed {
+    pub name: String,
+    /// What the request does when it runs.
+    pub step: Step,
+    /// When its claim was first made (its retention counts from there).
+    pub at: u64,
+    /// Its answer, if kept.
+    pub kept: Option<Expect>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub name: u32,
+    pub archived: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Load {
+    pub site: usize,
+    pub status: LoadStatus,
+    /// The committed waybill's image.
+    pub waybill: Option<u32>,
+}
+
+impl Default for Org {
+    fn default() -> Self {
+        Org {
+            active: true,
+            entitled: true,
+            keys: vec![Key::default(); KEYS],
+            sites: Vec::new(),
+            loads: Vec::new(),
+            tickets: 0,
+            geocodes: 0,
+            hooks: Vec::new(),
+        }
+    }
+}
+
+impl Model {
+    pub fn new() -> Model {
+        Model {
+            orgs: vec![Org::default(); ORGS],
+            swept: true,
+            ..Model::default()
+        }
+    }
+
+    fn key(&mut self, by: By) -> &mut Key {
+        &mut self.orgs[by.org].keys[by.key]
+    }
+
+    /// The admission's refusal of `by`'s key, in the contract's order.
+    fn refusal(&self, by: By) -> Option<Expect> {
+        let org = &self.orgs[by.org];
+        if org.keys[by.key].revoked {
+            Some(Expect::refused(401, "api_key_revoked"))
+        } else if !org.active {
+            Some(Expect::refused(403, "org_inactive"))
+        } else if !org.entitled {
+            Some(Expect::refused(403, "feature_not_enabled"))
+        } else {
+            None
+        }
+    }
+
+    /// A request step: admitted or refused, then run once.
+    fn request(&mut self, step: &Step) -> Expect {
+        let by = step.by().expect("a request");
+        if let Some(refused) = self.refusal(by) {
+            return refused;
+        }
+        match step {
+            Step::Replay { nth, .. } => self.replay(by, *nth),
+            Step::Reuse { nth, tag, .. } => self.reuse(by, *nth, *tag),
+            _ => {
+                let expect = self.effect(step);
+                if let Some(name) = step.idempotency_key() {
+                    let at = self.now;
+                    self.key(by).keyed.push(Keyed {
+                        name,
+                        step: step.clone(),
+                        at,
+                        kept: expect.kept().then_some(expect),
+                    });
+                }
+                expect
+            }
+        }
+    }
+
+    fn within_retention(&self, keyed: &Keyed) -> bool {
+        Duration::from_millis(self.now - keyed.at) < RETENTION
+    }
+
+    fn replay(&mut self, by: By, nth: usize) -> Expect {
+        let keyed = self.key(by).keyed[nth].clone();
+        if let Some(kept) = keyed.kept.filter(|_| self.within_retention(&keyed)) {
+            return Expect {
+                replayed: true,
+                quiet: true,
+                ..kept
+            };
+        }
+        // Never kept, or past its retention: a new request.
+        let expect = self.effect(&keyed.step);
+        let now = self.now;
+        let entry = &mut self.key(by).keyed[nth];
+        entry.at = now;
+        entry.kept = expect.kept().then_some(expect);
+        expect
+    }
+
+    fn reuse(&mut self, by: By, nth: usize, tag: u32) -> Expect {
+        let keyed = self.key(by).keyed[nth].clone();
+        if keyed.kept.is_some() && self.within_retention(&keyed) {
+            return Expect::refused(422, "idempotency_key_reused");
+        }
+        let step = Step::CreateSite {
+            by,
+            keyed: true,
+            tag,
+        };
+        let expect = self.effect(&step);
+        let now = self.now;
+        self.key(by).keyed[nth] = Keyed {
+            name: keyed.name,
+            step,
+            at: now,
+            kept: expect.kept().then_some(expect),
+        };
+        expect
+    }
+
+    /// What an admitted request does, and answers.
+    fn effect(&mut self, step: &Step) -> Expect {
+        let now = self.now;
+        match step {
+            Step::CreateSite { by, tag, .. } => {
+                self.orgs[by.org].sites.push(Site {
+                    name: *tag,
+                    archived: false,
+                });
+                Expect::ok(201)
+            }
+            Step::RenameSite { by, site, tag } => {
+                let site = &mut self.orgs[by.org].sites[*site];
+                if site.archived {
+                    return Expect::error(409, "record_archived");
+                }
+                site.name = *tag;
+                Expect::ok(200)
+            }
+            Step::ArchiveSite { by, site } => {
+                let site = &mut self.orgs[by.org].sites[*site];
+                if site.archived {
+                    return Expect::error(409, "already_archived");
+                }
+                site.archived = true;
+                Expect::ok(200)
+            }
+            Step::RestoreSite { by, site } => {
+                let site = &mut self.orgs[by.org].sites[*site];
+                if !site.archived {
+                    return Expect::error(409, "not_archived");
+                }
+                site.archived = false;
+                Expect::ok(200)
+            }
+            Step::CreateLoad { by, site, .. } => {
+                let org = &mut self.orgs[by.org];
+                if org.sites[*site].archived {
+                    return Expect::error(422, "site_archived");
+                }
+                org.loads.push(Load {
+                    site: *site,
+                    status: LoadStatus::New,
+                    waybill: None,
+                });
+                Expect::ok(201)
+            }
+            Step::Upload { by, load, tag, .. } | Step::UploadByForm { by, load, tag } => {
+                let load = &mut self.orgs[by.org].loads[*load];
+                if load.status == LoadStatus::Delivered {
+                    return Expect::error(409, "waybill_locked");
+                }
+                load.waybill = Some(*tag);
+                Expect::ok(200)
+            }
+            Step::Deliver { by, load } => self.set_status(*by, *load, LoadStatus::Delivered),
+            Step::SetStatus { by, load, to } => self.set_status(*by, *load, *to),
+            Step::Register { by, url, .. } => {
+                let org = &mut self.orgs[by.org];
+                if org.hooks.iter().any(|h| h.url == *url && !h.deleted) {
+                    return Expect::error(409, "webhook_already_exists");
+                }
+                org.hooks.push(Hook {
+                    url: *url,
+                    deleted: false,
+                    deliveries: Vec::new(),
+                });
+                Expect::ok(201)
+            }
+            Step::Unregister { by, hook } => {
+                let hook = &mut self.orgs[by.org].hooks[*hook];
+                if hook.deleted {
+                    return Expect::error(404, "webhook_not_found");
+                }
+                hook.deleted = true;
+                Expect::ok(200)
+            }
+            Step::Retry { by, hook, nth, .. } => {
+                let hook = &mut self.orgs[by.org].hooks[*hook];
+                if hook.deleted {
+                    return Expect::error(404, "webhook_not_found");
+                }
+                hook.deliveries[*nth].queued += 1;
+                Expect::ok(202)
+            }
+            Step::Ticket { by, .. } => {
+                let key = self.key(*by);
+                let recent = key.tickets.iter().filter(|t| **t + HOUR_MS > now).count();
+                if recent >= TICKETS_AN_HOUR {
+                    return Expect::refused(429, "support_rate_limited");
+                }
+                key.tickets.push(now);
+                self.orgs[by.org].tickets += 1;
+                Expect::ok(201)
+            }
+            Step::Geocode { by, .. } => {
+                self.orgs[by.org].geocodes += 1;
+                Expect::ok(200)
+            }
+            Step::Peek { of, nth, .. } => {
+                let code = if *nth < self.orgs[*of].sites.len() {
+                    "site_not_found"
+                } else {
+                    "surplus_not_found"
+                };
+                Expect::refused(404, code)
+            }
+            other => unreachable!("not a request: {other:?}"),
+        }
+    }
+
+    /// A load's status changed: delivered announces it to every webhook
+    /// registered.
+    fn set_status(&mut self, by: By, load: usize, to: LoadStatus) -> Expect {
+        let org = &mut self.orgs[by.org];
+        let current = org.loads[load].status;
+        if !current.may_become(to) {
+            return Expect::error(409, "invalid_status_transition");
+        }
+        if to == LoadStatus::Delivered && current != to {
+            if org.loads[load].waybill.is_none() {
+                return Expect::error(409, "waybill_required");
+            }
+            for hook in org.hooks.iter_mut().filter(|h| !h.deleted) {
+                hook.deliveries.push(Delivery {
+                    load,
+                    sent: 0,
+                    queued: 1,
+                });
+            }
+        }
+        org.loads[load].status = to;
+        Expect::ok(200)
+    }
+
+    /// The dispatcher's run: every queued attempt of a registered webhook
+    /// reaches its receiver; a deleted webhook's are dropped.
+    fn dispatch(&mut self) {
+        for hook in self.orgs.iter_mut().flat_map(|o| o.hooks.iter_mut()) {
+            for delivery in &mut hook.deliveries {
+                if !hook.deleted {
+                    delivery.sent += delivery.queued;
+                }
+                delivery.queued = 0;
+            }
+        }
+    }
+
+    /// Records (sites, then loads) of `org`, for `Peek`.
+    fn records(&self, org: usize) -> usize {
+        self.orgs[org].sites.len() + self.orgs[org].loads.len()
+    }
+}
+
+/// Any organization's any key.
+fn sender() -> impl Strategy<Value = By> + Clone {
+    (0..ORGS, 0..KEYS).prop_map(|(org, key)| By { org, key })
+}
+
+/// Whether `step` can be taken in `model` (shrinking drops steps, so the
+/// records a later step names may not exist any more).
+fn possible(model: &Model, step: &Step) -> bool {
+    let Some(by) = step.by() else {
+        return match step {
+            Step::Entitle { org, .. } | Step::Deactivate { org } => *org < model.orgs.len(),
+            _ => true,
+        };
+    };
+    let org = &model.orgs[by.org];
+    match step {
+        Step::RenameSite { site, .. }
+        | Step::ArchiveSite { site, .. }
+        | Step::RestoreSite { site, .. }
+        | Step::CreateLoad { site, .. } => *site < org.sites.len(),
+        Step::Upload { load, .. }
+        | Step::UploadByForm { load, .. }
+        | Step::Deliver { load, .. }
+        | Step::SetStatus { load, .. } => *load < org.loads.len(),
+        Step::Unregister { hook, .. } => *hook < org.hooks.len(),
+        // A delivery the receiver got once (its id is known).
+        Step::Retry { hook, nth, .. } => org
+            .hooks
+            .get(*hook)
+            .and_then(|h| h.deliveries.get(*nth))
+            .is_some_and(|d| d.sent > 0),
+        Step::Replay { nth, .. } | Step::Reuse { nth, .. } => *nth < org.keys[by.key].keyed.len(),
+        Step::Peek { of, nth, .. } => *of != by.org && *nth < model.records(*of),
+        Step::Faulted { step, .. } | Step::Paused { step, .. } => possible(model, step),
+        _ => true,
+    }
+}
+
+impl ReferenceStateMachine for Model {
+    type State = Model;
+    type Transition = Step;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        Just(Model::new()).boxed()
+    }
+
+    fn transitions(model: &Model) -> BoxedStrategy<Step> {
+        let tag = model.tag;
+        let model = Arc::new(model.clone());
+        // A sender and an index below `count` of theirs (0 when there is
+        // none: `possible` drops the step).
+        let pick = |count: fn(&Model, By) -> usize| {
+            let model = model.clone();
+            sender().prop_flat_map(move |by| (Just(by), 0..count(&model, by).max(1)))
+        };
+        let sites = |m: &Model, by: By| m.orgs[by.org].sites.len();
+        let loads = |m: &Model, by: By| m.orgs[by.org].loads.len();
+        let hooks = |m: &Model, by: By| m.orgs[by.org].hooks.len();
+        let keyed_requests = |m: &Model, by: By| m.orgs[by.org].keys[by.key].keyed.len();
+        let others = |m: &Model, by: By| m.records((by.org + 1) % ORGS);
+        let deliveries = |m: &Model, by: By| {
+            let hooks = &m.orgs[by.org].hooks;
+            hooks.iter().map(|h| h.deliveries.len()).max().unwrap_or(0) * hooks.len()
+        };
+        let keyed = || prop::bool::weighted(0.7);
+
+        let create_site =
+            (sender(), keyed()).prop_map(move |(by, keyed)| Step::CreateSite { by, keyed, tag });
+        let create_load =
+            (pick(sites), keyed()).prop_map(move |((by, site), keyed)| Step::CreateLoad {
+                by,
+                site,
+                keyed,
+                tag,
+            });
+        let site_step = (pick(sites), 0..3).prop_map(move |((by, site), which)| match which {
+            0 => Step::RenameSite { by, site, tag },
+            1 => Step::ArchiveSite { by, site },
+            _ => Step::RestoreSite { by, site },
+        });
+        let upload = (pick(loads), keyed()).prop_map(move |((by, load), keyed)| Step::Upload {
+            by,
+            load,
+            keyed,
+            tag,
+        });
+        let by_form = pick(loads).prop_map(move |(by, load)| Step::UploadByForm { by, load, tag });
+        let deliver = pick(loads).prop_map(|(by, load)| Step::Deliver { by, load });
+        let statuses = prop_oneof![
+            3 => Just(LoadStatus::InProgress),
+            1 => Just(LoadStatus::Rejected),
+            1 => Just(LoadStatus::New),
+        ];
+        let set_status =
+            (pick(loads), statuses).prop_map(|((by, load), to)| Step::SetStatus { by, load, to });
+        let register =
+            (sender(), 0..URLS, keyed()).prop_map(move |(by, url, keyed)| Step::Register {
+                by,
+                url,
+                keyed,
+                tag,
+            });
+        let unregister = pick(hooks).prop_map(|(by, hook)| Step::Unregister { by, hook });
+        // The n-th delivery of all the sender's hooks, row by row.
+        let retry = {
+            let model = model.clone();
+            (pick(deliveries), keyed()).prop_map(move |((by, n), keyed)| {
+                let most = deliveries(&model, by) / hooks(&model, by).max(1);
+                let (hook, nth) = (n / most.max(1), n % most.max(1));
+                Step::Retry {
+                    by,
+                    hook,
+                    nth,
+                    keyed,
+                    tag,
+                }
+            })
+        };
+        let ticket =
+            (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
+        let geocode =
+            (sender(), keyed()).prop_map(move |(by, keyed)| Step::Geocode { by, keyed, tag });
+        let replay = pick(keyed_requests).prop_map(|(by, nth)| Step::Replay { by, nth });
+        let reuse = pick(keyed_requests).prop_map(move |(by, nth)| Step::Reuse { by, nth, tag });
+        let peek = pick(others).prop_map(|(by, nth)| Step::Peek {
+            by,
+            of: (by.org + 1) % ORGS,
+            nth,
+        });
+        let wait = prop_oneof![
+            3 => Just(Wait::Moment),
+            3 => Just(Wait::Lease),
+            2 => Just(Wait::Hour),
+            2 => Just(Wait::Retention),
+        ]
+        .prop_map(Step::Wait);
+        let operator = prop_oneof![
+            3 => sender().prop_map(|by| Step::Revoke { by }),
+            3 => (0..ORGS, any::<bool>()).prop_map(|(org, on)| Step::Entitle { org, on }),
+            1 => (0..ORGS).prop_map(|org| Step::Deactivate { org }),
+        ];
+        // The requests a client retries with its key.
+        let retried = prop_oneof![
+            2 => create_site.clone(),
+            2 => create_load.clone(),
+            4 => upload.clone(),
+            3 => by_form.clone(),
+            3 => ticket.clone(),
+            1 => geocode.clone(),
+            2 => register.clone(),
+            3 => retry.clone(),
+        ]
+        .prop_map(Step::keyed);
+        let faults = prop_oneof![
+            Just(Fault::Fail),
+            Just(Fault::Cut),
+            Just(Fault::Die),
+            Just(Fault::CutResent),
+        ];
+        let faulted =
+            (faults, 1..=9usize, retried.clone()).prop_map(|(fault, at, step)| Step::Faulted {
+                fault,
+                at,
+                step: Box::new(step),
+            });
+        let paused =
+            (3..=9usize, any::<bool>(), retried).prop_map(|(at, overtaken, step)| Step::Paused {
+                at,
+                overtaken,
+                step: Box::new(step),
+            });
+        prop_oneof![
+            4 => create_site,
+            4 => create_load,
+            5 => upload,
+            3 => by_form,
+            4 => deliver,
+            2 => set_status,
+            3 => register,
+            1 => unregister,
+            4 => retry,
+            4 => Just(Step::Dispatch),
+            3 => site_step,
+            3 => ticket,
+            1 => geocode,
+            4 => replay,
+            2 => reuse,
+            2 => peek,
+            5 => wait,
+            2 => operator,
+            5 => faulted,
+            4 => paused,
+        ]
+        .prop_filter("the records it names exist", move |step| {
+            possible(&model, step)
+        })
+        .boxed()
+    }
+
+    fn preconditions(model: &Model, step: &Step) -> bool {
+        possible(model, step)
+    }
+
+    fn apply(mut model: Model, step: &Step) -> Model {
+        model.tag += 1;
+        model.expect = None;
+        match step {
+            Step::Revoke { by } => model.key(*by).revoked = true,
+            Step::Entitle { org, on } => model.orgs[*org].entitled = *on,
+            Step::Deactivate { org } => model.orgs[*org].active = false,
+            Step::Dispatch => model.dispatch(),
+            Step::Wait(wait) => {
+                model.now += shared::clock::millis(wait.duration());
+                if wait.sweeps() {
+                    model.swept = true;
+                }
+            }
+            Step::Faulted { step, .. } => {
+                model.expect = Some(model.request(step));
+                // A broken copy after the commit is left to the sweep.
+                model.swept = false;
+            }
+            Step::Paused { step, .. } => {
+                model.expect = Some(model.request(step));
+                model.now += shared::clock::millis(Wait::Lease.duration());
+            }
+            request => model.expect = Some(model.request(request)),
+        }
+        model
+    }
+}

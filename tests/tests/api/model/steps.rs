@@ -1,0 +1,416 @@
+//! The steps a sequence is made of, as an integrator and an operator take
+//! them, and how each prints in a failure's report.
+
+use std::fmt;
+use std::time::Duration;
+
+use shared::http::idempotency::{LEASE, RETENTION};
+
+/// Who sends a request: organization `org`'s key number `key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct By {
+    pub org: usize,
+    pub key: usize,
+}
+
+/// A step of a sequence. Records are named by their place in the model
+/// (the organization's n-th site, n-th load); `tag` makes a step's names
+/// and bytes its own (a site's name, a waybill's image, an
+/// `Idempotency-Key`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// `POST /sites`, with an `Idempotency-Key` when `keyed`.
+    CreateSite { by: By, keyed: bool, tag: u32 },
+    /// `PATCH /sites/{id}` with a new name.
+    RenameSite { by: By, site: usize, tag: u32 },
+    /// `DELETE /sites/{id}`.
+    ArchiveSite { by: By, site: usize },
+    /// `POST /sites/{id}/restore`.
+    RestoreSite { by: By, site: usize },
+    /// `POST /surpluses` at the org's `site`-th site.
+    CreateLoad {
+        by: By,
+        site: usize,
+        keyed: bool,
+        tag: u32,
+    },
+    /// `POST /surpluses/{id}/waybill`, multipart, image `tag`.
+    Upload {
+        by: By,
+        load: usize,
+        keyed: bool,
+        tag: u32,
+    },
+    /// The direct upload: the form (`.../waybill/upload`), the image
+    /// `tag` posted to S3, then `.../waybill/confirm` (keyed).
+    UploadByForm { by: By, load: usize, tag: u32 },
+    /// `PATCH /surpluses/{id}` `{status: delivered}`.
+    Deliver { by: By, load: usize },
+    /// `PATCH /surpluses/{id}` to another status (`in_progress`,
+    /// `rejected`).
+    SetStatus { by: By, load: usize, to: LoadStatus },
+    /// `POST /webhooks` for `surplus.delivered` at the receiver's URL
+    /// number `url` (of three) of the organization.
+    Register {
+        by: By,
+        url: usize,
+        keyed: bool,
+        tag: u32,
+    },
+    /// `DELETE /webhooks/{id}`.
+    Unregister { by: By, hook: usize },
+    /// `POST /webhooks/{id}/deliveries/{deliveryId}/retry` of the hook's
+    /// `nth` delivery.
+    Retry {
+        by: By,
+        hook: usize,
+        nth: usize,
+        keyed: bool,
+        tag: u32,
+    },
+    /// The dispatcher drains the webhook queue (the event source mapping).
+    Dispatch,
+    /// `POST /support`.
+    Ticket { by: By, keyed: bool, tag: u32 },
+    /// `POST /geocode`.
+    Geocode { by: By, keyed: bool, tag: u32 },
+    /// The `nth` keyed request `by` made, sent again byte for byte.
+    Replay { by: By, nth: usize },
+    /// The `nth` keyed request's `Idempotency-Key` on another request (a
+    /// new site named by `tag`).
+    Reuse { by: By, nth: usize, tag: u32 },
+    /// `by`'s key reads and changes the `nth` record (site or load) of
+    /// organization `of`.
+    Peek { by: By, of: usize, nth: usize },
+    /// The operator revokes the key (`admin keys revoke`).
+    Revoke { by: By },
+    /// The operator switches the organization's entitlement.
+    Entitle { org: usize, on: bool },
+    /// The operator deactivates the organization, for good.
+    Deactivate { org: usize },
+    /// Time passes.
+    Wait(Wait),
+    /// `step` (keyed) with its `at`-th call (any service) broken by `fault`; the
+    /// client retries with its key until it gets an answer.
+    Faulted {
+        fault: Fault,
+        at: usize,
+        step: Box<Step>,
+    },
+    /// `step` (keyed) paused at its `at`-th call past its claim's lease;
+    /// when `overtaken`, a retry with its key runs whole before it thaws,
+    /// else it thaws first and the client retries after its answer.
+    Paused {
+        at: usize,
+        overtaken: bool,
+        step: Box<Step>,
+    },
+}
+
+/// A load's status, as `PATCH` sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadStatus {
+    New,
+    InProgress,
+    Delivered,
+    Rejected,
+}
+
+impl LoadStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadStatus::New => "new",
+            LoadStatus::InProgress => "in_progress",
+            LoadStatus::Delivered => "delivered",
+            LoadStatus::Rejected => "rejected",
+        }
+    }
+
+    /// The contract's status machine: new and in-progress loads move
+    /// anywhere; delivered and rejected ones stay.
+    pub fn may_become(self, to: LoadStatus) -> bool {
+        matches!(self, LoadStatus::New | LoadStatus::InProgress) || self == to
+    }
+}
+
+/// How far the clock moves: across each boundary the service keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// A few seconds: inside every boundary.
+    Moment,
+    /// Past a claim's lease (30 s).
+    Lease,
+    /// Past the support quota's hour and a sweep of staged files.
+    Hour,
+    /// Past a kept answer's retention (24 h) and a sweep.
+    Retention,
+}
+
+impl Wait {
+    pub fn duration(self) -> Duration {
+        match self {
+            Wait::Moment => Duration::from_secs(5),
+            Wait::Lease => LEASE + Duration::from_secs(1),
+            Wait::Hour => Duration::from_secs(3600),
+            Wait::Retention => RETENTION + Duration::from_secs(1),
+        }
+    }
+
+    /// Whether the schedule's sweep of staged files runs within it.
+    pub fn sweeps(self) -> bool {
+        matches!(self, Wait::Hour | Wait::Retention)
+    }
+}
+
+/// How a call breaks (`api_tests::cuts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// It never leaves.
+    Fail,
+    /// It takes effect; its answer is lost.
+    Cut,
+    /// It takes effect; the function is killed right after.
+    Die,
+    /// It takes effect, its answer is lost, and the SDK sends it again
+    /// (retries on, as deployed).
+    CutResent,
+}
+
+impl Step {
+    /// Who sends it, for a step that is a request.
+    pub fn by(&self) -> Option<By> {
+        match self {
+            Step::CreateSite { by, .. }
+            | Step::RenameSite { by, .. }
+            | Step::ArchiveSite { by, .. }
+            | Step::RestoreSite { by, .. }
+            | Step::CreateLoad { by, .. }
+            | Step::Upload { by, .. }
+            | Step::UploadByForm { by, .. }
+            | Step::Deliver { by, .. }
+            | Step::SetStatus { by, .. }
+            | Step::Register { by, .. }
+            | Step::Unregister { by, .. }
+            | Step::Retry { by, .. }
+            | Step::Ticket { by, .. }
+            | Step::Geocode { by, .. }
+            | Step::Replay { by, .. }
+            | Step::Reuse { by, .. }
+            | Step::Peek { by, .. } => Some(*by),
+            Step::Faulted { step, .. } | Step::Paused { step, .. } => step.by(),
+            _ => None,
+        }
+    }
+
+    /// The `Idempotency-Key` it sends, if any: one of its own.
+    pub fn idempotency_key(&self) -> Option<String> {
+        match self {
+            Step::CreateSite {
+                keyed: true, tag, ..
+            }
+            | Step::CreateLoad {
+                keyed: true, tag, ..
+            }
+            | Step::Upload {
+                keyed: true, tag, ..
+            }
+            | Step::Ticket {
+                keyed: true, tag, ..
+            }
+            | Step::Geocode {
+                keyed: true, tag, ..
+            }
+            | Step::Register {
+                keyed: true, tag, ..
+            }
+            | Step::Retry {
+                keyed: true, tag, ..
+            }
+            | Step::UploadByForm { tag, .. } => Some(format!("model-{tag}")),
+            _ => None,
+        }
+    }
+
+    /// With an `Idempotency-Key` (a faulted or paused step's client
+    /// retries with one).
+    pub fn keyed(self) -> Step {
+        match self {
+            Step::CreateSite { by, tag, .. } => Step::CreateSite {
+                by,
+                keyed: true,
+                tag,
+            },
+            Step::CreateLoad { by, site, tag, .. } => Step::CreateLoad {
+                by,
+                site,
+                keyed: true,
+                tag,
+            },
+            Step::Upload { by, load, tag, .. } => Step::Upload {
+                by,
+                load,
+                keyed: true,
+                tag,
+            },
+            Step::Ticket { by, tag, .. } => Step::Ticket {
+                by,
+                keyed: true,
+                tag,
+            },
+            Step::Geocode { by, tag, .. } => Step::Geocode {
+                by,
+                keyed: true,
+                tag,
+            },
+            Step::Register { by, url, tag, .. } => Step::Register {
+                by,
+                url,
+                keyed: true,
+                tag,
+            },
+            Step::Retry {
+                by, hook, nth, tag, ..
+            } => Step::Retry {
+                by,
+                hook,
+                nth,
+                keyed: true,
+                tag,
+            },
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for By {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "org{}/key{}", self.org, self.key)
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = |keyed: &bool, tag: &u32| {
+            if *keyed {
+                format!(" [Idempotency-Key model-{tag}]")
+            } else {
+                String::new()
+            }
+        };
+        match self {
+            Step::CreateSite { by, keyed, tag } => {
+                write!(f, "{by}: POST /sites \"Site {tag}\"{}", key(keyed, tag))
+            }
+            Step::RenameSite { by, site, tag } => {
+                write!(f, "{by}: PATCH /sites/<site {site}> \"Site {tag}\"")
+            }
+            Step::ArchiveSite { by, site } => write!(f, "{by}: DELETE /sites/<site {site}>"),
+            Step::RestoreSite { by, site } => {
+                write!(f, "{by}: POST /sites/<site {site}>/restore")
+            }
+            Step::CreateLoad {
+                by,
+                site,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /surpluses at <site {site}>{}",
+                key(keyed, tag)
+            ),
+            Step::Upload {
+                by,
+                load,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /surpluses/<load {load}>/waybill image {tag}{}",
+                key(keyed, tag)
+            ),
+            Step::UploadByForm { by, load, tag } => write!(
+                f,
+                "{by}: form, S3 POST image {tag}, POST /surpluses/<load {load}>/waybill/confirm [Idempotency-Key model-{tag}]"
+            ),
+            Step::Deliver { by, load } => {
+                write!(f, "{by}: PATCH /surpluses/<load {load}> delivered")
+            }
+            Step::SetStatus { by, load, to } => {
+                write!(f, "{by}: PATCH /surpluses/<load {load}> {}", to.as_str())
+            }
+            Step::Register {
+                by,
+                url,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /webhooks surplus.delivered at <url {url}>{}",
+                key(keyed, tag)
+            ),
+            Step::Unregister { by, hook } => write!(f, "{by}: DELETE /webhooks/<hook {hook}>"),
+            Step::Retry {
+                by,
+                hook,
+                nth,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /webhooks/<hook {hook}>/deliveries/<delivery {nth}>/retry{}",
+                key(keyed, tag)
+            ),
+            Step::Dispatch => write!(f, "dispatcher: drain the webhook queue"),
+            Step::Ticket { by, keyed, tag } => {
+                write!(f, "{by}: POST /support \"Ticket {tag}\"{}", key(keyed, tag))
+            }
+            Step::Geocode { by, keyed, tag } => {
+                write!(f, "{by}: POST /geocode{}", key(keyed, tag))
+            }
+            Step::Replay { by, nth } => write!(f, "{by}: its keyed request {nth} again"),
+            Step::Reuse { by, nth, tag } => write!(
+                f,
+                "{by}: POST /sites \"Site {tag}\" with the key of its keyed request {nth}"
+            ),
+            Step::Peek { by, of, nth } => {
+                write!(f, "{by}: GET and PATCH org{of}'s record {nth}")
+            }
+            Step::Revoke { by } => write!(f, "operator: revoke {by}"),
+            Step::Entitle { org, on } => write!(f, "operator: org{org} entitlement {on}"),
+            Step::Deactivate { org } => write!(f, "operator: deactivate org{org}"),
+            Step::Wait(wait) => write!(f, "wait {:?} ({:?})", wait, wait.duration()),
+            Step::Faulted { fault, at, step } => {
+                write!(f, "{step}, call {at} {fault:?}, retried")
+            }
+            Step::Paused {
+                at,
+                overtaken: true,
+                step,
+            } => {
+                write!(
+                    f,
+                    "{step}, paused at call {at} past its lease, retried, thawed"
+                )
+            }
+            Step::Paused {
+                at,
+                overtaken: false,
+                step,
+            } => {
+                write!(
+                    f,
+                    "{step}, paused at call {at} past its lease, thawed, retried"
+                )
+            }
+        }
+    }
+}
+
+/// A sequence as a numbered list of steps.
+pub fn listing(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| format!("  {:>2}. {step}\n", i + 1))
+        .collect()
+}

@@ -1,0 +1,945 @@
+//! The system under test: two instances of the whole API (every router,
+//! one table of the model's own, the local engines) on one frozen clock,
+//! one of them with faults at the wire, and loopback stand-ins for the
+//! tracker and the geocoding provider. Each step is sent as a client sends
+//! it, and its answer is checked against the reference's.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api_tests::cuts::{Cut, Cuts};
+use api_tests::providers::{Canned, StandIn};
+use api_tests::webhooks::Receiver;
+use api_tests::{Reply, block, call, harness};
+use aws_sdk_dynamodb::types::AttributeValue;
+use axum::Router;
+use http::Method;
+use serde_json::{Value, json};
+use shared::AppState;
+use shared::auth::Scope;
+use shared::clock::Clock;
+use shared::store::keys::{idempotency_pk, idempotency_sk};
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use super::reference::{Expect, Model};
+use super::steps::{Fault, Step, Wait};
+use crate::waybills::{PNG, post_form};
+use webhook_dispatcher::Dispatcher;
+
+/// The schedule's wait before it finishes a staged file (its `settle`).
+pub const SETTLE: Duration = Duration::from_secs(121);
+
+pub struct System {
+    pub clock: Clock,
+    pub state: AppState,
+    api: Router,
+    faulty: Router,
+    /// The plain instance's calls (never broken): what a step caused.
+    seen: Cuts,
+    cuts: Cuts,
+    /// A third instance, whose SDK retries a broken call as deployed.
+    resending: Router,
+    resent: Cuts,
+    pub orgs: Vec<Ids>,
+    /// Each keyed request as first sent, and its last definite answer.
+    sent: HashMap<String, Sent>,
+    pub issues: Arc<Mutex<Vec<Value>>>,
+    pub geocoder: StandIn,
+    /// Every organization's webhooks' receiver (always 204).
+    pub receiver: Receiver,
+    dispatcher: Dispatcher,
+    /// Calls to the geocoder by attempts that broke or froze after it
+    /// answered: a retry must ask again (nothing of geocoding is kept
+    /// until the answer is), so these come on top of one per request.
+    pub lost_geocodes: usize,
+    tracker: StandIn,
+}
+
+/// An organization's ids, in the reference's order.
+pub struct Ids {
+    pub id: Uuid,
+    pub keys: Vec<(String, Uuid)>,
+    pub sites: Vec<Uuid>,
+    pub loads: Vec<Uuid>,
+    pub hooks: Vec<Uuid>,
+}
+
+#[derive(Clone)]
+struct Request {
+    method: Method,
+    path: String,
+    key: String,
+    idempotency_key: Option<String>,
+    body: Option<(String, Vec<u8>)>,
+}
+
+struct Sent {
+    request: Request,
+    answer: Option<(u16, String)>,
+}
+
+/// The model's own table: its sweeps and clock moves touch nothing of the
+/// other tests', and theirs nothing of its.
+async fn table() -> &'static str {
+    static TABLE: OnceCell<String> = OnceCell::const_new();
+    TABLE
+        .get_or_init(|| async {
+            let h = harness().await;
+            let name = format!("model-{}", Uuid::new_v4());
+            let db = shared::store::Store::client(&h.sdk);
+            shared::store::schema::ensure_table(&db, &name)
+                .await
+                .expect("the model's table");
+            name
+        })
+        .await
+}
+
+/// The image a step uploads: a PNG's first bytes, then its tag.
+pub fn image(tag: u32) -> Vec<u8> {
+    let mut bytes = PNG.to_vec();
+    bytes.extend_from_slice(format!("model-{tag}").as_bytes());
+    bytes
+}
+
+/// A GitHub that keeps the issues it opens (dated by `clock`) and lists
+/// them newest first.
+async fn tracker(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>) {
+    let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let kept = issues.clone();
+    let tracker = StandIn::start(move |seen, _| {
+        let mut issues = kept.lock().unwrap();
+        if seen.method == Method::GET {
+            let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
+            return Canned::json(200, Value::Array(newest_first));
+        }
+        let sent = seen.json();
+        let issue = json!({
+            "number": 1000 + issues.len(),
+            "title": sent["title"],
+            "body": sent["body"],
+            "created_at": clock.now().to_rfc3339(),
+        });
+        issues.push(issue.clone());
+        Canned::json(201, issue)
+    })
+    .await;
+    (tracker, issues)
+}
+
+impl System {
+    pub async fn new() -> System {
+        let h = harness().await;
+        let clock = Clock::frozen_at(shared::clock::now());
+        let (tracker, issues) = tracker(clock.clone()).await;
+        let geocoder = StandIn::start(|_, _| {
+            api_tests::providers::google_found(
+                "Mannerheimintie 1, Helsinki",
+                60.17,
+                24.94,
+                "ROOFTOP",
+                false,
+            )
+        })
+        .await;
+        let mut config = (*h.state.config).clone();
+        config.table_name = table().await.to_owned();
+        // The model counts no rate-limit windows: the rate limit's own
+        // tests do.
+        config.rate_limit.limit = 100_000;
+        config.support.repository = Some("acme/support".into());
+        config.support.token = Some(shared::deployment_key::KeySource::Value(
+            b"ghp_test".to_vec(),
+        ));
+        config.support.api_url = tracker.base.clone();
+        config.support.labels = vec!["support".into()];
+        config.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
+            b"AIzaTEST".to_vec(),
+        ));
+        config.geocode.url = format!("{}{}", geocoder.base, api_tests::providers::GEOCODE_PATH);
+        // Queues of its own: the dispatcher drains what this system sent.
+        let sqs = aws_sdk_sqs::Client::new(&h.sdk);
+        let queue = format!("model-{}", Uuid::new_v4());
+        let ensure = shared::store::schema::ensure_queue;
+        config.webhook_queue_url = Some(ensure(&sqs, &queue).await.expect("a queue"));
+        let dead_letters = format!("{queue}-dlq");
+        config.webhook_dlq_url = Some(ensure(&sqs, &dead_letters).await.expect("a queue"));
+        config.webhook_allow_loopback = true;
+        config.admin_url_template = Some(api_tests::webhooks::ADMIN_URL.into());
+        let receiver = Receiver::start(vec![]).await;
+        let (seen, cuts) = (Cuts::default(), Cuts::default());
+        let mut state = AppState::new(config.clone(), &seen.sdk_retrying(&h.sdk));
+        state.clock = clock.clone();
+        let mut faulty = AppState::new(config.clone(), &cuts.sdk(&h.sdk));
+        faulty.clock = clock.clone();
+        let resent = Cuts::default();
+        let mut resending = AppState::new(config, &resent.sdk_retrying(&h.sdk));
+        resending.clock = clock.clone();
+        let policy = webhook_dispatcher::policy::Policy {
+            sweep_settle: Duration::ZERO,
+            ..webhook_dispatcher::policy::Policy::default()
+        };
+        let dispatcher = Dispatcher::new(state.clone(), policy);
+        let mut orgs = Vec::new();
+        for _ in 0..super::reference::ORGS {
+            orgs.push(Self::org(&state).await);
+        }
+        System {
+            clock,
+            api: shared::http::app(local::routes(), state.clone()),
+            faulty: shared::http::app(local::routes(), faulty),
+            resending: shared::http::app(local::routes(), resending),
+            resent,
+            state,
+            seen,
+            cuts,
+            orgs,
+            sent: HashMap::new(),
+            issues,
+            geocoder,
+            receiver,
+            dispatcher,
+            lost_geocodes: 0,
+            tracker,
+        }
+    }
+
+    async fn org(state: &AppState) -> Ids {
+        let store = &state.store;
+        let new = api_tests::named(&api_tests::unique("Model Org"));
+        let org = store
+            .orgs()
+            .create_top_level(&new, true)
+            .await
+            .expect("an org");
+        let prefix = state.config.short_name.key_prefix();
+        let mut keys = Vec::new();
+        for _ in 0..super::reference::KEYS {
+            let (key, record) = store
+                .api_keys()
+                .create(org.id, vec![Scope::All], None, None, &prefix)
+                .await
+                .expect("a key");
+            api_tests::logs::remember(&key);
+            keys.push((key, record.key_id));
+        }
+        Ids {
+            id: org.id,
+            keys,
+            sites: Vec::new(),
+            loads: Vec::new(),
+            hooks: Vec::new(),
+        }
+    }
+
+    /// Takes `step`, which the reference says must answer as `model.expect`.
+    pub fn apply(&mut self, model: &Model, step: &Step) {
+        block(self.take(model, step));
+    }
+
+    async fn take(&mut self, model: &Model, step: &Step) {
+        let store = self.state.store.clone();
+        match step {
+            Step::Revoke { by } => {
+                let (org, key) = (self.orgs[by.org].id, self.orgs[by.org].keys[by.key].1);
+                let revoked = self.clock.scope(store.api_keys().revoke(org, key)).await;
+                if let Err(error) = revoked {
+                    assert_eq!(error.code(), "already_revoked", "{step}: {error}");
+                }
+            }
+            Step::Entitle { org, on } => {
+                let id = self.orgs[*org].id;
+                self.clock
+                    .scope(store.api_keys().set_entitlement(id, *on))
+                    .await
+                    .expect("entitlement switched");
+            }
+            Step::Deactivate { org } => {
+                let id = self.orgs[*org].id;
+                let done = self.clock.scope(store.orgs().deactivate(id)).await;
+                if let Err(error) = done {
+                    assert_eq!(error.code(), "org_not_found", "{step}: {error}");
+                }
+            }
+            Step::Wait(wait) => self.wait(*wait).await,
+            Step::Dispatch => self.dispatch().await,
+            Step::Faulted { fault, at, step } => {
+                let expect = model.expect.expect("a request's answer");
+                self.faulted(model, step, *fault, *at, expect).await;
+            }
+            Step::Paused {
+                at,
+                overtaken,
+                step,
+            } => {
+                let expect = model.expect.expect("a request's answer");
+                if *overtaken {
+                    self.paused(model, step, *at, expect).await;
+                } else {
+                    self.thawed_first(model, step, *at, expect).await;
+                }
+            }
+            request => {
+                let expect = model.expect.expect("a request's answer");
+                let marks = self.mark();
+                let reply = match self.prepare(model, request).await {
+                    Ok(sent) => {
+                        let reply = self.send(&sent, false).await;
+                        self.check(request, &reply, expect, Some(&sent), marks);
+                        self.record(&sent, &reply, expect);
+                        reply
+                    }
+                    Err(answered) => {
+                        self.check(request, &answered, expect, None, marks);
+                        answered
+                    }
+                };
+                self.settle(model, request, &reply);
+            }
+        }
+    }
+
+    /// `step` with its `at`-th call broken by `fault` (the form of a
+    /// direct upload goes whole), then retried with its key as a client
+    /// does: after a 5xx, and after a 409 `idempotency_key_in_flight` once
+    /// the dead attempt's lease ran out. The first answer, if it was a
+    /// success, is the one replayed.
+    async fn faulted(
+        &mut self,
+        model: &Model,
+        step: &Step,
+        fault: Fault,
+        at: usize,
+        expect: Expect,
+    ) {
+        let marks = self.mark();
+        let request = match self.prepare(model, step).await {
+            Ok(request) => request,
+            Err(answered) => {
+                self.check(step, &answered, expect, None, marks);
+                return;
+            }
+        };
+        let (cut, cuts, router) = match fault {
+            Fault::Fail => (Cut::Fail, &self.cuts, &self.faulty),
+            Fault::Cut => (Cut::Cut, &self.cuts, &self.faulty),
+            Fault::Die => (Cut::Die, &self.cuts, &self.faulty),
+            Fault::CutResent => (Cut::Cut, &self.resent, &self.resending),
+        };
+        cuts.arm(cut, at);
+        let first = tokio::select! {
+            reply = Self::send_to(&request, router) => Some(reply),
+            () = cuts.died() => None,
+        };
+        cuts.disarm();
+        let broken = cuts.broken();
+        // The key is new: no other attempt can hold it.
+        if let Some(first) = &first {
+            assert!(
+                first.code() != "idempotency_key_in_flight",
+                "{step}, call {at} {fault:?} ({broken:?}): the first attempt found its key in flight: {}",
+                first.text
+            );
+        }
+        let by = step.by().expect("a request");
+        let name = request.idempotency_key.clone().expect("a keyed request");
+        let mut retry = self.send(&request, false).await;
+        for _ in 0..5 {
+            if retry.status == 409 && retry.code() == "idempotency_key_in_flight" {
+                lapse(
+                    &self.state.config.table_name,
+                    self.orgs[by.org].keys[by.key].1,
+                    &name,
+                )
+                .await;
+            } else if !retry.status.is_server_error() {
+                break;
+            }
+            retry = self.send(&request, false).await;
+        }
+        let context = format!("{step}, call {at} {fault:?} ({broken:?})");
+        let first = first.filter(|f| f.status.is_success());
+        if let Some(first) = &first {
+            assert_eq!(
+                retry.header("idempotent-replayed"),
+                "true",
+                "{context}: {}",
+                retry.text
+            );
+            assert_eq!(
+                (retry.status, &retry.text),
+                (first.status, &first.text),
+                "{context}"
+            );
+        }
+        let expect = Expect {
+            replayed: retry.header("idempotent-replayed") == "true" && !expect.quiet,
+            ..expect
+        };
+        self.geocodes_lost(step, expect, marks.0);
+        self.check(step, &retry, expect, None, marks);
+        self.record(
+            &request,
+            &retry,
+            Expect {
+                replayed: false,
+                ..expect
+            },
+        );
+        self.settle(model, step, &retry);
+    }
+
+    /// `step` paused at its `at`-th call while the clock passes its lease,
+    /// then thawed before any retry: it answers, as the request, or 409
+    /// `idempotency_key_in_flight` (it lost its hold), and then the
+    /// client's retry gets that answer replayed or, after a 409, runs:
+    /// a 409 is never the request's answer.
+    async fn thawed_first(&mut self, model: &Model, step: &Step, at: usize, expect: Expect) {
+        let marks = self.mark();
+        let request = match self.prepare(model, step).await {
+            Ok(request) => request,
+            Err(answered) => {
+                self.check(step, &answered, expect, None, marks);
+                self.clock.advance(Wait::Lease.duration());
+                return;
+            }
+        };
+        self.cuts.arm(Cut::Stall, at);
+        let mut frozen = tokio::spawn({
+            let (request, router) = (request.clone(), self.faulty.clone());
+            async move { Self::send_to(&request, &router).await }
+        });
+        let whole = tokio::select! {
+            () = self.cuts.stalled() => None,
+            whole = &mut frozen => Some(whole.expect("the request")),
+        };
+        self.clock.advance(Wait::Lease.duration());
+        let thawed = match whole {
+            Some(whole) => whole,
+            None => {
+                self.cuts.go();
+                frozen.await.expect("the thawed request")
+            }
+        };
+        self.cuts.disarm();
+        let context = format!("{step}, paused at call {at}, thawed first");
+        let mut retry = self.send(&request, false).await;
+        for _ in 0..3 {
+            if !retry.status.is_server_error() {
+                break;
+            }
+            retry = self.send(&request, false).await;
+        }
+        // Refused by the admission, a request holds no claim: nothing kept.
+        let kept = !thawed.status.is_server_error() && thawed.status != 429 && !expect.quiet;
+        if thawed.code() == "idempotency_key_in_flight" || !kept {
+            assert_ne!(
+                retry.header("idempotent-replayed"),
+                "true",
+                "{context}: the retry replayed an answer not kept ({} {})",
+                thawed.status,
+                thawed.text
+            );
+        } else {
+            assert_eq!(
+                retry.header("idempotent-replayed"),
+                "true",
+                "{context}: thawed {} {}, retried {} {}",
+                thawed.status,
+                thawed.text,
+                retry.status,
+                retry.text
+            );
+            assert_eq!(
+                (retry.status, &retry.text),
+                (thawed.status, &thawed.text),
+                "{context}"
+            );
+        }
+        let expect = Expect {
+            replayed: retry.header("idempotent-replayed") == "true" && !expect.quiet,
+            ..expect
+        };
+        self.geocodes_lost(step, expect, marks.0);
+        self.check(step, &retry, expect, None, marks);
+        self.record(
+            &request,
+            &retry,
+            Expect {
+                replayed: false,
+                ..expect
+            },
+        );
+        self.settle(model, step, &retry);
+    }
+
+    /// The geocoder's calls beyond the request's one: at most the broken
+    /// attempt's, when it broke after the provider answered.
+    fn geocodes_lost(&mut self, step: &Step, expect: Expect, before: usize) {
+        let asked = usize::from(matches!(step, Step::Geocode { .. }) && expect.status == 200);
+        let extra = self.geocoder.count() - before - asked;
+        assert!(
+            extra <= 1,
+            "{step}: {extra} calls to the geocoder beyond the request's"
+        );
+        self.lost_geocodes += extra;
+    }
+
+    /// `step` paused at its `at`-th call (a frozen container) while the
+    /// clock passes its lease and a retry with its key runs whole; then
+    /// thawed: it answers the retry's kept answer or 409, never its own.
+    async fn paused(&mut self, model: &Model, step: &Step, at: usize, expect: Expect) {
+        let marks = self.mark();
+        let request = match self.prepare(model, step).await {
+            Ok(request) => request,
+            Err(answered) => {
+                self.check(step, &answered, expect, None, marks);
+                self.clock.advance(Wait::Lease.duration());
+                return;
+            }
+        };
+        self.cuts.arm(Cut::Stall, at);
+        let mut frozen = tokio::spawn({
+            let (request, sys) = (request.clone(), self.faulty.clone());
+            async move { Self::send_to(&request, &sys).await }
+        });
+        let paused = tokio::select! {
+            () = self.cuts.stalled() => None,
+            whole = &mut frozen => Some(whole.expect("the request")),
+        };
+        if let Some(whole) = paused {
+            // Fewer calls than `at`: it ran whole.
+            self.cuts.disarm();
+            self.clock.advance(Wait::Lease.duration());
+            self.check(step, &whole, expect, None, marks);
+            self.record(&request, &whole, expect);
+            self.settle(model, step, &whole);
+            return;
+        }
+        let context = format!("{step}, paused at {:?}", self.cuts.broken());
+        self.clock.advance(Wait::Lease.duration());
+        let retry = self.send(&request, false).await;
+        let (geocodes, issues) = (self.geocoder.count(), self.issues.lock().unwrap().len());
+        // Paused after its commit, the attempt's answer is the kept one.
+        let expect = Expect {
+            replayed: retry.header("idempotent-replayed") == "true" && !expect.quiet,
+            ..expect
+        };
+        self.geocodes_lost(step, expect, marks.0);
+        self.check(step, &retry, expect, None, marks);
+        self.cuts.go();
+        let thawed = frozen.await.expect("the thawed request");
+        self.cuts.disarm();
+        assert_eq!(
+            (self.geocoder.count(), self.issues.lock().unwrap().len()),
+            (geocodes, issues),
+            "{context}: the thawed attempt called a provider"
+        );
+        if thawed.status == 409 && thawed.code() == "idempotency_key_in_flight" {
+        } else if retry.status.is_server_error() || retry.status == 429 {
+            // Nothing was kept: the thawed attempt may run as the request.
+            assert!(
+                !thawed.status.is_success(),
+                "{context}: thawed ran after {}: {}",
+                retry.status,
+                thawed.text
+            );
+        } else {
+            assert_eq!(
+                (thawed.status, &thawed.text),
+                (retry.status, &retry.text),
+                "{context}: the thawed attempt answered its own"
+            );
+        }
+        self.record(
+            &request,
+            &retry,
+            Expect {
+                replayed: false,
+                ..expect
+            },
+        );
+        self.settle(model, step, &retry);
+    }
+
+    /// Time passes; the schedule's sweep runs within a long wait.
+    async fn wait(&self, wait: Wait) {
+        if !wait.sweeps() {
+            self.clock.advance(wait.duration());
+            return;
+        }
+        self.clock.advance(SETTLE);
+        self.sweep().await;
+        self.clock.advance(wait.duration() - SETTLE);
+        self.sweep().await;
+    }
+
+    /// Runs the dispatcher over the queue, as the event source mapping
+    /// would, until it stays empty for a moment.
+    async fn dispatch(&self) {
+        let mut idle = 0;
+        while idle < 2 {
+            let taken = local::poller::poll_once(&self.dispatcher, &self.state.queue)
+                .await
+                .expect("poll");
+            if taken == 0 {
+                idle += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            } else {
+                idle = 0;
+            }
+        }
+    }
+
+    /// The URL of `org`'s receiver number `url`.
+    fn hook_url(&self, org: usize, url: usize) -> String {
+        format!("{}/org{org}/url{url}", self.receiver.base)
+    }
+
+    /// The id of the delivery of load `load` the receiver got at `path`.
+    fn delivery_id(&self, path: &str, load: Uuid) -> String {
+        let got = self.receiver.requests();
+        let request = got
+            .iter()
+            .find(|r| {
+                r.path == path && r.json()["subject"]["id"].as_str() == Some(&load.to_string())
+            })
+            .expect("the receiver got the delivery");
+        request.json()["id"]
+            .as_str()
+            .expect("a delivery id")
+            .to_owned()
+    }
+
+    async fn sweep(&self) {
+        let state = &self.state;
+        let settle = chrono::TimeDelta::from_std(SETTLE - Duration::from_secs(1)).unwrap();
+        let swept = self
+            .clock
+            .scope(shared::files::promote::sweep(
+                &state.files,
+                &state.store,
+                48,
+                settle,
+            ))
+            .await
+            .expect("the sweep");
+        assert_eq!(swept.failed, 0, "the sweep failed on some files: {swept:?}");
+    }
+
+    /// What the outside world had seen before a step: the geocoder's and
+    /// the tracker's requests.
+    fn mark(&self) -> (usize, usize) {
+        self.seen.mark();
+        self.cuts.mark();
+        self.resent.mark();
+        (self.geocoder.count(), self.tracker.count())
+    }
+
+    /// Builds `step`'s request (the form and the S3 post of a direct
+    /// upload first), or the answer that ended it before.
+    async fn prepare(&mut self, model: &Model, step: &Step) -> Result<Request, Reply> {
+        let by = step.by().expect("a request");
+        let key = self.orgs[by.org].keys[by.key].0.clone();
+        let json = |method: Method, path: String, body: Value| Request {
+            method,
+            path,
+            key: key.clone(),
+            idempotency_key: step.idempotency_key(),
+            body: Some(("application/json".into(), body.to_string().into_bytes())),
+        };
+        let bare = |method: Method, path: String| Request {
+            method,
+            path,
+            key: key.clone(),
+            idempotency_key: None,
+            body: None,
+        };
+        let ids = &self.orgs[by.org];
+        Ok(match step {
+            Step::CreateSite { tag, .. } => json(
+                Method::POST,
+                "/api/v1/sites".into(),
+                json!({"name": format!("Site {tag}")}),
+            ),
+            Step::RenameSite { site, tag, .. } => json(
+                Method::PATCH,
+                format!("/api/v1/sites/{}", ids.sites[*site]),
+                json!({"name": format!("Site {tag}")}),
+            ),
+            Step::ArchiveSite { site, .. } => bare(
+                Method::DELETE,
+                format!("/api/v1/sites/{}", ids.sites[*site]),
+            ),
+            Step::RestoreSite { site, .. } => bare(
+                Method::POST,
+                format!("/api/v1/sites/{}/restore", ids.sites[*site]),
+            ),
+            Step::CreateLoad { site, .. } => json(
+                Method::POST,
+                "/api/v1/surpluses".into(),
+                json!({"site_id": ids.sites[*site], "volume_m3": 2}),
+            ),
+            Step::Upload { load, tag, .. } => {
+                let boundary = format!("model-{tag}");
+                let form = api_tests::multipart(
+                    &boundary,
+                    &[],
+                    Some(("waybill.png", "image/png", &image(*tag))),
+                );
+                Request {
+                    body: Some((format!("multipart/form-data; boundary={boundary}"), form)),
+                    ..bare(
+                        Method::POST,
+                        format!("/api/v1/surpluses/{}/waybill", ids.loads[*load]),
+                    )
+                }
+                .keyed(step.idempotency_key())
+            }
+            Step::UploadByForm { load, tag, .. } => {
+                let load = ids.loads[*load];
+                let form = bare(
+                    Method::POST,
+                    format!("/api/v1/surpluses/{load}/waybill/upload"),
+                );
+                let form = Request {
+                    body: Some((
+                        "application/json".into(),
+                        json!({"content_type": "image/png"})
+                            .to_string()
+                            .into_bytes(),
+                    )),
+                    ..form
+                };
+                let reply = self.send(&form, false).await;
+                if reply.status != 200 {
+                    return Err(reply);
+                }
+                let posted = post_form(&reply.body["data"], "image/png", &image(*tag)).await;
+                assert!((200..300).contains(&posted), "{step}: S3 answered {posted}");
+                json(
+                    Method::POST,
+                    format!("/api/v1/surpluses/{load}/waybill/confirm"),
+                    json!({"storage_path": reply.body["data"]["storage_path"]}),
+                )
+            }
+            Step::Deliver { load, .. } => json(
+                Method::PATCH,
+                format!("/api/v1/surpluses/{}", ids.loads[*load]),
+                json!({"status": "delivered"}),
+            ),
+            Step::SetStatus { load, to, .. } => json(
+                Method::PATCH,
+                format!("/api/v1/surpluses/{}", ids.loads[*load]),
+                json!({"status": to.as_str()}),
+            ),
+            Step::Register { url, .. } => json(
+                Method::POST,
+                "/api/v1/webhooks".into(),
+                json!({
+                    "event": "surplus.delivered",
+                    "url": self.hook_url(by.org, *url),
+                    "verification_mode": "hmac_sha256",
+                }),
+            ),
+            Step::Unregister { hook, .. } => bare(
+                Method::DELETE,
+                format!("/api/v1/webhooks/{}", ids.hooks[*hook]),
+            ),
+            Step::Retry { hook, nth, .. } => {
+                let model_hook = &model.orgs[by.org].hooks[*hook];
+                let load = ids.loads[model_hook.deliveries[*nth].load];
+                let path = self.hook_url(by.org, model_hook.url);
+                let path = path.trim_start_matches(&self.receiver.base);
+                let delivery = self.delivery_id(path, load);
+                bare(
+                    Method::POST,
+                    format!(
+                        "/api/v1/webhooks/{}/deliveries/{delivery}/retry",
+                        ids.hooks[*hook]
+                    ),
+                )
+                .keyed(step.idempotency_key())
+            }
+            Step::Ticket { tag, .. } => json(
+                Method::POST,
+                "/api/v1/support".into(),
+                json!({"title": format!("Ticket {tag}"), "description": "Deliveries fail."}),
+            ),
+            Step::Geocode { .. } => json(
+                Method::POST,
+                "/api/v1/geocode".into(),
+                json!({"address": "Mannerheimintie 1, Helsinki"}),
+            ),
+            Step::Replay { nth, .. } => {
+                let name = &model.orgs[by.org].keys[by.key].keyed[*nth].name;
+                self.sent[name].request.clone()
+            }
+            Step::Reuse { nth, tag, .. } => {
+                let name = model.orgs[by.org].keys[by.key].keyed[*nth].name.clone();
+                json(
+                    Method::POST,
+                    "/api/v1/sites".into(),
+                    json!({"name": format!("Site {tag}")}),
+                )
+                .keyed(Some(name))
+            }
+            Step::Peek { of, nth, .. } => {
+                let other = &self.orgs[*of];
+                let (path, change) = match other.sites.get(*nth) {
+                    Some(site) => (
+                        format!("/api/v1/sites/{site}"),
+                        json!({"name": "Not yours"}),
+                    ),
+                    None => (
+                        format!("/api/v1/surpluses/{}", other.loads[nth - other.sites.len()]),
+                        json!({"description": "Not yours"}),
+                    ),
+                };
+                let read = self.send(&bare(Method::GET, path.clone()), false).await;
+                if read.status != 404 {
+                    return Err(read);
+                }
+                json(Method::PATCH, path, change)
+            }
+            other => unreachable!("not a request: {other}"),
+        })
+    }
+
+    /// Sends `request` as a client does (its `Content-Length` too), through
+    /// the faulty instance or the plain one.
+    async fn send(&self, request: &Request, faulty: bool) -> Reply {
+        Self::send_to(request, if faulty { &self.faulty } else { &self.api }).await
+    }
+
+    async fn send_to(request: &Request, router: &Router) -> Reply {
+        let mut c = call(request.method.clone(), &request.path).key(&request.key);
+        if let Some(name) = &request.idempotency_key {
+            c = c.header("idempotency-key", name);
+        }
+        if let Some((content_type, body)) = &request.body {
+            c = c
+                .header("content-length", &body.len().to_string())
+                .body(content_type, body.clone());
+        }
+        c.send_to(router).await
+    }
+
+    /// The answer against the reference's, and the world outside.
+    fn check(
+        &self,
+        step: &Step,
+        reply: &Reply,
+        expect: Expect,
+        sent: Option<&Request>,
+        (geocodes, tracker): (usize, usize),
+    ) {
+        let seen = format!("{step}: answered {} {}", reply.status, reply.text);
+        assert_eq!(reply.status.as_u16(), expect.status, "{seen}");
+        if let Some(code) = expect.code {
+            assert_eq!(reply.code(), code, "{seen}");
+        }
+        let replayed = reply.header("idempotent-replayed") == "true";
+        assert_eq!(replayed, expect.replayed, "{seen}: replayed?");
+        if let (true, Some(sent)) = (expect.replayed, sent) {
+            let name = sent.idempotency_key.as_ref();
+            let kept = name
+                .and_then(|n| self.sent.get(n))
+                .and_then(|s| s.answer.clone());
+            assert_eq!(
+                Some((reply.status.as_u16(), reply.text.clone())),
+                kept,
+                "{seen}: a replay differs from the kept answer"
+            );
+        }
+        if expect.quiet {
+            let mut outside = self.seen.outside();
+            outside.extend(self.cuts.outside());
+            outside.extend(self.resent.outside());
+            assert!(outside.is_empty(), "{seen}: called outside {outside:?}");
+            assert_eq!(
+                self.geocoder.count(),
+                geocodes,
+                "{seen}: asked the geocoder"
+            );
+            assert_eq!(self.tracker.count(), tracker, "{seen}: called the tracker");
+        }
+    }
+
+    /// Keeps a keyed request and, when it ran (not refused, not
+    /// replayed), its answer: what a replay must answer.
+    fn record(&mut self, request: &Request, reply: &Reply, expect: Expect) {
+        let Some(name) = &request.idempotency_key else {
+            return;
+        };
+        let answer = Some((reply.status.as_u16(), reply.text.clone()));
+        if !expect.quiet && !expect.replayed {
+            let sent = Sent {
+                request: request.clone(),
+                answer,
+            };
+            self.sent.insert(name.clone(), sent);
+        } else {
+            self.sent.entry(name.clone()).or_insert(Sent {
+                request: request.clone(),
+                answer: None,
+            });
+        }
+    }
+
+    /// The ids of the records a definite answer made.
+    fn settle(&mut self, model: &Model, step: &Step, reply: &Reply) {
+        let by = step.by().expect("a request");
+        let replay = matches!(step, Step::Replay { .. } | Step::Reuse { .. });
+        if reply.status != 201 || (replay && reply.header("idempotent-replayed") == "true") {
+            return;
+        }
+        // What ran: a replay or a reuse that ran anew is its request.
+        let ran = match step {
+            Step::Replay { nth, .. } | Step::Reuse { nth, .. } => {
+                model.orgs[by.org].keys[by.key].keyed[*nth].step.clone()
+            }
+            other => other.clone(),
+        };
+        let id = || -> Uuid {
+            let id = reply.body["data"]["id"]
+                .as_str()
+                .expect("a new record's id");
+            id.parse().expect("a UUID")
+        };
+        match ran {
+            Step::CreateSite { .. } => self.orgs[by.org].sites.push(id()),
+            Step::CreateLoad { .. } => self.orgs[by.org].loads.push(id()),
+            Step::Register { .. } => self.orgs[by.org].hooks.push(id()),
+            _ => {}
+        }
+    }
+}
+
+impl Request {
+    fn keyed(mut self, name: Option<String>) -> Request {
+        self.idempotency_key = name;
+        self
+    }
+}
+
+/// A claim's lease, by `by`'s key, ends now (as it would in `LEASE`), if a
+/// request that never answered holds it.
+async fn lapse(table: &str, key_id: Uuid, name: &str) {
+    let h = harness().await;
+    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let _ = db
+        .update_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(idempotency_pk(key_id)))
+        .key("sk", AttributeValue::S(idempotency_sk(name)))
+        .update_expression("SET #until = :zero")
+        .condition_expression("attribute_exists(#token)")
+        .expression_attribute_names("#until", "until")
+        .expression_attribute_names("#token", "token")
+        .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+        .send()
+        .await;
+}
