@@ -212,3 +212,18 @@ pub fn github_error(status: u16, message: &str) -> Canned {
         json!({"message": message, "documentation_url": "https://docs.github.com/rest/issues/issues#create-an-issue"}),
     )
 }
+
+/// A geocoding provider on loopback that finds one address
+/// (Mannerheimintie 1, Helsinki) for every request.
+pub async fn geocoder() -> StandIn {
+    StandIn::start(|_, _| {
+        google_found(
+            "Mannerheimintie 1, Helsinki",
+            60.17,
+            24.94,
+            "ROOFTOP",
+            false,
+        )
+    })
+    .await
+}

@@ -115,18 +115,12 @@ impl Stack {
 
     /// Runs the dispatcher until the queue stays empty for a moment.
     pub async fn drain(&self) {
-        let mut idle = 0;
-        while idle < 3 {
-            let taken = local::poller::poll_once(&self.dispatcher, &self.state.queue)
-                .await
-                .expect("poll");
-            if taken == 0 {
-                idle += 1;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            } else {
-                idle = 0;
-            }
-        }
+        drain(
+            &self.dispatcher,
+            &self.state.queue,
+            Duration::from_millis(200),
+        )
+        .await;
     }
 
     /// Message bodies in the dead-letter queue.
@@ -138,6 +132,23 @@ impl Stack {
                 return bodies;
             }
             bodies.extend(got.into_iter().filter_map(|m| m.body));
+        }
+    }
+}
+
+/// Runs `dispatcher` over `queue` as the event source mapping would, until
+/// the queue is found empty three times `pause` apart.
+pub async fn drain(dispatcher: &Dispatcher, queue: &WebhookQueue, pause: Duration) {
+    let mut idle = 0;
+    while idle < 3 {
+        let taken = local::poller::poll_once(dispatcher, queue)
+            .await
+            .expect("poll");
+        if taken == 0 {
+            idle += 1;
+            tokio::time::sleep(pause).await;
+        } else {
+            idle = 0;
         }
     }
 }

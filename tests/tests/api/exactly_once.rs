@@ -1016,16 +1016,7 @@ fn a_geocode_is_answered_once() {
 /// A geocoding provider on loopback that finds one address, and an API (a
 /// state and clock of its own) configured against it.
 pub(crate) async fn geocoding() -> (api_tests::providers::StandIn, Router, shared::AppState) {
-    let provider = api_tests::providers::StandIn::start(|_, _| {
-        api_tests::providers::google_found(
-            "Mannerheimintie 1, Helsinki",
-            60.17,
-            24.94,
-            "ROOFTOP",
-            false,
-        )
-    })
-    .await;
+    let provider = api_tests::providers::geocoder().await;
     let url = format!("{}{}", provider.base, api_tests::providers::GEOCODE_PATH);
     let (router, state) = harness().await.instance_with(|c| {
         c.geocode.api_key = Some(shared::deployment_key::KeySource::Value(

@@ -55,7 +55,7 @@ impl StateMachineTest for Api {
             Step::Wait(_) => {
                 WAITS.fetch_add(1, Ordering::Relaxed);
             }
-            Step::Faulted { .. } | Step::Paused { .. } => {
+            Step::Faulted { .. } | Step::Paused { .. } | Step::PausedTwice { .. } => {
                 FAULTS.fetch_add(1, Ordering::Relaxed);
             }
             _ => {}

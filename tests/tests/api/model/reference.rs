@@ -93,13 +93,16 @@ pub struct Org {
     pub geocodes: usize,
     /// Its webhooks, in the order registered.
     pub hooks: Vec<Hook>,
+    /// Loads delivered since the dispatcher last ran: it announces each
+    /// to the webhooks registered when it runs.
+    pub announced: Vec<usize>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Hook {
     pub url: usize,
     pub deleted: bool,
-    /// One per load delivered while it was registered.
+    /// One per load delivered and announced while it was registered.
     pub deliveries: Vec<Delivery>,
 }
 
@@ -157,6 +160,7 @@ impl Default for Org {
             tickets: 0,
             geocodes: 0,
             hooks: Vec::new(),
+            announced: Vec::new(),
         }
     }
 }
@@ -379,27 +383,33 @@ impl Model {
             if org.loads[load].waybill.is_none() {
                 return Expect::error(409, "waybill_required");
             }
-            for hook in org.hooks.iter_mut().filter(|h| !h.deleted) {
-                hook.deliveries.push(Delivery {
-                    load,
-                    sent: 0,
-                    queued: 1,
-                });
-            }
+            org.announced.push(load);
         }
         org.loads[load].status = to;
         Expect::ok(200)
     }
 
-    /// The dispatcher's run: every queued attempt of a registered webhook
-    /// reaches its receiver; a deleted webhook's are dropped.
+    /// The dispatcher's run: each load delivered since reaches every
+    /// webhook registered now, and every queued attempt of a registered
+    /// webhook its receiver; a deleted webhook's are dropped.
     fn dispatch(&mut self) {
-        for hook in self.orgs.iter_mut().flat_map(|o| o.hooks.iter_mut()) {
-            for delivery in &mut hook.deliveries {
-                if !hook.deleted {
-                    delivery.sent += delivery.queued;
+        for org in &mut self.orgs {
+            for hook in &mut org.hooks {
+                for delivery in &mut hook.deliveries {
+                    if !hook.deleted {
+                        delivery.sent += delivery.queued;
+                    }
+                    delivery.queued = 0;
                 }
-                delivery.queued = 0;
+            }
+            for load in std::mem::take(&mut org.announced) {
+                for hook in org.hooks.iter_mut().filter(|h| !h.deleted) {
+                    hook.deliveries.push(Delivery {
+                        load,
+                        sent: 1,
+                        queued: 0,
+                    });
+                }
             }
         }
     }
@@ -443,7 +453,9 @@ fn possible(model: &Model, step: &Step) -> bool {
             .is_some_and(|d| d.sent > 0),
         Step::Replay { nth, .. } | Step::Reuse { nth, .. } => *nth < org.keys[by.key].keyed.len(),
         Step::Peek { of, nth, .. } => *of != by.org && *nth < model.records(*of),
-        Step::Faulted { step, .. } | Step::Paused { step, .. } => possible(model, step),
+        Step::Faulted { step, .. } | Step::Paused { step, .. } | Step::PausedTwice { step, .. } => {
+            possible(model, step)
+        }
         _ => true,
     }
 }
@@ -575,6 +587,10 @@ impl ReferenceStateMachine for Model {
                 at,
                 step: Box::new(step),
             });
+        let twice = (3..=7usize, retried.clone()).prop_map(|(at, step)| Step::PausedTwice {
+            at,
+            step: Box::new(step),
+        });
         let paused =
             (3..=9usize, any::<bool>(), retried).prop_map(|(at, overtaken, step)| Step::Paused {
                 at,
@@ -602,6 +618,7 @@ impl ReferenceStateMachine for Model {
             2 => operator,
             5 => faulted,
             4 => paused,
+            2 => twice,
         ]
         .prop_filter("the records it names exist", move |step| {
             possible(&model, step)
@@ -635,6 +652,10 @@ impl ReferenceStateMachine for Model {
             Step::Paused { step, .. } => {
                 model.expect = Some(model.request(step));
                 model.now += shared::clock::millis(Wait::Lease.duration());
+            }
+            Step::PausedTwice { step, .. } => {
+                model.expect = Some(model.request(step));
+                model.now += 2 * shared::clock::millis(Wait::Lease.duration());
             }
             request => model.expect = Some(model.request(request)),
         }

@@ -1,6 +1,8 @@
 //! Sequences the model test found or was shown to find, kept as plain
 //! tests: each runs whole on every `make test`, with every answer and
-//! invariant checked as in the search.
+//! invariant checked as in the search. The shortest sequences it found
+//! against the deliberate bugs of `tests/model-mutations/` are here too:
+//! each passes on the service and fails with its bug in.
 
 use super::replay;
 use super::steps::{By, Fault, Step, Wait};
@@ -75,4 +77,128 @@ fn a_registration_thawed_after_its_lease_then_retried() {
             tag: 6,
         }),
     }]);
+}
+
+/// `1-effects-unfenced`: a ticket frozen past its lease while a retry
+/// opened the issue must not open a second one when it thaws.
+#[test]
+fn a_ticket_thawed_after_a_retry_opened_its_issue_opens_none() {
+    replay(vec![Step::Paused {
+        at: 4,
+        overtaken: true,
+        step: Box::new(Step::Ticket {
+            by: A,
+            keyed: true,
+            tag: 13,
+        }),
+    }]);
+}
+
+/// `2-own-claim-unrecognised`: a claim whose write took effect but whose
+/// answer was lost, sent again by the SDK, is the request's own claim.
+#[test]
+fn a_claim_resent_by_the_sdk_is_its_own() {
+    replay(vec![Step::Faulted {
+        fault: Fault::CutResent,
+        at: 3,
+        step: Box::new(Step::Ticket {
+            by: A,
+            keyed: true,
+            tag: 6,
+        }),
+    }]);
+}
+
+/// `3-lost-attempt-answers-its-own`: a ticket frozen past its lease while
+/// a retry opened the issue answers the retry's answer when it thaws.
+#[test]
+fn a_ticket_thawed_after_a_retry_answers_the_retrys_answer() {
+    replay(vec![Step::Paused {
+        at: 8,
+        overtaken: true,
+        step: Box::new(Step::Ticket {
+            by: A,
+            keyed: true,
+            tag: 24,
+        }),
+    }]);
+}
+
+/// `5-one-name-per-load`: each upload of a load's waybill under a name of
+/// its own, also after an upload frozen past its lease.
+#[test]
+fn every_waybill_upload_names_its_own_object() {
+    let upload = |tag| Step::Upload {
+        by: A,
+        load: 0,
+        keyed: true,
+        tag,
+    };
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 3,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 4,
+        },
+        Step::Paused {
+            at: 3,
+            overtaken: false,
+            step: Box::new(upload(16)),
+        },
+        Step::Faulted {
+            fault: Fault::Fail,
+            at: 1,
+            step: Box::new(upload(22)),
+        },
+    ]);
+}
+
+/// Found by the model test: a load delivered before a webhook was
+/// registered reaches it when the dispatcher runs after (webhooks are
+/// resolved when the delivery is announced).
+#[test]
+fn a_delivery_reaches_the_webhooks_registered_when_it_is_announced() {
+    let register = |url, tag| Step::Register {
+        by: A,
+        url,
+        keyed: false,
+        tag,
+    };
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 0,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 1,
+        },
+        Step::Upload {
+            by: A,
+            load: 0,
+            keyed: false,
+            tag: 2,
+        },
+        Step::Deliver { by: A, load: 0 },
+        register(0, 3),
+        Step::Dispatch,
+        Step::Retry {
+            by: A,
+            hook: 0,
+            nth: 0,
+            keyed: true,
+            tag: 4,
+        },
+        Step::Replay { by: A, nth: 0 },
+        Step::Dispatch,
+    ]);
 }

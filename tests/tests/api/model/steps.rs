@@ -105,6 +105,10 @@ pub enum Step {
         overtaken: bool,
         step: Box<Step>,
     },
+    /// `step` (keyed) paused at its `at`-th call past its lease, thawed,
+    /// then frozen right after its next call took effect, past a lease
+    /// again, thawed; the client retries after its answer.
+    PausedTwice { at: usize, step: Box<Step> },
 }
 
 /// A load's status, as `PATCH` sets it.
@@ -197,7 +201,9 @@ impl Step {
             | Step::Replay { by, .. }
             | Step::Reuse { by, .. }
             | Step::Peek { by, .. } => Some(*by),
-            Step::Faulted { step, .. } | Step::Paused { step, .. } => step.by(),
+            Step::Faulted { step, .. }
+            | Step::Paused { step, .. }
+            | Step::PausedTwice { step, .. } => step.by(),
             _ => None,
         }
     }
@@ -361,6 +367,10 @@ impl fmt::Display for Step {
                 key(keyed, tag)
             ),
             Step::Dispatch => write!(f, "dispatcher: drain the webhook queue"),
+            Step::PausedTwice { at, step } => write!(
+                f,
+                "{step}, paused at call {at} and after the next past its lease, thawed, retried"
+            ),
             Step::Ticket { by, keyed, tag } => {
                 write!(f, "{by}: POST /support \"Ticket {tag}\"{}", key(keyed, tag))
             }

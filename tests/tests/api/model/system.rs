@@ -23,6 +23,8 @@ use shared::store::keys::{idempotency_pk, idempotency_sk};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
+mod faults;
+
 use super::reference::{Expect, Model};
 use super::steps::{Fault, Step, Wait};
 use crate::waybills::{PNG, post_form};
@@ -134,16 +136,7 @@ impl System {
         let h = harness().await;
         let clock = Clock::frozen_at(shared::clock::now());
         let (tracker, issues) = tracker(clock.clone()).await;
-        let geocoder = StandIn::start(|_, _| {
-            api_tests::providers::google_found(
-                "Mannerheimintie 1, Helsinki",
-                60.17,
-                24.94,
-                "ROOFTOP",
-                false,
-            )
-        })
-        .await;
+        let geocoder = api_tests::providers::geocoder().await;
         let mut config = (*h.state.config).clone();
         config.table_name = table().await.to_owned();
         // The model counts no rate-limit windows: the rate limit's own
@@ -269,6 +262,10 @@ impl System {
                 let expect = model.expect.expect("a request's answer");
                 self.faulted(model, step, *fault, *at, expect).await;
             }
+            Step::PausedTwice { at, step } => {
+                let expect = model.expect.expect("a request's answer");
+                self.paused_twice(model, step, *at, expect).await;
+            }
             Step::Paused {
                 at,
                 overtaken,
@@ -301,269 +298,6 @@ impl System {
         }
     }
 
-    /// `step` with its `at`-th call broken by `fault` (the form of a
-    /// direct upload goes whole), then retried with its key as a client
-    /// does: after a 5xx, and after a 409 `idempotency_key_in_flight` once
-    /// the dead attempt's lease ran out. The first answer, if it was a
-    /// success, is the one replayed.
-    async fn faulted(
-        &mut self,
-        model: &Model,
-        step: &Step,
-        fault: Fault,
-        at: usize,
-        expect: Expect,
-    ) {
-        let marks = self.mark();
-        let request = match self.prepare(model, step).await {
-            Ok(request) => request,
-            Err(answered) => {
-                self.check(step, &answered, expect, None, marks);
-                return;
-            }
-        };
-        let (cut, cuts, router) = match fault {
-            Fault::Fail => (Cut::Fail, &self.cuts, &self.faulty),
-            Fault::Cut => (Cut::Cut, &self.cuts, &self.faulty),
-            Fault::Die => (Cut::Die, &self.cuts, &self.faulty),
-            Fault::CutResent => (Cut::Cut, &self.resent, &self.resending),
-        };
-        cuts.arm(cut, at);
-        let first = tokio::select! {
-            reply = Self::send_to(&request, router) => Some(reply),
-            () = cuts.died() => None,
-        };
-        cuts.disarm();
-        let broken = cuts.broken();
-        // The key is new: no other attempt can hold it.
-        if let Some(first) = &first {
-            assert!(
-                first.code() != "idempotency_key_in_flight",
-                "{step}, call {at} {fault:?} ({broken:?}): the first attempt found its key in flight: {}",
-                first.text
-            );
-        }
-        let by = step.by().expect("a request");
-        let name = request.idempotency_key.clone().expect("a keyed request");
-        let mut retry = self.send(&request, false).await;
-        for _ in 0..5 {
-            if retry.status == 409 && retry.code() == "idempotency_key_in_flight" {
-                lapse(
-                    &self.state.config.table_name,
-                    self.orgs[by.org].keys[by.key].1,
-                    &name,
-                )
-                .await;
-            } else if !retry.status.is_server_error() {
-                break;
-            }
-            retry = self.send(&request, false).await;
-        }
-        let context = format!("{step}, call {at} {fault:?} ({broken:?})");
-        let first = first.filter(|f| f.status.is_success());
-        if let Some(first) = &first {
-            assert_eq!(
-                retry.header("idempotent-replayed"),
-                "true",
-                "{context}: {}",
-                retry.text
-            );
-            assert_eq!(
-                (retry.status, &retry.text),
-                (first.status, &first.text),
-                "{context}"
-            );
-        }
-        let expect = Expect {
-            replayed: retry.header("idempotent-replayed") == "true" && !expect.quiet,
-            ..expect
-        };
-        self.geocodes_lost(step, expect, marks.0);
-        self.check(step, &retry, expect, None, marks);
-        self.record(
-            &request,
-            &retry,
-            Expect {
-                replayed: false,
-                ..expect
-            },
-        );
-        self.settle(model, step, &retry);
-    }
-
-    /// `step` paused at its `at`-th call while the clock passes its lease,
-    /// then thawed before any retry: it answers, as the request, or 409
-    /// `idempotency_key_in_flight` (it lost its hold), and then the
-    /// client's retry gets that answer replayed or, after a 409, runs:
-    /// a 409 is never the request's answer.
-    async fn thawed_first(&mut self, model: &Model, step: &Step, at: usize, expect: Expect) {
-        let marks = self.mark();
-        let request = match self.prepare(model, step).await {
-            Ok(request) => request,
-            Err(answered) => {
-                self.check(step, &answered, expect, None, marks);
-                self.clock.advance(Wait::Lease.duration());
-                return;
-            }
-        };
-        self.cuts.arm(Cut::Stall, at);
-        let mut frozen = tokio::spawn({
-            let (request, router) = (request.clone(), self.faulty.clone());
-            async move { Self::send_to(&request, &router).await }
-        });
-        let whole = tokio::select! {
-            () = self.cuts.stalled() => None,
-            whole = &mut frozen => Some(whole.expect("the request")),
-        };
-        self.clock.advance(Wait::Lease.duration());
-        let thawed = match whole {
-            Some(whole) => whole,
-            None => {
-                self.cuts.go();
-                frozen.await.expect("the thawed request")
-            }
-        };
-        self.cuts.disarm();
-        let context = format!("{step}, paused at call {at}, thawed first");
-        let mut retry = self.send(&request, false).await;
-        for _ in 0..3 {
-            if !retry.status.is_server_error() {
-                break;
-            }
-            retry = self.send(&request, false).await;
-        }
-        // Refused by the admission, a request holds no claim: nothing kept.
-        let kept = !thawed.status.is_server_error() && thawed.status != 429 && !expect.quiet;
-        if thawed.code() == "idempotency_key_in_flight" || !kept {
-            assert_ne!(
-                retry.header("idempotent-replayed"),
-                "true",
-                "{context}: the retry replayed an answer not kept ({} {})",
-                thawed.status,
-                thawed.text
-            );
-        } else {
-            assert_eq!(
-                retry.header("idempotent-replayed"),
-                "true",
-                "{context}: thawed {} {}, retried {} {}",
-                thawed.status,
-                thawed.text,
-                retry.status,
-                retry.text
-            );
-            assert_eq!(
-                (retry.status, &retry.text),
-                (thawed.status, &thawed.text),
-                "{context}"
-            );
-        }
-        let expect = Expect {
-            replayed: retry.header("idempotent-replayed") == "true" && !expect.quiet,
-            ..expect
-        };
-        self.geocodes_lost(step, expect, marks.0);
-        self.check(step, &retry, expect, None, marks);
-        self.record(
-            &request,
-            &retry,
-            Expect {
-                replayed: false,
-                ..expect
-            },
-        );
-        self.settle(model, step, &retry);
-    }
-
-    /// The geocoder's calls beyond the request's one: at most the broken
-    /// attempt's, when it broke after the provider answered.
-    fn geocodes_lost(&mut self, step: &Step, expect: Expect, before: usize) {
-        let asked = usize::from(matches!(step, Step::Geocode { .. }) && expect.status == 200);
-        let extra = self.geocoder.count() - before - asked;
-        assert!(
-            extra <= 1,
-            "{step}: {extra} calls to the geocoder beyond the request's"
-        );
-        self.lost_geocodes += extra;
-    }
-
-    /// `step` paused at its `at`-th call (a frozen container) while the
-    /// clock passes its lease and a retry with its key runs whole; then
-    /// thawed: it answers the retry's kept answer or 409, never its own.
-    async fn paused(&mut self, model: &Model, step: &Step, at: usize, expect: Expect) {
-        let marks = self.mark();
-        let request = match self.prepare(model, step).await {
-            Ok(request) => request,
-            Err(answered) => {
-                self.check(step, &answered, expect, None, marks);
-                self.clock.advance(Wait::Lease.duration());
-                return;
-            }
-        };
-        self.cuts.arm(Cut::Stall, at);
-        let mut frozen = tokio::spawn({
-            let (request, sys) = (request.clone(), self.faulty.clone());
-            async move { Self::send_to(&request, &sys).await }
-        });
-        let paused = tokio::select! {
-            () = self.cuts.stalled() => None,
-            whole = &mut frozen => Some(whole.expect("the request")),
-        };
-        if let Some(whole) = paused {
-            // Fewer calls than `at`: it ran whole.
-            self.cuts.disarm();
-            self.clock.advance(Wait::Lease.duration());
-            self.check(step, &whole, expect, None, marks);
-            self.record(&request, &whole, expect);
-            self.settle(model, step, &whole);
-            return;
-        }
-        let context = format!("{step}, paused at {:?}", self.cuts.broken());
-        self.clock.advance(Wait::Lease.duration());
-        let retry = self.send(&request, false).await;
-        let (geocodes, issues) = (self.geocoder.count(), self.issues.lock().unwrap().len());
-        // Paused after its commit, the attempt's answer is the kept one.
-        let expect = Expect {
-            replayed: retry.header("idempotent-replayed") == "true" && !expect.quiet,
-            ..expect
-        };
-        self.geocodes_lost(step, expect, marks.0);
-        self.check(step, &retry, expect, None, marks);
-        self.cuts.go();
-        let thawed = frozen.await.expect("the thawed request");
-        self.cuts.disarm();
-        assert_eq!(
-            (self.geocoder.count(), self.issues.lock().unwrap().len()),
-            (geocodes, issues),
-            "{context}: the thawed attempt called a provider"
-        );
-        if thawed.status == 409 && thawed.code() == "idempotency_key_in_flight" {
-        } else if retry.status.is_server_error() || retry.status == 429 {
-            // Nothing was kept: the thawed attempt may run as the request.
-            assert!(
-                !thawed.status.is_success(),
-                "{context}: thawed ran after {}: {}",
-                retry.status,
-                thawed.text
-            );
-        } else {
-            assert_eq!(
-                (thawed.status, &thawed.text),
-                (retry.status, &retry.text),
-                "{context}: the thawed attempt answered its own"
-            );
-        }
-        self.record(
-            &request,
-            &retry,
-            Expect {
-                replayed: false,
-                ..expect
-            },
-        );
-        self.settle(model, step, &retry);
-    }
-
     /// Time passes; the schedule's sweep runs within a long wait.
     async fn wait(&self, wait: Wait) {
         if !wait.sweeps() {
@@ -579,18 +313,8 @@ impl System {
     /// Runs the dispatcher over the queue, as the event source mapping
     /// would, until it stays empty for a moment.
     async fn dispatch(&self) {
-        let mut idle = 0;
-        while idle < 2 {
-            let taken = local::poller::poll_once(&self.dispatcher, &self.state.queue)
-                .await
-                .expect("poll");
-            if taken == 0 {
-                idle += 1;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            } else {
-                idle = 0;
-            }
-        }
+        let pause = Duration::from_millis(30);
+        api_tests::webhooks::drain(&self.dispatcher, &self.state.queue, pause).await;
     }
 
     /// The URL of `org`'s receiver number `url`.
