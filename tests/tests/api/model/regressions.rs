@@ -110,18 +110,28 @@ fn a_claim_resent_by_the_sdk_is_its_own() {
 }
 
 /// `3-lost-attempt-answers-its-own`: a ticket frozen past its lease while
-/// a retry opened the issue answers the retry's answer when it thaws.
+/// a retry opened the issue answers the retry's answer when it thaws (the
+/// key's first request makes it warm: the call numbers are a warm key's).
 #[test]
 fn a_ticket_thawed_after_a_retry_answers_the_retrys_answer() {
-    replay(vec![Step::Paused {
-        at: 8,
-        overtaken: true,
-        step: Box::new(Step::Ticket {
-            by: A,
-            keyed: true,
-            tag: 24,
-        }),
-    }]);
+    let by = By { org: 1, key: 1 };
+    replay(vec![
+        Step::CreateSite {
+            by,
+            keyed: false,
+            tag: 10,
+        },
+        Step::Wait(Wait::Hour),
+        Step::Paused {
+            at: 8,
+            overtaken: true,
+            step: Box::new(Step::Ticket {
+                by,
+                keyed: true,
+                tag: 24,
+            }),
+        },
+    ]);
 }
 
 /// `5-one-name-per-load`: each upload of a load's waybill under a name of
@@ -201,4 +211,19 @@ fn a_delivery_reaches_the_webhooks_registered_when_it_is_announced() {
         Step::Replay { by: A, nth: 0 },
         Step::Dispatch,
     ]);
+}
+
+/// `4-in-flight-kept`: a ticket paused past its lease, then right after its
+/// hold was renewed, answers 409 (its hold ran out before its call); the
+/// 409 is never kept, so the client's retry opens the ticket.
+#[test]
+fn a_ticket_that_lost_its_hold_leaves_its_key_free() {
+    replay(vec![Step::PausedTwice {
+        at: 6,
+        step: Box::new(Step::Ticket {
+            by: A,
+            keyed: true,
+            tag: 10,
+        }),
+    }]);
 }
