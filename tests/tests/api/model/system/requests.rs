@@ -1,0 +1,202 @@
+//! Each step as the requests a client sends for it.
+
+use super::*;
+
+impl System {
+    /// The URL of `org`'s receiver number `url`.
+    fn hook_url(&self, org: usize, url: usize) -> String {
+        format!("{}/org{org}/url{url}", self.receiver.base)
+    }
+
+    /// The id of the delivery of load `load` the receiver got at `path`.
+    fn delivery_id(&self, path: &str, load: Uuid) -> String {
+        let got = self.receiver.requests();
+        let request = got
+            .iter()
+            .find(|r| {
+                r.path == path && r.json()["subject"]["id"].as_str() == Some(&load.to_string())
+            })
+            .expect("the receiver got the delivery");
+        request.json()["id"]
+            .as_str()
+            .expect("a delivery id")
+            .to_owned()
+    }
+
+    /// Builds `step`'s request (the form and the S3 post of a direct
+    /// upload first), or the answer that ended it before.
+    pub(super) async fn prepare(&mut self, model: &Model, step: &Step) -> Result<Request, Reply> {
+        let by = step.by().expect("a request");
+        let key = self.orgs[by.org].keys[by.key].0.clone();
+        let json = |method: Method, path: String, body: Value| Request {
+            method,
+            path,
+            key: key.clone(),
+            idempotency_key: step.idempotency_key(),
+            body: Some(("application/json".into(), body.to_string().into_bytes())),
+        };
+        let bare = |method: Method, path: String| Request {
+            method,
+            path,
+            key: key.clone(),
+            idempotency_key: None,
+            body: None,
+        };
+        let ids = &self.orgs[by.org];
+        Ok(match step {
+            Step::CreateSite { tag, .. } => json(
+                Method::POST,
+                "/api/v1/sites".into(),
+                json!({"name": format!("Site {tag}")}),
+            ),
+            Step::RenameSite { site, tag, .. } => json(
+                Method::PATCH,
+                format!("/api/v1/sites/{}", ids.sites[*site]),
+                json!({"name": format!("Site {tag}")}),
+            ),
+            Step::ArchiveSite { site, .. } => bare(
+                Method::DELETE,
+                format!("/api/v1/sites/{}", ids.sites[*site]),
+            ),
+            Step::RestoreSite { site, .. } => bare(
+                Method::POST,
+                format!("/api/v1/sites/{}/restore", ids.sites[*site]),
+            ),
+            Step::CreateLoad { site, .. } => json(
+                Method::POST,
+                "/api/v1/surpluses".into(),
+                json!({"site_id": ids.sites[*site], "volume_m3": 2}),
+            ),
+            Step::Upload { load, tag, .. } => {
+                let boundary = format!("model-{tag}");
+                let form = api_tests::multipart(
+                    &boundary,
+                    &[],
+                    Some(("waybill.png", "image/png", &image(*tag))),
+                );
+                Request {
+                    body: Some((format!("multipart/form-data; boundary={boundary}"), form)),
+                    ..bare(
+                        Method::POST,
+                        format!("/api/v1/surpluses/{}/waybill", ids.loads[*load]),
+                    )
+                }
+                .keyed(step.idempotency_key())
+            }
+            Step::UploadByForm { load, tag, .. } => {
+                let load = ids.loads[*load];
+                let form = bare(
+                    Method::POST,
+                    format!("/api/v1/surpluses/{load}/waybill/upload"),
+                );
+                let form = Request {
+                    body: Some((
+                        "application/json".into(),
+                        json!({"content_type": "image/png"})
+                            .to_string()
+                            .into_bytes(),
+                    )),
+                    ..form
+                };
+                let reply = self.send(&form, false).await;
+                if reply.status != 200 {
+                    return Err(reply);
+                }
+                let posted = post_form(&reply.body["data"], "image/png", &image(*tag)).await;
+                assert!((200..300).contains(&posted), "{step}: S3 answered {posted}");
+                json(
+                    Method::POST,
+                    format!("/api/v1/surpluses/{load}/waybill/confirm"),
+                    json!({"storage_path": reply.body["data"]["storage_path"]}),
+                )
+            }
+            Step::Deliver { load, .. } => json(
+                Method::PATCH,
+                format!("/api/v1/surpluses/{}", ids.loads[*load]),
+                json!({"status": "delivered"}),
+            ),
+            Step::SetStatus { load, to, .. } => json(
+                Method::PATCH,
+                format!("/api/v1/surpluses/{}", ids.loads[*load]),
+                json!({"status": to.as_str()}),
+            ),
+            Step::Register { url, .. } => json(
+                Method::POST,
+                "/api/v1/webhooks".into(),
+                json!({
+                    "event": "surplus.delivered",
+                    "url": self.hook_url(by.org, *url),
+                    "verification_mode": "hmac_sha256",
+                }),
+            ),
+            Step::Unregister { hook, .. } => bare(
+                Method::DELETE,
+                format!("/api/v1/webhooks/{}", ids.hooks[*hook]),
+            ),
+            Step::Retry { hook, nth, .. } => {
+                let model_hook = &model.orgs[by.org].hooks[*hook];
+                let load = ids.loads[model_hook.deliveries[*nth].load];
+                let path = self.hook_url(by.org, model_hook.url);
+                let path = path.trim_start_matches(&self.receiver.base);
+                let delivery = self.delivery_id(path, load);
+                bare(
+                    Method::POST,
+                    format!(
+                        "/api/v1/webhooks/{}/deliveries/{delivery}/retry",
+                        ids.hooks[*hook]
+                    ),
+                )
+                .keyed(step.idempotency_key())
+            }
+            Step::Ticket { tag, .. } => json(
+                Method::POST,
+                "/api/v1/support".into(),
+                json!({"title": format!("Ticket {tag}"), "description": "Deliveries fail."}),
+            ),
+            Step::Geocode { .. } => json(
+                Method::POST,
+                "/api/v1/geocode".into(),
+                json!({"address": "Mannerheimintie 1, Helsinki"}),
+            ),
+            Step::Replay { nth, .. } => {
+                let name = &model.orgs[by.org].keys[by.key].keyed[*nth].name;
+                self.sent[name].request.clone()
+            }
+            Step::Reuse { nth, tag, .. } => {
+                let name = model.orgs[by.org].keys[by.key].keyed[*nth].name.clone();
+                json(
+                    Method::POST,
+                    "/api/v1/sites".into(),
+                    json!({"name": format!("Site {tag}")}),
+                )
+                .keyed(Some(name))
+            }
+            Step::Peek { of, nth, .. } => {
+                let other = &self.orgs[*of];
+                let (path, change) = match other.sites.get(*nth) {
+                    Some(site) => (
+                        format!("/api/v1/sites/{site}"),
+                        json!({"name": "Not yours"}),
+                    ),
+                    None => (
+                        format!("/api/v1/surpluses/{}", other.loads[nth - other.sites.len()]),
+                        json!({"description": "Not yours"}),
+                    ),
+                };
+                let read = self.send(&bare(Method::GET, path.clone()), false).await;
+                if read.status != 404 {
+                    return Err(read);
+                }
+                json(Method::PATCH, path, change)
+            }
+            other => unreachable!("not a request: {other}"),
+        })
+    }
+}
+
+impl Request {
+    fn keyed(mut self, name: Option<String>) -> Request {
+        self.idempotency_key = name;
+        self
+    }
+}
