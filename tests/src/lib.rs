@@ -644,3 +644,25 @@ pub async fn store_waybill(
     store.staged().done(storage_path).await?;
     Ok(written)
 }
+
+/// The lease of `idempotency_key` of key `key_id` in `table` ends now, as
+/// it would in `LEASE`, if it is held by a request that never answered.
+/// True when it was.
+pub async fn lapse(table: &str, key_id: uuid::Uuid, idempotency_key: &str) -> bool {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use shared::store::keys::{idempotency_pk, idempotency_sk};
+    let db = aws_sdk_dynamodb::Client::new(&harness().await.sdk);
+    let lapsed = db
+        .update_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(idempotency_pk(key_id)))
+        .key("sk", AttributeValue::S(idempotency_sk(idempotency_key)))
+        .update_expression("SET #until = :zero")
+        .condition_expression("attribute_exists(#token)")
+        .expression_attribute_names("#until", "until")
+        .expression_attribute_names("#token", "token")
+        .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+        .send()
+        .await;
+    lapsed.is_ok()
+}

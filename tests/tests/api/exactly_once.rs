@@ -28,11 +28,9 @@ use std::pin::Pin;
 
 use api_tests::cuts::{Cut, Cuts};
 use api_tests::{Reply, TestOrg, call, harness, multipart, org, run, unique, unique_phone};
-use aws_sdk_dynamodb::types::AttributeValue;
 use axum::Router;
 use http::Method;
 use serde_json::{Value, json};
-use shared::store::keys::{idempotency_pk, idempotency_sk};
 
 use crate::trucks::plate;
 use shared::http::idempotency::LEASE;
@@ -245,22 +243,9 @@ async fn broken(
 /// `LEASE`, if it is held by a request that never answered. True when it
 /// was.
 async fn lapse(b: &Bench, idempotency_key: &str) -> bool {
-    let h = harness().await;
-    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let table = harness().await.store().table().to_owned();
     let key_id = api_tests::key_id(&b.t).await;
-    let lapsed = db
-        .update_item()
-        .table_name(h.store().table())
-        .key("pk", AttributeValue::S(idempotency_pk(key_id)))
-        .key("sk", AttributeValue::S(idempotency_sk(idempotency_key)))
-        .update_expression("SET #until = :zero")
-        .condition_expression("attribute_exists(#token)")
-        .expression_attribute_names("#until", "until")
-        .expression_attribute_names("#token", "token")
-        .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-        .send()
-        .await;
-    lapsed.is_ok()
+    api_tests::lapse(&table, key_id, idempotency_key).await
 }
 
 /// Runs `prepare`'s request with each of its calls broken in each way, and

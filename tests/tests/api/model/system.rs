@@ -15,14 +15,12 @@ use api_tests::cuts::{Cut, Cuts};
 use api_tests::providers::{Canned, StandIn};
 use api_tests::webhooks::Receiver;
 use api_tests::{Reply, block, call, harness};
-use aws_sdk_dynamodb::types::AttributeValue;
 use axum::Router;
 use http::Method;
 use serde_json::{Value, json};
 use shared::AppState;
 use shared::auth::Scope;
 use shared::clock::Clock;
-use shared::store::keys::{idempotency_pk, idempotency_sk};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
@@ -454,23 +452,4 @@ impl System {
             _ => {}
         }
     }
-}
-
-/// A claim's lease, by `by`'s key, ends now (as it would in `LEASE`), if a
-/// request that never answered holds it.
-async fn lapse(table: &str, key_id: Uuid, name: &str) {
-    let h = harness().await;
-    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
-    let _ = db
-        .update_item()
-        .table_name(table)
-        .key("pk", AttributeValue::S(idempotency_pk(key_id)))
-        .key("sk", AttributeValue::S(idempotency_sk(name)))
-        .update_expression("SET #until = :zero")
-        .condition_expression("attribute_exists(#token)")
-        .expression_attribute_names("#until", "until")
-        .expression_attribute_names("#token", "token")
-        .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-        .send()
-        .await;
 }

@@ -52,7 +52,7 @@ impl System {
         for _ in 0..5 {
             if retry.code() == "idempotency_key_in_flight" {
                 let key_id = self.orgs[by.org].keys[by.key].1;
-                lapse(&self.state.config.table_name, key_id, &name).await;
+                api_tests::lapse(&self.state.config.table_name, key_id, &name).await;
             } else if !retry.status.is_server_error() {
                 break;
             }
@@ -139,13 +139,7 @@ impl System {
         };
         self.cuts.disarm();
         let context = format!("{step}, paused at call {at}, thawed first");
-        let mut retry = self.send(&request, false).await;
-        for _ in 0..3 {
-            if !retry.status.is_server_error() {
-                break;
-            }
-            retry = self.send(&request, false).await;
-        }
+        let retry = self.retried(&request).await;
         // Refused by the admission, a request holds no claim: nothing kept.
         let kept = !thawed.status.is_server_error() && thawed.status != 429 && !expect.quiet;
         if thawed.code() == "idempotency_key_in_flight" || !kept {
@@ -206,13 +200,7 @@ impl System {
         };
         self.cuts.disarm();
         let context = format!("{step}, paused at call {at} and after the next");
-        let mut retry = self.send(&request, false).await;
-        for _ in 0..3 {
-            if !retry.status.is_server_error() {
-                break;
-            }
-            retry = self.send(&request, false).await;
-        }
+        let retry = self.retried(&request).await;
         assert_ne!(
             retry.code(),
             "idempotency_key_in_flight",
@@ -225,6 +213,19 @@ impl System {
             replays(&retry, &thawed, &context);
         }
         self.conclude(model, step, &request, &retry, expect, marks);
+    }
+
+    /// `request` sent again as a client does after an attempt's answer:
+    /// again after a 5xx, a few times.
+    async fn retried(&self, request: &Request) -> Reply {
+        let mut retry = self.send(request, false).await;
+        for _ in 0..3 {
+            if !retry.status.is_server_error() {
+                break;
+            }
+            retry = self.send(request, false).await;
+        }
+        retry
     }
 
     /// The step's request, or None when it was answered before it (a
