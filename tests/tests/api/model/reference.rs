@@ -96,6 +96,8 @@ pub struct Org {
     /// Loads delivered since the dispatcher last ran: it announces each
     /// to the webhooks registered when it runs.
     pub announced: Vec<usize>,
+    /// Whether it granted the other organization read access to its sites.
+    pub granted: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -161,6 +163,7 @@ impl Default for Org {
             geocodes: 0,
             hooks: Vec::new(),
             announced: Vec::new(),
+            granted: false,
         }
     }
 }
@@ -359,13 +362,35 @@ impl Model {
                 self.orgs[by.org].geocodes += 1;
                 Expect::ok(200)
             }
+            Step::Grant { by, .. } => {
+                let other = (by.org + 1) % ORGS;
+                if !self.orgs[other].active {
+                    return Expect::error(422, "grantee_not_found");
+                }
+                let org = &mut self.orgs[by.org];
+                let existed = std::mem::replace(&mut org.granted, true);
+                Expect::ok(if existed { 200 } else { 201 })
+            }
+            Step::Ungrant { by } => {
+                if !std::mem::replace(&mut self.orgs[by.org].granted, false) {
+                    return Expect::error(404, "grant_not_found");
+                }
+                Expect::ok(204)
+            }
+            // The read; the change that follows is 404 whatever it reads.
             Step::Peek { of, nth, .. } => {
-                let code = if *nth < self.orgs[*of].sites.len() {
-                    "site_not_found"
+                let granter = &self.orgs[*of];
+                if *nth >= granter.sites.len() {
+                    return Expect::refused(404, "surplus_not_found");
+                }
+                if granter.granted && granter.active {
+                    Expect {
+                        quiet: true,
+                        ..Expect::ok(200)
+                    }
                 } else {
-                    "surplus_not_found"
-                };
-                Expect::refused(404, code)
+                    Expect::refused(404, "site_not_found")
+                }
             }
             other => unreachable!("not a request: {other:?}"),
         }
@@ -546,6 +571,13 @@ impl ReferenceStateMachine for Model {
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Geocode { by, keyed, tag });
         let replay = pick(keyed_requests).prop_map(|(by, nth)| Step::Replay { by, nth });
         let reuse = pick(keyed_requests).prop_map(move |(by, nth)| Step::Reuse { by, nth, tag });
+        let grant = (sender(), keyed(), any::<bool>()).prop_map(move |(by, keyed, on)| {
+            if on {
+                Step::Grant { by, keyed, tag }
+            } else {
+                Step::Ungrant { by }
+            }
+        });
         let peek = pick(others).prop_map(|(by, nth)| Step::Peek {
             by,
             of: (by.org + 1) % ORGS,
@@ -613,7 +645,8 @@ impl ReferenceStateMachine for Model {
             1 => geocode,
             4 => replay,
             2 => reuse,
-            2 => peek,
+            3 => peek,
+            2 => grant,
             5 => wait,
             2 => operator,
             5 => faulted,

@@ -227,3 +227,42 @@ fn a_ticket_that_lost_its_hold_leaves_its_key_free() {
         }),
     }]);
 }
+
+/// Where grants meet isolation: the grantee's key reads the granter's site
+/// (archived too) and never changes it; a revoked grant, or a deactivated
+/// granter, hides it again.
+#[test]
+fn a_granted_site_reads_until_the_grant_or_its_granter_goes() {
+    let partner = By { org: 1, key: 0 };
+    let peek = Step::Peek {
+        by: partner,
+        of: 0,
+        nth: 0,
+    };
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 0,
+        },
+        peek.clone(),
+        Step::Grant {
+            by: A,
+            keyed: true,
+            tag: 1,
+        },
+        peek.clone(),
+        Step::ArchiveSite { by: A, site: 0 },
+        peek.clone(),
+        Step::Ungrant { by: A },
+        peek.clone(),
+        Step::Grant {
+            by: A,
+            keyed: false,
+            tag: 2,
+        },
+        peek.clone(),
+        Step::Deactivate { org: 0 },
+        peek,
+    ]);
+}

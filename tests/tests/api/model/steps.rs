@@ -79,6 +79,11 @@ pub enum Step {
     /// The `nth` keyed request's `Idempotency-Key` on another request (a
     /// new site named by `tag`).
     Reuse { by: By, nth: usize, tag: u32 },
+    /// `POST /org-access-grants`: `by`'s organization grants the other one
+    /// `read` access to its sites.
+    Grant { by: By, keyed: bool, tag: u32 },
+    /// `DELETE /org-access-grants/{granteeOrgId}`: the grant revoked.
+    Ungrant { by: By },
     /// `by`'s key reads and changes the `nth` record (site or load) of
     /// organization `of`.
     Peek { by: By, of: usize, nth: usize },
@@ -196,6 +201,8 @@ impl Step {
             | Step::Register { by, .. }
             | Step::Unregister { by, .. }
             | Step::Retry { by, .. }
+            | Step::Grant { by, .. }
+            | Step::Ungrant { by }
             | Step::Ticket { by, .. }
             | Step::Geocode { by, .. }
             | Step::Replay { by, .. }
@@ -230,6 +237,9 @@ impl Step {
                 keyed: true, tag, ..
             }
             | Step::Retry {
+                keyed: true, tag, ..
+            }
+            | Step::Grant {
                 keyed: true, tag, ..
             }
             | Step::UploadByForm { tag, .. } => Some(format!("model-{tag}")),
@@ -367,6 +377,14 @@ impl fmt::Display for Step {
                 key(keyed, tag)
             ),
             Step::Dispatch => write!(f, "dispatcher: drain the webhook queue"),
+            Step::Grant { by, keyed, tag } => write!(
+                f,
+                "{by}: POST /org-access-grants to the other org{}",
+                key(keyed, tag)
+            ),
+            Step::Ungrant { by } => {
+                write!(f, "{by}: DELETE /org-access-grants/<the other org>")
+            }
             Step::PausedTwice { at, step } => write!(
                 f,
                 "{step}, paused at call {at} and after the next past its lease, thawed, retried"

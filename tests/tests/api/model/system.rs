@@ -27,7 +27,7 @@ use uuid::Uuid;
 mod faults;
 mod requests;
 
-use super::reference::{Expect, Model};
+use super::reference::{Expect, Model, ORGS};
 use super::steps::{Fault, Step, Wait};
 use crate::waybills::{PNG, post_form};
 use webhook_dispatcher::Dispatcher;
@@ -178,7 +178,7 @@ impl System {
         };
         let dispatcher = Dispatcher::new(state.clone(), policy);
         let mut orgs = Vec::new();
-        for _ in 0..super::reference::ORGS {
+        for _ in 0..ORGS {
             orgs.push(Self::org(&state).await);
         }
         System {
@@ -296,6 +296,7 @@ impl System {
                     }
                 };
                 self.settle(model, request, &reply);
+                self.peek_change(request).await;
             }
         }
     }

@@ -171,26 +171,72 @@ impl System {
                 )
                 .keyed(Some(name))
             }
-            Step::Peek { of, nth, .. } => {
-                let other = &self.orgs[*of];
-                let (path, change) = match other.sites.get(*nth) {
-                    Some(site) => (
-                        format!("/api/v1/sites/{site}"),
-                        json!({"name": "Not yours"}),
-                    ),
-                    None => (
-                        format!("/api/v1/surpluses/{}", other.loads[nth - other.sites.len()]),
-                        json!({"description": "Not yours"}),
-                    ),
-                };
-                let read = self.send(&bare(Method::GET, path.clone()), false).await;
-                if read.status != 404 {
-                    return Err(read);
-                }
-                json(Method::PATCH, path, change)
-            }
+            Step::Peek { of, nth, .. } => bare(Method::GET, self.peeked(*of, *nth).0),
+            Step::Grant { .. } => json(
+                Method::POST,
+                "/api/v1/org-access-grants".into(),
+                json!({"grantee_org_id": self.orgs[(by.org + 1) % ORGS].id, "scope": "read"}),
+            ),
+            Step::Ungrant { .. } => bare(
+                Method::DELETE,
+                format!(
+                    "/api/v1/org-access-grants/{}",
+                    self.orgs[(by.org + 1) % ORGS].id
+                ),
+            ),
             other => unreachable!("not a request: {other}"),
         })
+    }
+}
+
+impl System {
+    /// The path of organization `of`'s `nth` record (its sites, then its
+    /// loads), and a change of it.
+    fn peeked(&self, of: usize, nth: usize) -> (String, Value) {
+        let other = &self.orgs[of];
+        match other.sites.get(nth) {
+            Some(site) => (
+                format!("/api/v1/sites/{site}"),
+                json!({"name": "Not yours"}),
+            ),
+            None => (
+                format!("/api/v1/surpluses/{}", other.loads[nth - other.sites.len()]),
+                json!({"description": "Not yours"}),
+            ),
+        }
+    }
+
+    /// After another organization's key read a record (granted or not):
+    /// its change is 404, and calls nothing outside the table.
+    pub(super) async fn peek_change(&self, step: &Step) {
+        let Step::Peek { by, of, nth } = step else {
+            return;
+        };
+        let (path, change) = self.peeked(*of, *nth);
+        let key = self.orgs[by.org].keys[by.key].0.clone();
+        self.seen.mark();
+        let reply = call(Method::PATCH, &path)
+            .key(&key)
+            .json(&change)
+            .send_to(&self.api)
+            .await;
+        let code = if *nth < self.orgs[*of].sites.len() {
+            "site_not_found"
+        } else {
+            "surplus_not_found"
+        };
+        if reply.status != 401 && reply.status != 403 {
+            assert_eq!(
+                (reply.status.as_u16(), reply.code()),
+                (404, code),
+                "{step}: the change: {}",
+                reply.text
+            );
+        }
+        assert!(
+            self.seen.outside().is_empty(),
+            "{step}: the change called outside"
+        );
     }
 }
 
