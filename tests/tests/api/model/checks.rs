@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use api_tests::{block, harness};
 use shared::model::archive::StatusFilter;
+use shared::model::receiving_point::ReceivingPointRecord;
 use shared::model::site::SiteRecord;
 use shared::model::surplus::{SurplusRecord, SurplusStatus};
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,7 +73,23 @@ async fn check(system: &System, model: &Model) {
                 "{what}: a waybill?"
             );
             if let (Some(waybill), Some(tag)) = (&stored.waybill, load.waybill) {
-                waybill_in_place(system, model, &waybill.storage_path, tag, &what).await;
+                in_place(system, model, &waybill.storage_path, tag, &what).await;
+            }
+        }
+        // Receiving points: one per create; their photos in place.
+        let points = store
+            .records::<ReceivingPointRecord>()
+            .list(ids.id, StatusFilter::All)
+            .await
+            .unwrap();
+        assert_eq!(points.len(), org.points.len(), "org{n}'s receiving points");
+        assert_eq!(ids.points.len(), org.points.len(), "org{n}'s point ids");
+        for (i, (photos, id)) in org.points.iter().zip(&ids.points).enumerate() {
+            let stored = points.iter().find(|p| p.id == *id).expect("a stored point");
+            let what = format!("org{n}'s point {i}");
+            assert_eq!(stored.photos.len(), photos.len(), "{what}: its photos");
+            for (path, tag) in stored.photos.iter().zip(photos) {
+                in_place(system, model, path, *tag, &what).await;
             }
         }
         // The tracker: one issue per ticket that was let in.
@@ -98,10 +115,10 @@ async fn check(system: &System, model: &Model) {
     );
 }
 
-/// The object a load names holds the bytes its request uploaded; or, when
+/// The object a record names holds the bytes its request uploaded; or, when
 /// a request broke since the last sweep, its copy is staged for the
 /// sweep.
-async fn waybill_in_place(system: &System, model: &Model, path: &str, tag: u32, what: &str) {
+async fn in_place(system: &System, model: &Model, path: &str, tag: u32, what: &str) {
     let h = harness().await;
     let s3 = shared::links::s3_client(&h.sdk);
     let got = s3

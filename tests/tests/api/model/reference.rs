@@ -98,6 +98,8 @@ pub struct Org {
     pub announced: Vec<usize>,
     /// Whether it granted the other organization read access to its sites.
     pub granted: bool,
+    /// Its receiving points: the photos of each, in the order added.
+    pub points: Vec<Vec<u32>>,
 }
 
 #[derive(Clone, Debug)]
@@ -164,6 +166,7 @@ impl Default for Org {
             hooks: Vec::new(),
             announced: Vec::new(),
             granted: false,
+            points: Vec::new(),
         }
     }
 }
@@ -362,6 +365,14 @@ impl Model {
                 self.orgs[by.org].geocodes += 1;
                 Expect::ok(200)
             }
+            Step::CreatePoint { by, site, .. } => {
+                let org = &mut self.orgs[by.org];
+                if org.sites[*site].archived {
+                    return Expect::error(422, "site_archived");
+                }
+                org.points.push(Vec::new());
+                Expect::ok(201)
+            }
             Step::Grant { by, .. } => {
                 let other = (by.org + 1) % ORGS;
                 if !self.orgs[other].active {
@@ -456,6 +467,7 @@ fn possible(model: &Model, step: &Step) -> bool {
     let Some(by) = step.by() else {
         return match step {
             Step::Entitle { org, .. } | Step::Deactivate { org } => *org < model.orgs.len(),
+            Step::AddPhoto { org, point, .. } => *point < model.orgs[*org].points.len(),
             _ => true,
         };
     };
@@ -464,7 +476,8 @@ fn possible(model: &Model, step: &Step) -> bool {
         Step::RenameSite { site, .. }
         | Step::ArchiveSite { site, .. }
         | Step::RestoreSite { site, .. }
-        | Step::CreateLoad { site, .. } => *site < org.sites.len(),
+        | Step::CreateLoad { site, .. }
+        | Step::CreatePoint { site, .. } => *site < org.sites.len(),
         Step::Upload { load, .. }
         | Step::UploadByForm { load, .. }
         | Step::Deliver { load, .. }
@@ -571,6 +584,20 @@ impl ReferenceStateMachine for Model {
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Geocode { by, keyed, tag });
         let replay = pick(keyed_requests).prop_map(|(by, nth)| Step::Replay { by, nth });
         let reuse = pick(keyed_requests).prop_map(move |(by, nth)| Step::Reuse { by, nth, tag });
+        let create_point =
+            (pick(sites), keyed()).prop_map(move |((by, site), keyed)| Step::CreatePoint {
+                by,
+                site,
+                keyed,
+                tag,
+            });
+        let add_photo = {
+            let model = model.clone();
+            (0..ORGS).prop_flat_map(move |org| {
+                let points = model.orgs[org].points.len().max(1);
+                (0..points).prop_map(move |point| Step::AddPhoto { org, point, tag })
+            })
+        };
         let grant = (sender(), keyed(), any::<bool>()).prop_map(move |(by, keyed, on)| {
             if on {
                 Step::Grant { by, keyed, tag }
@@ -605,6 +632,7 @@ impl ReferenceStateMachine for Model {
             1 => geocode.clone(),
             2 => register.clone(),
             3 => retry.clone(),
+            1 => create_point.clone(),
         ]
         .prop_map(Step::keyed);
         let faults = prop_oneof![
@@ -647,6 +675,8 @@ impl ReferenceStateMachine for Model {
             2 => reuse,
             3 => peek,
             2 => grant,
+            2 => create_point,
+            2 => add_photo,
             5 => wait,
             2 => operator,
             5 => faulted,
@@ -670,6 +700,7 @@ impl ReferenceStateMachine for Model {
             Step::Revoke { by } => model.key(*by).revoked = true,
             Step::Entitle { org, on } => model.orgs[*org].entitled = *on,
             Step::Deactivate { org } => model.orgs[*org].active = false,
+            Step::AddPhoto { org, point, tag } => model.orgs[*org].points[*point].push(*tag),
             Step::Dispatch => model.dispatch(),
             Step::Wait(wait) => {
                 model.now += shared::clock::millis(wait.duration());

@@ -266,3 +266,33 @@ fn a_granted_site_reads_until_the_grant_or_its_granter_goes() {
         peek,
     ]);
 }
+
+/// Photos an operator adds to a receiving point are in place, each with
+/// its own bytes, beside the waybills of the same organization.
+#[test]
+fn an_operators_photos_are_in_place() {
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 0,
+        },
+        Step::CreatePoint {
+            by: A,
+            site: 0,
+            keyed: true,
+            tag: 1,
+        },
+        Step::AddPhoto {
+            org: 0,
+            point: 0,
+            tag: 2,
+        },
+        Step::AddPhoto {
+            org: 0,
+            point: 0,
+            tag: 3,
+        },
+        Step::Replay { by: A, nth: 0 },
+    ]);
+}

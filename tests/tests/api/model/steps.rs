@@ -79,6 +79,16 @@ pub enum Step {
     /// The `nth` keyed request's `Idempotency-Key` on another request (a
     /// new site named by `tag`).
     Reuse { by: By, nth: usize, tag: u32 },
+    /// `POST /receiving-points` at the org's `site`-th site.
+    CreatePoint {
+        by: By,
+        site: usize,
+        keyed: bool,
+        tag: u32,
+    },
+    /// The operator adds photo `tag` to the org's `point`-th receiving
+    /// point (`admin add-photo`).
+    AddPhoto { org: usize, point: usize, tag: u32 },
     /// `POST /org-access-grants`: `by`'s organization grants the other one
     /// `read` access to its sites.
     Grant { by: By, keyed: bool, tag: u32 },
@@ -202,6 +212,7 @@ impl Step {
             | Step::Unregister { by, .. }
             | Step::Retry { by, .. }
             | Step::Grant { by, .. }
+            | Step::CreatePoint { by, .. }
             | Step::Ungrant { by }
             | Step::Ticket { by, .. }
             | Step::Geocode { by, .. }
@@ -242,6 +253,9 @@ impl Step {
             | Step::Grant {
                 keyed: true, tag, ..
             }
+            | Step::CreatePoint {
+                keyed: true, tag, ..
+            }
             | Step::UploadByForm { tag, .. } => Some(format!("model-{tag}")),
             _ => None,
         }
@@ -275,6 +289,12 @@ impl Step {
             },
             Step::Geocode { by, tag, .. } => Step::Geocode {
                 by,
+                keyed: true,
+                tag,
+            },
+            Step::CreatePoint { by, site, tag, .. } => Step::CreatePoint {
+                by,
+                site,
                 keyed: true,
                 tag,
             },
@@ -381,6 +401,20 @@ impl fmt::Display for Step {
                 f,
                 "{by}: POST /org-access-grants to the other org{}",
                 key(keyed, tag)
+            ),
+            Step::CreatePoint {
+                by,
+                site,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /receiving-points \"Point {tag}\" at <site {site}>{}",
+                key(keyed, tag)
+            ),
+            Step::AddPhoto { org, point, tag } => write!(
+                f,
+                "operator: admin add-photo image {tag} to org{org}'s <point {point}>"
             ),
             Step::Ungrant { by } => {
                 write!(f, "{by}: DELETE /org-access-grants/<the other org>")

@@ -68,6 +68,7 @@ pub struct Ids {
     pub sites: Vec<Uuid>,
     pub loads: Vec<Uuid>,
     pub hooks: Vec<Uuid>,
+    pub points: Vec<Uuid>,
 }
 
 #[derive(Clone)]
@@ -226,6 +227,7 @@ impl System {
             sites: Vec::new(),
             loads: Vec::new(),
             hooks: Vec::new(),
+            points: Vec::new(),
         }
     }
 
@@ -258,6 +260,7 @@ impl System {
                     assert_eq!(error.code(), "org_not_found", "{step}: {error}");
                 }
             }
+            Step::AddPhoto { org, point, tag } => self.add_photo(*org, *point, *tag).await,
             Step::Wait(wait) => self.wait(*wait).await,
             Step::Dispatch => self.dispatch().await,
             Step::Faulted { fault, at, step } => {
@@ -299,6 +302,24 @@ impl System {
                 self.peek_change(request).await;
             }
         }
+    }
+
+    /// `admin add-photo`, as an operator runs it against the model's table.
+    async fn add_photo(&self, org: usize, point: usize, tag: u32) {
+        let h = harness().await;
+        let file = std::env::temp_dir().join(format!("model-photo-{}.png", Uuid::new_v4()));
+        std::fs::write(&file, image(tag)).expect("the photo's file");
+        let command = admin::cli::Command::AddPhoto {
+            org: self.orgs[org].id,
+            receiving_point: self.orgs[org].points[point],
+            file: file.clone(),
+        };
+        let done = self
+            .clock
+            .scope(admin::cli::run(command, &self.state.config, &h.sdk))
+            .await;
+        let _ = std::fs::remove_file(&file);
+        done.expect("admin add-photo");
     }
 
     /// Time passes; the schedule's sweep runs within a long wait.
@@ -450,6 +471,7 @@ impl System {
             Step::CreateSite { .. } => self.orgs[by.org].sites.push(id()),
             Step::CreateLoad { .. } => self.orgs[by.org].loads.push(id()),
             Step::Register { .. } => self.orgs[by.org].hooks.push(id()),
+            Step::CreatePoint { .. } => self.orgs[by.org].points.push(id()),
             _ => {}
         }
     }

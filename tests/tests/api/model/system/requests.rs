@@ -172,6 +172,11 @@ impl System {
                 .keyed(Some(name))
             }
             Step::Peek { of, nth, .. } => bare(Method::GET, self.peeked(*of, *nth).0),
+            Step::CreatePoint { site, tag, .. } => json(
+                Method::POST,
+                "/api/v1/receiving-points".into(),
+                json!({"site_id": ids.sites[*site], "name": format!("Point {tag}")}),
+            ),
             Step::Grant { .. } => json(
                 Method::POST,
                 "/api/v1/org-access-grants".into(),
