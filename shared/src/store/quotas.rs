@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 
-use super::item::{Item, get_u64, n};
+use super::item::{Item, get_s, get_u64, n};
 use super::keys::{QUOTA_SK, TTL};
 use super::{Store, new_or_old, unless_condition_failed};
 use crate::error::ApiResult;
@@ -175,7 +175,7 @@ impl Quotas<'_> {
         let remaining = u32::try_from(free).unwrap_or(0);
         let held = (0..quota.uses).find_map(|index| {
             let at = times[index as usize].filter(|t| *t > cutoff)?;
-            let holder = super::item::get_s(&item, &request_name(index))?;
+            let holder = get_s(&item, &request_name(index))?;
             (holder == request).then(|| Slot {
                 pk: quota.pk.clone(),
                 index,
@@ -197,18 +197,30 @@ impl Quotas<'_> {
         let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);
         let cutoff = now.saturating_sub(period);
         let free = |time: &Option<u64>| time.is_none_or(|t| t <= cutoff);
+        // The slot names its holder: the request, or this attempt alone.
+        let holder = request.unwrap_or_else(uuid::Uuid::now_v7);
+        let held = |item: &Item, index: u32| {
+            let remaining = quota.times(item).iter().filter(|t| free(t)).count();
+            Reserved::Held(Slot {
+                pk: quota.pk.clone(),
+                index,
+                at: now,
+                remaining: u32::try_from(remaining).unwrap_or(0),
+            })
+        };
         let mut index = 0;
         // Each lost race shows another slot taken: bounded by the slots.
         for _ in 0..=2 * quota.uses {
-            match self.take(quota, index, now, cutoff, request).await? {
-                Ok(item) => {
-                    let remaining = quota.times(&item).iter().filter(|t| free(t)).count();
-                    return Ok(Reserved::Held(Slot {
-                        pk: quota.pk.clone(),
-                        index,
-                        at: now,
-                        remaining: u32::try_from(remaining).unwrap_or(0),
-                    }));
+            match self.take(quota, index, now, cutoff, holder).await? {
+                Ok(item) => return Ok(held(&item, index)),
+                // This very write, whose acknowledgement was lost (the SDK
+                // sent it again): the slot is ours, not a second one.
+                Err(current)
+                    if get_u64(&current, &slot_name(index)) == Some(now)
+                        && get_s(&current, &request_name(index))
+                            == Some(holder.to_string().as_str()) =>
+                {
+                    return Ok(held(&current, index));
                 }
                 Err(current) => {
                     let times = quota.times(&current);
@@ -226,26 +238,22 @@ impl Quotas<'_> {
         Err(codes::CONCURRENT_UPDATE.with("too many concurrent requests; try again"))
     }
 
-    /// Sets slot `index` to `now` if it is free: the item after, or the
-    /// item as it stood when the slot was not free.
+    /// Sets slot `index` to `now` for `holder` if it is free: the item
+    /// after, or the item as it stood when the slot was not free.
     async fn take(
         &self,
         quota: &Quota,
         index: u32,
         now: u64,
         cutoff: u64,
-        request: Option<uuid::Uuid>,
+        holder: uuid::Uuid,
     ) -> ApiResult<Result<Item, Item>> {
         let store = self.0;
         let expires = now.div_ceil(1000) + quota.period.as_secs();
-        let update = store.update(quota.pk.clone(), QUOTA_SK);
-        let update = match request {
-            Some(request) => update
-                .update_expression("SET #slot = :now, #ttl = :ttl, #request = :request")
-                .expression_attribute_values(":request", super::item::s(request.to_string())),
-            None => update.update_expression("SET #slot = :now, #ttl = :ttl REMOVE #request"),
-        };
-        let result = update
+        let result = store
+            .update(quota.pk.clone(), QUOTA_SK)
+            .update_expression("SET #slot = :now, #ttl = :ttl, #request = :request")
+            .expression_attribute_values(":request", super::item::s(holder.to_string()))
             .condition_expression("attribute_not_exists(#slot) OR #slot <= :cutoff")
             .expression_attribute_names("#slot", slot_name(index))
             .expression_attribute_names("#request", request_name(index))

@@ -74,6 +74,9 @@ pub struct Model {
     /// What the last step must answer (none for operators' steps and
     /// waits).
     pub expect: Option<Expect>,
+    /// What the requests a step sends before its last must answer
+    /// (`Tickets`).
+    pub before: Vec<Expect>,
     /// Whether every committed waybill is in its place: false after a
     /// request broke (a copy after its commit may be left to the sweep),
     /// true again after a wait the sweep runs in.
@@ -208,12 +211,32 @@ impl Model {
             Step::Replay { nth, .. } => self.replay(by, *nth),
             Step::Reuse { nth, tag, .. } => self.reuse(by, *nth, *tag),
             _ => {
-                let expect = self.effect(step);
+                // A burst's last request is the one with the key.
+                let ran = match step {
+                    Step::Tickets { by, count, tag } => {
+                        for _ in 1..*count {
+                            let plain = Step::Ticket {
+                                by: *by,
+                                keyed: false,
+                                tag: *tag,
+                            };
+                            let expect = self.effect(&plain);
+                            self.before.push(expect);
+                        }
+                        Step::Ticket {
+                            by: *by,
+                            keyed: true,
+                            tag: *tag,
+                        }
+                    }
+                    other => other.clone(),
+                };
+                let expect = self.effect(&ran);
                 if let Some(name) = step.idempotency_key() {
                     let at = self.now;
                     self.key(by).keyed.push(Keyed {
                         name,
-                        step: step.clone(),
+                        step: ran,
                         at,
                         kept: expect.kept().then_some(expect),
                     });
@@ -580,6 +603,8 @@ impl ReferenceStateMachine for Model {
         };
         let ticket =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
+        let tickets =
+            (sender(), 2..=7usize).prop_map(move |(by, count)| Step::Tickets { by, count, tag });
         let geocode =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Geocode { by, keyed, tag });
         let replay = pick(keyed_requests).prop_map(|(by, nth)| Step::Replay { by, nth });
@@ -670,6 +695,7 @@ impl ReferenceStateMachine for Model {
             4 => Just(Step::Dispatch),
             3 => site_step,
             3 => ticket,
+            2 => tickets,
             1 => geocode,
             4 => replay,
             2 => reuse,
@@ -696,6 +722,7 @@ impl ReferenceStateMachine for Model {
     fn apply(mut model: Model, step: &Step) -> Model {
         model.tag += 1;
         model.expect = None;
+        model.before.clear();
         match step {
             Step::Revoke { by } => model.key(*by).revoked = true,
             Step::Entitle { org, on } => model.orgs[*org].entitled = *on,

@@ -296,3 +296,40 @@ fn an_operators_photos_are_in_place() {
         Step::Replay { by: A, nth: 0 },
     ]);
 }
+
+/// Found by the model test: a quota slot whose write took effect but whose
+/// acknowledgement was lost, sent again by the SDK, took a second slot (the
+/// resent write found its slot taken and took the next): one ticket cost
+/// two of the hour's five. The slot now names its holder, and the resent
+/// write recognises its own.
+#[test]
+fn a_ticket_whose_quota_write_was_resent_takes_one_slot() {
+    let by = By { org: 1, key: 0 };
+    let ticket = |tag| Step::Ticket {
+        by,
+        keyed: true,
+        tag,
+    };
+    replay(vec![
+        Step::Paused {
+            at: 3,
+            overtaken: false,
+            step: Box::new(ticket(0)),
+        },
+        Step::Tickets {
+            by,
+            count: 2,
+            tag: 2,
+        },
+        Step::Faulted {
+            fault: Fault::CutResent,
+            at: 6,
+            step: Box::new(ticket(8)),
+        },
+        Step::Ticket {
+            by,
+            keyed: false,
+            tag: 15,
+        },
+    ]);
+}

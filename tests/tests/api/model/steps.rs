@@ -72,6 +72,9 @@ pub enum Step {
     Dispatch,
     /// `POST /support`.
     Ticket { by: By, keyed: bool, tag: u32 },
+    /// `count` - 1 tickets in a row without a key, then one with one:
+    /// the quota's boundary within a sequence's reach.
+    Tickets { by: By, count: usize, tag: u32 },
     /// `POST /geocode`.
     Geocode { by: By, keyed: bool, tag: u32 },
     /// The `nth` keyed request `by` made, sent again byte for byte.
@@ -215,6 +218,7 @@ impl Step {
             | Step::CreatePoint { by, .. }
             | Step::Ungrant { by }
             | Step::Ticket { by, .. }
+            | Step::Tickets { by, .. }
             | Step::Geocode { by, .. }
             | Step::Replay { by, .. }
             | Step::Reuse { by, .. }
@@ -256,6 +260,7 @@ impl Step {
             | Step::CreatePoint {
                 keyed: true, tag, ..
             }
+            | Step::Tickets { tag, .. }
             | Step::UploadByForm { tag, .. } => Some(format!("model-{tag}")),
             _ => None,
         }
@@ -422,6 +427,11 @@ impl fmt::Display for Step {
             Step::PausedTwice { at, step } => write!(
                 f,
                 "{step}, paused at call {at} and after the next past its lease, thawed, retried"
+            ),
+            Step::Tickets { by, count, tag } => write!(
+                f,
+                "{by}: POST /support {} times, the last \"Ticket {tag}\" [Idempotency-Key model-{tag}]",
+                count
             ),
             Step::Ticket { by, keyed, tag } => {
                 write!(f, "{by}: POST /support \"Ticket {tag}\"{}", key(keyed, tag))

@@ -284,6 +284,7 @@ impl System {
                 }
             }
             request => {
+                self.before(model, request).await;
                 let expect = model.expect.expect("a request's answer");
                 let marks = self.mark();
                 let reply = match self.prepare(model, request).await {
@@ -301,6 +302,25 @@ impl System {
                 self.settle(model, request, &reply);
                 self.peek_change(request).await;
             }
+        }
+    }
+
+    /// The requests a step sends before its last (a burst of tickets),
+    /// each checked against the reference.
+    async fn before(&mut self, model: &Model, step: &Step) {
+        let Step::Tickets { by, tag, .. } = step else {
+            return;
+        };
+        for expect in &model.before {
+            let plain = Step::Ticket {
+                by: *by,
+                keyed: false,
+                tag: *tag,
+            };
+            let marks = self.mark();
+            let request = self.prepare(model, &plain).await.expect("a ticket");
+            let reply = self.send(&request, false).await;
+            self.check(&plain, &reply, *expect, None, marks);
         }
     }
 

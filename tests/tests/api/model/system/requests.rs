@@ -148,7 +148,7 @@ impl System {
                 )
                 .keyed(step.idempotency_key())
             }
-            Step::Ticket { tag, .. } => json(
+            Step::Ticket { tag, .. } | Step::Tickets { tag, .. } => json(
                 Method::POST,
                 "/api/v1/support".into(),
                 json!({"title": format!("Ticket {tag}"), "description": "Deliveries fail."}),
