@@ -333,3 +333,14 @@ fn a_ticket_whose_quota_write_was_resent_takes_one_slot() {
         },
     ]);
 }
+
+/// `6-lookup-before-quota`: a sixth ticket in the hour is refused without
+/// a call to the tracker, a keyed one too.
+#[test]
+fn a_ticket_past_the_quota_calls_no_tracker() {
+    replay(vec![Step::Tickets {
+        by: A,
+        count: 6,
+        tag: 10,
+    }]);
+}
