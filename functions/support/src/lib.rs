@@ -87,6 +87,7 @@ async fn open(
         Some(slot) => (slot, false),
         None => match quotas.reserve(&quota, now, request).await? {
             Reserved::Held(slot) => (slot, true),
+            Reserved::Earlier(slot) => (slot, false),
             Reserved::Full { retry_after } => {
                 return Err(codes::SUPPORT_RATE_LIMITED.retry_after(
                     "this key opened 5 support tickets in the last hour",

@@ -14,6 +14,8 @@
 //! slots than there are: two that aim at the same slot cannot both win,
 //! and the loser learns from the item returned with its refusal which slot
 //! is free, if any. A use that did not happen after all gives its slot back.
+//! A slot names its holder, the request (its retries share it) or the one
+//! attempt, so a request holds one slot however its attempts interleave.
 //! Expiry is judged from the times, never from TTL (DynamoDB deletes
 //! expired items only eventually, within days); the TTL only clears idle
 //! items.
@@ -58,6 +60,10 @@ pub struct Slot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reserved {
     Held(Slot),
+    /// An earlier attempt of the same request took a slot first, while
+    /// this one was on its way: this attempt gave back the slot it took
+    /// and uses that one (which is not its to give back).
+    Earlier(Slot),
     /// Every slot is in use; the oldest frees in `retry_after` seconds.
     Full {
         retry_after: u64,
@@ -74,6 +80,38 @@ impl Quota {
         (0..self.uses)
             .map(|i| get_u64(item, &slot_name(i)))
             .collect()
+    }
+
+    /// Slots of `item` free at `cutoff`.
+    fn free(&self, item: &Item, cutoff: u64) -> u32 {
+        let free = self
+            .times(item)
+            .iter()
+            .filter(|t| t.is_none_or(|t| t <= cutoff))
+            .count();
+        u32::try_from(free).unwrap_or(0)
+    }
+
+    /// The lowest live slot of `item` that `holder` holds, but for
+    /// `except`, with the uses left beside it.
+    fn held(
+        &self,
+        item: &Item,
+        except: Option<u32>,
+        holder: uuid::Uuid,
+        cutoff: u64,
+    ) -> Option<Slot> {
+        let holder = holder.to_string();
+        let times = self.times(item);
+        (0..self.uses).filter(|i| Some(*i) != except).find_map(|i| {
+            let at = times[i as usize].filter(|t| *t > cutoff)?;
+            (get_s(item, &request_name(i))? == holder).then(|| Slot {
+                pk: self.pk.clone(),
+                index: i,
+                at,
+                remaining: self.free(item, cutoff),
+            })
+        })
     }
 
     /// Seconds until the oldest of `times` (every slot taken) frees, for a
@@ -166,24 +204,9 @@ impl Quotas<'_> {
         };
         let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);
         let cutoff = now.saturating_sub(period);
-        let times = quota.times(&item);
-        let free = times
-            .iter()
-            .filter(|t| t.is_none_or(|t| t <= cutoff))
-            .count();
-        let request = request.to_string();
-        let remaining = u32::try_from(free).unwrap_or(0);
-        let held = (0..quota.uses).find_map(|index| {
-            let at = times[index as usize].filter(|t| *t > cutoff)?;
-            let holder = get_s(&item, &request_name(index))?;
-            (holder == request).then(|| Slot {
-                pk: quota.pk.clone(),
-                index,
-                at,
-                remaining,
-            })
-        });
-        Ok(held.ok_or(remaining))
+        Ok(quota
+            .held(&item, None, request, cutoff)
+            .ok_or_else(|| quota.free(&item, cutoff)))
     }
 
     /// Takes a slot of `quota` for a use at `now` (Unix milliseconds), for
@@ -200,19 +223,29 @@ impl Quotas<'_> {
         // The slot names its holder: the request, or this attempt alone.
         let holder = request.unwrap_or_else(uuid::Uuid::now_v7);
         let held = |item: &Item, index: u32| {
-            let remaining = quota.times(item).iter().filter(|t| free(t)).count();
             Reserved::Held(Slot {
                 pk: quota.pk.clone(),
                 index,
                 at: now,
-                remaining: u32::try_from(remaining).unwrap_or(0),
+                remaining: quota.free(item, cutoff),
             })
         };
         let mut index = 0;
         // Each lost race shows another slot taken: bounded by the slots.
         for _ in 0..=2 * quota.uses {
             match self.take(quota, index, now, cutoff, holder).await? {
-                Ok(item) => return Ok(held(&item, index)),
+                // Seen in the item just after this write, a slot of the
+                // same request was written before it: of two attempts that
+                // take slots at once, the later gives its own back, so a
+                // request holds one slot.
+                Ok(item) => {
+                    let earlier =
+                        request.and_then(|_| quota.held(&item, Some(index), holder, cutoff));
+                    return match earlier {
+                        Some(earlier) => self.yield_to(quota, index, now, earlier).await,
+                        None => Ok(held(&item, index)),
+                    };
+                }
                 // This very write, whose acknowledgement was lost (the SDK
                 // sent it again): the slot is ours, not a second one.
                 Err(current)
@@ -236,6 +269,26 @@ impl Quotas<'_> {
             }
         }
         Err(codes::CONCURRENT_UPDATE.with("too many concurrent requests; try again"))
+    }
+
+    /// Gives back slot `index`, taken at `now`, for `earlier`, a slot the
+    /// same request took before it.
+    async fn yield_to(
+        &self,
+        quota: &Quota,
+        index: u32,
+        now: u64,
+        mut earlier: Slot,
+    ) -> ApiResult<Reserved> {
+        let own = Slot {
+            pk: quota.pk.clone(),
+            index,
+            at: now,
+            remaining: 0,
+        };
+        self.release(&own).await?;
+        earlier.remaining += 1;
+        Ok(Reserved::Earlier(earlier))
     }
 
     /// Sets slot `index` to `now` for `holder` if it is free: the item

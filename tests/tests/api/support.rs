@@ -468,3 +468,61 @@ fn a_retried_ticket_past_the_quota_asks_the_tracker_nothing() {
         assert_eq!(tracker.count(), calls, "nothing asked of the tracker");
     });
 }
+
+/// The quota's slots under attempts of one request that race (a frozen
+/// attempt's late write beside its retry's): however many take a slot at
+/// once, the request holds one, and every attempt answers with that one.
+#[test]
+fn attempts_of_one_request_that_take_slots_at_once_hold_one() {
+    use shared::store::quotas::{Quota, Reserved};
+    run(async {
+        let store = harness().await.store();
+        let quota = Quota {
+            pk: format!("QUOTA#race-{}", uuid::Uuid::now_v7()),
+            uses: 5,
+            period: Duration::from_secs(3600),
+        };
+        let now = shared::clock::unix_ms();
+        let request = uuid::Uuid::now_v7();
+        let quotas = store.quotas();
+
+        // One after the other: the second write finds the first's slot.
+        let first = quotas.reserve(&quota, now, Some(request)).await.unwrap();
+        let Reserved::Held(first) = first else {
+            panic!("{first:?}")
+        };
+        assert_eq!(first.remaining, 4);
+        let second = quotas
+            .reserve(&quota, now + 5, Some(request))
+            .await
+            .unwrap();
+        assert_eq!(
+            second,
+            Reserved::Earlier(first.clone()),
+            "the earlier slot, 4 left"
+        );
+
+        // Four at once: still the one slot, and another request finds 4 free.
+        let racing = futures::future::join_all(
+            (1..=4).map(|n| quotas.reserve(&quota, now + 10 * n, Some(request))),
+        )
+        .await;
+        for reserved in racing {
+            // The uses left as the write saw them: racing slots not yet
+            // given back count as taken.
+            let Reserved::Earlier(mut slot) = reserved.unwrap() else {
+                panic!("a second slot")
+            };
+            assert!((1..=4).contains(&slot.remaining), "{slot:?}");
+            slot.remaining = first.remaining;
+            assert_eq!(slot, first);
+        }
+        let other = quotas
+            .held_by(&quota, uuid::Uuid::now_v7(), now + 100)
+            .await
+            .unwrap();
+        assert_eq!(other, Err(4), "one slot taken, four free");
+        let held = quotas.held_by(&quota, request, now + 100).await.unwrap();
+        assert_eq!(held, Ok(first));
+    });
+}

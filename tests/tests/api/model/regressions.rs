@@ -345,13 +345,13 @@ fn a_ticket_past_the_quota_calls_no_tracker() {
     }]);
 }
 
-/// Found by `make model` (seed 199736604282081), not fixed yet: a ticket
-/// frozen before its quota write, past its lease, while a retry took a
-/// slot and opened the issue; thawed, its write takes a second slot
-/// (`reserve` moves on to the next free one) and, its claim lost, it
-/// answers 409 and keeps that slot: one request, two of the hour's five.
+/// Found by `make model` (seed 199736604282081): a ticket frozen before
+/// its quota write, past its lease, while a retry took a slot and opened
+/// the issue; thawed, its write took a second slot (`reserve` moved on to
+/// the next free one) and, its claim lost, it answered 409 and kept that
+/// slot: one request, two of the hour's five. Now the later write gives
+/// its slot back and uses the earlier one.
 #[test]
-#[ignore = "a known bug (issue 42's note): a frozen attempt's late quota write takes a second slot"]
 fn frozen_tickets_take_one_slot_each() {
     let by = By { org: 1, key: 1 };
     let ticket = |tag| Step::Ticket {
