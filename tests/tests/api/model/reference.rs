@@ -229,6 +229,23 @@ impl Model {
                             tag: *tag,
                         }
                     }
+                    Step::Quoted { by, tag } => {
+                        let ticket = |keyed| Step::Ticket {
+                            by: *by,
+                            keyed,
+                            tag: *tag,
+                        };
+                        // Refused by the tracker, it gives its slot back.
+                        let first = if self.tickets_left(*by) {
+                            Expect::error(502, "support_tracker_error")
+                        } else {
+                            Expect::refused(429, "support_rate_limited")
+                        };
+                        self.before.push(first);
+                        let quote = self.effect(&ticket(false));
+                        self.before.push(quote);
+                        ticket(true)
+                    }
                     other => other.clone(),
                 };
                 let expect = self.effect(&ran);
@@ -375,12 +392,10 @@ impl Model {
                 Expect::ok(202)
             }
             Step::Ticket { by, .. } => {
-                let key = self.key(*by);
-                let recent = key.tickets.iter().filter(|t| **t + HOUR_MS > now).count();
-                if recent >= TICKETS_AN_HOUR {
+                if !self.tickets_left(*by) {
                     return Expect::refused(429, "support_rate_limited");
                 }
-                key.tickets.push(now);
+                self.key(*by).tickets.push(now);
                 self.orgs[by.org].tickets += 1;
                 Expect::ok(201)
             }
@@ -428,6 +443,13 @@ impl Model {
             }
             other => unreachable!("not a request: {other:?}"),
         }
+    }
+
+    /// Whether `by`'s key may open a ticket now (the quota's hour).
+    fn tickets_left(&self, by: By) -> bool {
+        let tickets = &self.orgs[by.org].keys[by.key].tickets;
+        let recent = tickets.iter().filter(|t| **t + HOUR_MS > self.now).count();
+        recent < TICKETS_AN_HOUR
     }
 
     /// A load's status changed: delivered announces it to every webhook
@@ -605,6 +627,7 @@ impl ReferenceStateMachine for Model {
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
         let tickets =
             (sender(), 2..=7usize).prop_map(move |(by, count)| Step::Tickets { by, count, tag });
+        let quoted = sender().prop_map(move |by| Step::Quoted { by, tag });
         let geocode =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Geocode { by, keyed, tag });
         let replay = pick(keyed_requests).prop_map(|(by, nth)| Step::Replay { by, nth });
@@ -696,6 +719,7 @@ impl ReferenceStateMachine for Model {
             3 => site_step,
             3 => ticket,
             2 => tickets,
+            1 => quoted,
             1 => geocode,
             4 => replay,
             2 => reuse,

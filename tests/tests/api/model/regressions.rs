@@ -377,3 +377,14 @@ fn frozen_tickets_take_one_slot_each() {
         },
     ]);
 }
+
+/// Issue 40's sixth finding: a ticket whose attempt got as far as the
+/// tracker and was refused, retried after a ticket of the same key quoted
+/// the lines that name it, opens an issue of its own: the lookup matches
+/// the lines the service wrote at the top of an issue, never a customer's
+/// text (`tests/model-mutations/7-lookup-trusts-quotes.patch` brings it
+/// back).
+#[test]
+fn a_quote_of_a_requests_lines_is_not_its_issue() {
+    replay(vec![Step::Quoted { by: A, tag: 0 }]);
+}

@@ -75,6 +75,12 @@ pub enum Step {
     /// `count` - 1 tickets in a row without a key, then one with one:
     /// the quota's boundary within a sequence's reach.
     Tickets { by: By, count: usize, tag: u32 },
+    /// A keyed ticket the tracker refuses (502); a ticket of the same key
+    /// whose description quotes the lines the service would write to name
+    /// that request (its id read from the table, as an insider would);
+    /// then the first ticket again: it opens an issue of its own, never
+    /// taking the quote for one.
+    Quoted { by: By, tag: u32 },
     /// `POST /geocode`.
     Geocode { by: By, keyed: bool, tag: u32 },
     /// The `nth` keyed request `by` made, sent again byte for byte.
@@ -219,6 +225,7 @@ impl Step {
             | Step::Ungrant { by }
             | Step::Ticket { by, .. }
             | Step::Tickets { by, .. }
+            | Step::Quoted { by, .. }
             | Step::Geocode { by, .. }
             | Step::Replay { by, .. }
             | Step::Reuse { by, .. }
@@ -261,6 +268,7 @@ impl Step {
                 keyed: true, tag, ..
             }
             | Step::Tickets { tag, .. }
+            | Step::Quoted { tag, .. }
             | Step::UploadByForm { tag, .. } => Some(format!("model-{tag}")),
             _ => None,
         }
@@ -436,6 +444,10 @@ impl fmt::Display for Step {
             Step::Ticket { by, keyed, tag } => {
                 write!(f, "{by}: POST /support \"Ticket {tag}\"{}", key(keyed, tag))
             }
+            Step::Quoted { by, tag } => write!(
+                f,
+                "{by}: POST /support \"Ticket {tag}\" [Idempotency-Key model-{tag}], the tracker refusing it; a ticket quoting the lines that name it; the first again"
+            ),
             Step::Geocode { by, keyed, tag } => {
                 write!(f, "{by}: POST /geocode{}", key(keyed, tag))
             }

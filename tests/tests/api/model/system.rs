@@ -8,6 +8,7 @@
 //! the faults are in `faults.rs`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +27,7 @@ use uuid::Uuid;
 
 mod faults;
 mod requests;
+mod tracker;
 
 use super::reference::{Expect, Model, ORGS};
 use super::steps::{Fault, Step, Wait};
@@ -59,6 +61,8 @@ pub struct System {
     /// until the answer is), so these come on top of one per request.
     pub lost_geocodes: usize,
     tracker: StandIn,
+    /// Set, the tracker refuses the next issue it is asked to open.
+    refusing: Arc<AtomicBool>,
 }
 
 /// An organization's ids, in the reference's order.
@@ -109,36 +113,11 @@ pub fn image(tag: u32) -> Vec<u8> {
     bytes
 }
 
-/// A GitHub that keeps the issues it opens (dated by `clock`) and lists
-/// them newest first.
-async fn tracker(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>) {
-    let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let kept = issues.clone();
-    let tracker = StandIn::start(move |seen, _| {
-        let mut issues = kept.lock().unwrap();
-        if seen.method == Method::GET {
-            let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
-            return Canned::json(200, Value::Array(newest_first));
-        }
-        let sent = seen.json();
-        let issue = json!({
-            "number": 1000 + issues.len(),
-            "title": sent["title"],
-            "body": sent["body"],
-            "created_at": clock.now().to_rfc3339(),
-        });
-        issues.push(issue.clone());
-        Canned::json(201, issue)
-    })
-    .await;
-    (tracker, issues)
-}
-
 impl System {
     pub async fn new() -> System {
         let h = harness().await;
         let clock = Clock::frozen_at(shared::clock::now());
-        let (tracker, issues) = tracker(clock.clone()).await;
+        let (tracker, issues, refusing) = tracker::start(clock.clone()).await;
         let geocoder = api_tests::providers::geocoder().await;
         let mut config = (*h.state.config).clone();
         config.table_name = table().await.to_owned();
@@ -199,6 +178,7 @@ impl System {
             dispatcher,
             lost_geocodes: 0,
             tracker,
+            refusing,
         }
     }
 
@@ -308,6 +288,9 @@ impl System {
     /// The requests a step sends before its last (a burst of tickets),
     /// each checked against the reference.
     async fn before(&mut self, model: &Model, step: &Step) {
+        if let Step::Quoted { by, tag } = step {
+            return self.quoted(model, *by, *tag).await;
+        }
         let Step::Tickets { by, tag, .. } = step else {
             return;
         };

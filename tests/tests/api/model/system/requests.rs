@@ -148,11 +148,13 @@ impl System {
                 )
                 .keyed(step.idempotency_key())
             }
-            Step::Ticket { tag, .. } | Step::Tickets { tag, .. } => json(
-                Method::POST,
-                "/api/v1/support".into(),
-                json!({"title": format!("Ticket {tag}"), "description": "Deliveries fail."}),
-            ),
+            Step::Ticket { tag, .. } | Step::Tickets { tag, .. } | Step::Quoted { tag, .. } => {
+                json(
+                    Method::POST,
+                    "/api/v1/support".into(),
+                    json!({"title": format!("Ticket {tag}"), "description": "Deliveries fail."}),
+                )
+            }
             Step::Geocode { .. } => json(
                 Method::POST,
                 "/api/v1/geocode".into(),
