@@ -64,6 +64,18 @@ impl Clock {
     }
 }
 
+/// `future` by the clock of the code that makes it, for a task of its own
+/// (a task-local does not cross `tokio::spawn`).
+pub fn carried<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    let clock = Clock::current();
+    async move {
+        match clock {
+            Some(clock) => clock.scope(future).await,
+            None => future.await,
+        }
+    }
+}
+
 /// Now, by the clock of the request being served (the system's time
 /// outside one).
 #[allow(clippy::disallowed_methods)] // Outside a request: the system's time.

@@ -104,15 +104,16 @@ pub async fn writes_may_go() -> ApiResult<()> {
     }
 }
 
-/// Spawns `future` as a task of its own that keeps the request's gate:
-/// its writes wait for the admission as the handler's do. Outside a
-/// request, a plain spawn.
+/// Spawns `future` as a task of its own that keeps the request's gate
+/// (its writes wait for the admission as the handler's do) and its clock.
+/// Outside a request, a plain spawn.
 #[allow(clippy::disallowed_methods)] // The one spawn that carries the gate.
 pub fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let future = crate::clock::carried(future);
     match GATE.try_with(Clone::clone) {
         Ok(gate) => tokio::spawn(GATE.scope(gate, future)),
         Err(_) => tokio::spawn(future),

@@ -290,6 +290,7 @@ fn beside<S: RequiredScope>(
         outcome
     }
     .instrument(tracing::Span::current());
+    let admission = crate::clock::carried(admission);
     // The admission is what decides the gate: it runs outside it.
     #[allow(clippy::disallowed_methods)]
     match CallCounter::current() {

@@ -38,7 +38,9 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
     let time_left = time_left(&request);
     let (arriving, mut returned) = lifecycle::begin();
 
-    let served = serve(
+    // Every reading of the time, from arrival to settlement, is by the
+    // state's clock (tasks the request spawns carry it: `clock::carried`).
+    let served = state.clock.scope(serve(
         &state,
         &calls,
         &span,
@@ -47,7 +49,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         next,
         arriving,
         &mut returned,
-    );
+    ));
     let (mut response, settled) = match time_left {
         None => served.await,
         Some(left) => match tokio::time::timeout(left, served).await {
@@ -129,8 +131,6 @@ async fn serve(
                     let writes = WriteGate::default();
                     let outcome = Outcome::default();
                     let route = writes.scope(outcome.scope(next.clone().run(request)));
-                    // Every reading of the time is by the state's clock.
-                    let route = state.clock.scope(route);
                     calls.scope(route).instrument(span.clone()).await
                 }
                 Err(refused) => refused.into_response(),
@@ -138,9 +138,7 @@ async fn serve(
             (response, again)
         }
     };
-    let settle = state
-        .clock
-        .scope(returned.settle(state, versioned, response, span));
+    let settle = returned.settle(state, versioned, response, span);
     let (response, settled) = calls.scope(settle).instrument(span.clone()).await;
     match again {
         Some(mut request) if settled.again => {

@@ -301,3 +301,86 @@ fn failed_requests_have_a_ceiling_of_their_own() {
         get(&other.key, "/api/v1/orgs").await.expect(200, None);
     });
 }
+
+/// The contract's numbers, pinned, on a clock frozen 10 s into a 60 s
+/// window with a limit of 3: the admitted requests count
+/// `X-RateLimit-Remaining` down 2, 1, 0 under `X-RateLimit-Limit: 3` and
+/// `X-RateLimit-Reset` at the end of the next window (when none of them
+/// counts any more); the fourth is 429 `rate_limited` with
+/// `Retry-After: 51` (the three weigh 2 from the next window's first
+/// millisecond); 50 s later it is still refused, `Retry-After: 1`, and
+/// 51 s later admitted, with nothing left. Another key's fifteen failed
+/// requests (five times the limit) close its window: the sixteenth is the
+/// failed-requests 429, `Retry-After: 50` (the window's end). (Found
+/// with it: a warm key's admission, in a task of its own, read the
+/// system's time instead of the request's clock.)
+#[test]
+fn the_rate_limits_numbers_are_exact() {
+    run(async {
+        let h = harness().await;
+        let minute = 60_000;
+        let start = shared::clock::unix_ms() / minute * minute + 10_000;
+        let at = chrono::DateTime::from_timestamp_millis(i64::try_from(start).unwrap()).unwrap();
+        let clock = shared::clock::Clock::frozen_at(at);
+        let (_, mut state) = h.instance_with(|c| {
+            c.rate_limit.limit = 3;
+            c.rate_limit.window = Duration::from_secs(60);
+        });
+        state.clock = clock.clone();
+        let router = shared::http::app(local::routes(), state);
+        let (t, other) = (org().await, org().await);
+        let get = |key: &str, path: &str| call(Method::GET, path).key(key).send_to(&router);
+        let headers = |reply: &Reply| {
+            [
+                "x-ratelimit-limit",
+                "x-ratelimit-remaining",
+                "x-ratelimit-reset",
+                "retry-after",
+            ]
+            .map(|name| reply.header(name).to_owned())
+        };
+        let window_end = |windows: u64| (start / minute + windows) * 60;
+
+        for remaining in ["2", "1", "0"] {
+            let reply = get(&t.key, "/api/v1/orgs").await;
+            reply.expect(200, None);
+            let reset = window_end(2).to_string();
+            assert_eq!(headers(&reply), ["3", remaining, reset.as_str(), ""]);
+        }
+        let refused = get(&t.key, "/api/v1/orgs").await;
+        refused.expect(429, Some("rate_limited"));
+        assert_eq!(
+            refused.body["message"],
+            "rate limit exceeded; retry after 51 seconds"
+        );
+        let reset = window_end(2).to_string();
+        assert_eq!(headers(&refused), ["3", "0", reset.as_str(), "51"]);
+
+        clock.advance(Duration::from_secs(50));
+        let early = get(&t.key, "/api/v1/orgs").await;
+        early.expect(429, Some("rate_limited"));
+        assert_eq!(early.header("retry-after"), "1");
+        clock.advance(Duration::from_secs(1));
+        let admitted = get(&t.key, "/api/v1/orgs").await;
+        admitted.expect(200, None);
+        let reset = window_end(3).to_string();
+        assert_eq!(headers(&admitted), ["3", "0", reset.as_str(), ""]);
+
+        // The failed-requests ceiling, in the window that began at 60 s.
+        clock.advance(Duration::from_secs(9));
+        let missing = format!("/api/v1/orgs/{}", uuid::Uuid::now_v7());
+        for _ in 0..15 {
+            let reply = get(&other.key, &missing).await;
+            reply.expect(404, Some("org_not_found"));
+            assert_eq!(reply.header("x-ratelimit-remaining"), "3");
+        }
+        let closed = get(&other.key, "/api/v1/orgs").await;
+        closed.expect(429, Some("rate_limited"));
+        assert_eq!(
+            closed.body["message"],
+            "this key made too many failed requests in this minute; retry after 50 seconds"
+        );
+        let reset = window_end(2).to_string();
+        assert_eq!(headers(&closed), ["3", "0", reset.as_str(), "50"]);
+    });
+}
