@@ -251,12 +251,21 @@ impl Reply {
 pub struct Call {
     request: http::request::Builder,
     body: Body,
+    /// The body's size in bytes, sent as its `Content-Length` (none
+    /// without a body).
+    length: Option<usize>,
+    /// Whether the body goes without it (`Call::chunked`).
+    chunked: bool,
 }
 
+/// A request as a real client sends it: a body of known size carries its
+/// `Content-Length` unless the test says otherwise (`Call::chunked`).
 pub fn call(method: Method, path: &str) -> Call {
     Call {
         request: Request::builder().method(method).uri(path),
         body: Body::empty(),
+        length: None,
+        chunked: false,
     }
 }
 
@@ -282,18 +291,36 @@ impl Call {
 
     pub fn json(mut self, body: &Value) -> Self {
         self.request = self.request.header("content-type", "application/json");
-        self.body = Body::from(body.to_string());
+        let body = body.to_string();
+        self.length = Some(body.len());
+        self.body = Body::from(body);
         self
     }
 
     pub fn raw(mut self, body: impl Into<String>) -> Self {
         self.request = self.request.header("content-type", "application/json");
-        self.body = Body::from(body.into());
+        let body: String = body.into();
+        self.length = Some(body.len());
+        self.body = Body::from(body);
+        self
+    }
+
+    /// The body without a `Content-Length`, as a streaming client sends
+    /// it (`Transfer-Encoding: chunked`).
+    pub fn chunked(mut self) -> Self {
+        self.chunked = true;
+        self.request = self.request.header("transfer-encoding", "chunked");
         self
     }
 
     pub async fn send_to(self, router: &Router) -> Reply {
-        let request = self.request.body(self.body).expect("request");
+        let mut request = self.request.body(self.body).expect("request");
+        let framed = request.headers().contains_key(http::header::CONTENT_LENGTH);
+        if let Some(length) = self.length.filter(|_| !framed && !self.chunked) {
+            request
+                .headers_mut()
+                .insert(http::header::CONTENT_LENGTH, length.into());
+        }
         let response = router
             .clone()
             .oneshot(request)
@@ -607,6 +634,7 @@ impl Call {
     /// A raw body with its content type.
     pub fn body(mut self, content_type: &str, body: Vec<u8>) -> Self {
         self.request = self.request.header("content-type", content_type);
+        self.length = Some(body.len());
         self.body = Body::from(body);
         self
     }

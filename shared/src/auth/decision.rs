@@ -89,6 +89,15 @@ mod tests {
     }
 
     #[test]
+    fn a_key_stored_before_org_active_existed_is_of_an_active_org() {
+        let mut stored = serde_json::to_value(key()).unwrap();
+        stored.as_object_mut().unwrap().remove("org_active");
+        let read: ApiKeyRecord = serde_json::from_value(stored).unwrap();
+        assert!(read.org_active);
+        assert!(read.refusal(Scope::ReadData, true).is_none());
+    }
+
+    #[test]
     fn the_checks_come_in_the_contracts_order() {
         let now = Timestamp::now();
         let ok = key();

@@ -724,3 +724,119 @@ fn a_409_in_flight_is_never_kept_as_the_answer() {
         assert_eq!(again.header("idempotent-replayed"), "", "ran again");
     });
 }
+
+/// The HTTP layer's own claim holds the key for its lease (30 s) and no
+/// longer: with the first attempt frozen after its claim, a retry a
+/// millisecond before the lease ends is 409 `idempotency_key_in_flight`,
+/// and one a millisecond after it runs as the request (the key taken
+/// over); the thawed attempt then answers the retry's answer or 409, and
+/// one site exists.
+#[test]
+fn a_claim_holds_its_key_for_its_lease_and_no_longer() {
+    use api_tests::cuts::{Cut, Cuts};
+    use std::time::Duration;
+    run(async {
+        let h = harness().await;
+        let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        let (_, mut plain) = h.instance_with(|_| {});
+        plain.clock = clock.clone();
+        let cuts = Cuts::default();
+        let mut faulty = shared::AppState::new((*plain.config).clone(), &cuts.sdk(&h.sdk));
+        faulty.clock = clock.clone();
+        let plain = shared::http::app(local::routes(), plain);
+        let faulty = shared::http::app(local::routes(), faulty);
+        let t = org().await;
+        let key = unique("held");
+        let name = unique("Held");
+        let body = json!({ "name": name });
+        let send = |router: &axum::Router| {
+            let (router, api_key, key, body) =
+                (router.clone(), t.key.clone(), key.clone(), body.clone());
+            async move {
+                call(Method::POST, SITES)
+                    .key(&api_key)
+                    .header("idempotency-key", &key)
+                    .json(&body)
+                    .send_to(&router)
+                    .await
+            }
+        };
+
+        // Frozen right after its claim took effect, before its write.
+        cuts.arm_on(Cut::Freeze, "UpdateItem", "if_not_exists(#rid, :rid)");
+        let frozen = tokio::spawn(send(&faulty));
+        cuts.stalled().await;
+        clock.advance(idempotency::LEASE - Duration::from_millis(1));
+        send(&plain)
+            .await
+            .expect(409, Some("idempotency_key_in_flight"));
+        clock.advance(Duration::from_millis(2));
+        let retry = send(&plain).await;
+        retry.expect(201, None);
+        assert_eq!(retry.header("idempotent-replayed"), "", "it ran");
+
+        cuts.go();
+        let thawed = frozen.await.unwrap();
+        cuts.disarm();
+        if thawed.status != 409 {
+            assert_eq!((thawed.status, &thawed.text), (retry.status, &retry.text));
+        }
+        assert_eq!(sites_named(&t, &name).await, [id(&retry)], "one site");
+    });
+}
+
+/// Answers up to 256 KiB are kept and replayed; a larger one is not kept
+/// (the key is freed), so its retry runs again.
+#[test]
+fn answers_up_to_256_kib_are_kept_and_larger_ones_run_again() {
+    use axum::routing::post;
+    use shared::auth::WriteData;
+    use shared::http::Ctx;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    run(async {
+        let h = harness().await;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counted = ran.clone();
+        let routes = axum::Router::new().route(
+            "/api/v1/sized/{bytes}",
+            post(
+                move |_ctx: Ctx<WriteData>,
+                      axum::extract::Path(bytes): axum::extract::Path<usize>| {
+                    let counted = counted.clone();
+                    async move {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        "x".repeat(bytes)
+                    }
+                },
+            ),
+        );
+        let router = shared::http::app(routes, h.state.clone());
+        let t = org().await;
+        for (bytes, kept) in [
+            (idempotency::MAX_KEPT_BODY, true),
+            (idempotency::MAX_KEPT_BODY + 1, false),
+        ] {
+            let key = unique("sized");
+            let send = || {
+                call(Method::POST, &format!("/api/v1/sized/{bytes}"))
+                    .key(&t.key)
+                    .header("idempotency-key", &key)
+                    .json(&json!({}))
+                    .send_to(&router)
+            };
+            ran.store(0, Ordering::SeqCst);
+            let first = send().await;
+            first.expect(200, None);
+            assert_eq!(first.text.len(), bytes);
+            let again = send().await;
+            again.expect(200, None);
+            assert_eq!(again.text.len(), bytes);
+            let replayed = again.header("idempotent-replayed") == "true";
+            assert_eq!(replayed, kept, "{bytes} bytes: replayed?");
+            let runs = if kept { 1 } else { 2 };
+            assert_eq!(ran.load(Ordering::SeqCst), runs, "{bytes} bytes: runs");
+        }
+        assert_eq!(idempotency::MAX_KEPT_BODY, 256 * 1024);
+    });
+}
