@@ -256,6 +256,13 @@ impl Quotas<'_> {
                     return Ok(held(&current, index));
                 }
                 Err(current) => {
+                    // Another attempt of the same request took a slot while
+                    // this one was on its way (frozen before its write):
+                    // that slot is the request's, full quota or not.
+                    let earlier = request.and_then(|_| quota.held(&current, None, holder, cutoff));
+                    if let Some(earlier) = earlier {
+                        return Ok(Reserved::Earlier(earlier));
+                    }
                     let times = quota.times(&current);
                     match times.iter().position(free) {
                         Some(next) => index = u32::try_from(next).unwrap_or(0),

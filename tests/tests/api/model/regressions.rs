@@ -388,3 +388,29 @@ fn frozen_tickets_take_one_slot_each() {
 fn a_quote_of_a_requests_lines_is_not_its_issue() {
     replay(vec![Step::Quoted { by: A, tag: 0 }]);
 }
+
+/// Found by `make model` (seed 263556877023920): with four of the hour's
+/// five tickets taken, a ticket frozen before its quota write, past its
+/// lease, while a retry took the last slot and opened the issue; thawed,
+/// its write found every slot taken and it answered 429, a fresh answer
+/// of its own beside the request's 201. Now the slot its retry took is
+/// the request's, and it answers as an attempt whose claim is lost.
+#[test]
+fn a_frozen_ticket_thawed_on_a_full_quota_answers_the_requests_answer() {
+    replay(vec![
+        Step::Tickets {
+            by: A,
+            count: 4,
+            tag: 7,
+        },
+        Step::Paused {
+            at: 5,
+            overtaken: true,
+            step: Box::new(Step::Ticket {
+                by: A,
+                keyed: true,
+                tag: 13,
+            }),
+        },
+    ]);
+}
