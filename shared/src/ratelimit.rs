@@ -31,7 +31,7 @@ use http::{HeaderMap, HeaderValue};
 
 use crate::auth::key::KeyHash;
 use crate::config::RateLimitConfig;
-use crate::error::ApiResult;
+use crate::error::ApiError;
 use crate::store::Store;
 use crate::store::api_keys::KeyState;
 
@@ -191,7 +191,7 @@ pub async fn decide(
     key: KeyHash,
     window: Window,
     found: &KeyState,
-) -> ApiResult<(RateLimitDecision, Option<Reservation>)> {
+) -> Result<(RateLimitDecision, Option<Reservation>), ApiError> {
     if !config.enabled {
         return Ok((
             RateLimitDecision::untouched(config, crate::clock::system_time()),
@@ -252,7 +252,7 @@ pub fn standing(config: &RateLimitConfig, window: Window, found: &KeyState) -> R
 
 /// Gives back the slot of a request that did not succeed, and counts it
 /// against the key's ceiling of failed requests.
-pub async fn release(store: &Store, reservation: Reservation) -> ApiResult<()> {
+pub async fn release(store: &Store, reservation: Reservation) -> Result<(), ApiError> {
     store
         .api_keys()
         .failed(&reservation.key, reservation.window)

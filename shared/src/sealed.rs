@@ -10,7 +10,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
 use crate::deployment_key::DeploymentKey;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 
 const VERSION: &str = "v1.";
 const NONCE: usize = 12;
@@ -24,7 +24,7 @@ impl Sealer {
         Self(key)
     }
 
-    async fn cipher(&self) -> ApiResult<Aes256Gcm> {
+    async fn cipher(&self) -> Result<Aes256Gcm, ApiError> {
         let mut derived = Sha256::new();
         derived.update(b"sealed-secrets/v1\0");
         derived.update(self.0.get().await?);
@@ -34,18 +34,18 @@ impl Sealer {
     }
 
     /// `secret` sealed for the record `owner`.
-    pub async fn seal(&self, owner: &[u8], secret: &str) -> ApiResult<String> {
+    pub async fn seal(&self, owner: &[u8], secret: &str) -> Result<String, ApiError> {
         seal(&self.cipher().await?, owner, secret)
     }
 
     /// The secret `sealed` for `owner` (500 when it does not open: another
     /// key, another record, or altered).
-    pub async fn open(&self, owner: &[u8], sealed: &str) -> ApiResult<String> {
+    pub async fn open(&self, owner: &[u8], sealed: &str) -> Result<String, ApiError> {
         open(&self.cipher().await?, owner, sealed)
     }
 }
 
-fn seal(cipher: &Aes256Gcm, owner: &[u8], secret: &str) -> ApiResult<String> {
+fn seal(cipher: &Aes256Gcm, owner: &[u8], secret: &str) -> Result<String, ApiError> {
     let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
     let payload = Payload {
         msg: secret.as_bytes(),
@@ -60,7 +60,7 @@ fn seal(cipher: &Aes256Gcm, owner: &[u8], secret: &str) -> ApiResult<String> {
     Ok(format!("{VERSION}{}", URL_SAFE_NO_PAD.encode(bytes)))
 }
 
-fn open(cipher: &Aes256Gcm, owner: &[u8], sealed: &str) -> ApiResult<String> {
+fn open(cipher: &Aes256Gcm, owner: &[u8], sealed: &str) -> Result<String, ApiError> {
     let broken = || ApiError::internal("a sealed secret does not open");
     let bytes = sealed
         .strip_prefix(VERSION)

@@ -29,7 +29,7 @@ use uuid::Uuid;
 use super::item::{Item, get_s, get_u64, key, n, s};
 use super::keys::{TTL, idempotency_pk, idempotency_sk};
 use super::{Store, new_or_old};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 
 pub struct Idempotency<'a>(pub(super) &'a Store);
 
@@ -177,7 +177,7 @@ pub(crate) fn answer_action(
     table: &str,
     claim: &Claim,
     answer: &Answer,
-) -> ApiResult<TransactWriteItem> {
+) -> Result<TransactWriteItem, ApiError> {
     let (names, values) = answer_attributes(claim, answer);
     let update = Update::builder()
         .table_name(table)
@@ -206,7 +206,7 @@ impl Idempotency<'_> {
         now: u64,
         lease_until: u64,
         keep_until: u64,
-    ) -> ApiResult<Claimed> {
+    ) -> Result<Claimed, ApiError> {
         let claim = Claim {
             pk: idempotency_pk(key_id),
             sk: idempotency_sk(idempotency_key),
@@ -244,7 +244,7 @@ impl Idempotency<'_> {
         fingerprint: &str,
         now: u64,
         start: Start,
-    ) -> ApiResult<Result<Item, Option<Item>>> {
+    ) -> Result<Result<Item, Option<Item>>, ApiError> {
         let update = self.0.update(claim.pk.clone(), claim.sk.clone());
         let update = match start {
             // Absent, or the same request's attempt that never answered
@@ -298,7 +298,12 @@ impl Idempotency<'_> {
     /// `acting`, the item also records that an attempt of the request
     /// began such an effect (`Claim::acted`, for its retries). False when
     /// the claim is no longer the request's.
-    pub async fn hold(&self, claim: &Claim, lease_until: u64, acting: bool) -> ApiResult<bool> {
+    pub async fn hold(
+        &self,
+        claim: &Claim,
+        lease_until: u64,
+        acting: bool,
+    ) -> Result<bool, ApiError> {
         let update = self.0.update(claim.pk.clone(), claim.sk.clone());
         let update = if acting {
             update
@@ -324,7 +329,7 @@ impl Idempotency<'_> {
     /// Keeps `answer` for the claim's request until its `keep_until`,
     /// unless the claim was lost meanwhile (its lease ran out and another
     /// request took the key): false then, nothing kept.
-    pub async fn answer(&self, claim: &Claim, answer: &Answer) -> ApiResult<bool> {
+    pub async fn answer(&self, claim: &Claim, answer: &Answer) -> Result<bool, ApiError> {
         let (names, values) = answer_attributes(claim, answer);
         let result = self
             .0
@@ -343,7 +348,7 @@ impl Idempotency<'_> {
     /// lost: a transaction that carried it committed unheard), the answer
     /// another attempt of the same request kept, or neither (still in
     /// flight elsewhere, or taken by another request).
-    pub async fn after_losing(&self, claim: &Claim) -> ApiResult<Lost> {
+    pub async fn after_losing(&self, claim: &Claim) -> Result<Lost, ApiError> {
         let item = self
             .0
             .get_item(key(claim.pk.clone(), claim.sk.clone()))
@@ -360,7 +365,7 @@ impl Idempotency<'_> {
 
     /// Gives the key back (the request failed and may be retried), unless
     /// the claim was lost meanwhile.
-    pub async fn release(&self, claim: &Claim) -> ApiResult<()> {
+    pub async fn release(&self, claim: &Claim) -> Result<(), ApiError> {
         let store = self.0;
         super::unless_condition_failed(
             store
@@ -377,7 +382,7 @@ impl Idempotency<'_> {
     }
 
     /// The stored item of a key, as it stands (for tests and operators).
-    pub async fn get(&self, key_id: Uuid, idempotency_key: &str) -> ApiResult<Option<Item>> {
+    pub async fn get(&self, key_id: Uuid, idempotency_key: &str) -> Result<Option<Item>, ApiError> {
         self.0
             .get_item(key(idempotency_pk(key_id), idempotency_sk(idempotency_key)))
             .await

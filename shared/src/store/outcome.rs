@@ -31,8 +31,8 @@ use futures::future::BoxFuture;
 use super::Store;
 use super::idempotency::{Answer, Claim, LEASE};
 use crate::clock::millis;
+use crate::error::ApiError;
 use crate::error::codes;
-use crate::error::{ApiError, ApiResult};
 
 tokio::task_local! {
     static OUTCOME: Outcome;
@@ -49,8 +49,9 @@ pub struct Kept {
 /// What a route answers for the value its write commits (boxed: the
 /// store knows neither the type nor the route). It gets the claim the
 /// answer is kept under (a sealed answer is bound to its item).
-pub type Render =
-    Arc<dyn Fn(Box<dyn Any + Send>, Claim) -> BoxFuture<'static, ApiResult<Kept>> + Send + Sync>;
+pub type Render = Arc<
+    dyn Fn(Box<dyn Any + Send>, Claim) -> BoxFuture<'static, Result<Kept, ApiError>> + Send + Sync,
+>;
 
 /// One request's outcome.
 #[derive(Clone, Debug, Default)]
@@ -138,7 +139,7 @@ pub const MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 /// attempt), and is always made. 409 `idempotency_key_in_flight` when the
 /// claim is no longer the request's: the effect is not made, and the
 /// request answers what the key's holder answered, if anything.
-pub async fn fence(needed: std::time::Duration, acting: bool) -> ApiResult<Option<u64>> {
+pub async fn fence(needed: std::time::Duration, acting: bool) -> Result<Option<u64>, ApiError> {
     let held = with(|phase| {
         let claim = phase.claim.clone().filter(|_| !phase.kept)?;
         Some((claim, phase.store.clone()?))
@@ -168,7 +169,7 @@ pub async fn fence(needed: std::time::Duration, acting: bool) -> ApiResult<Optio
 /// the request's admission let it in (`gate`), and its claim on its
 /// `Idempotency-Key`, if any, is still its own (`fence`). The time by which
 /// the effect must be made, when there is a claim.
-pub async fn effect_may_go(needed: std::time::Duration) -> ApiResult<Option<u64>> {
+pub async fn effect_may_go(needed: std::time::Duration) -> Result<Option<u64>, ApiError> {
     crate::gate::writes_may_go().await?;
     fence(needed, false).await
 }
@@ -211,7 +212,7 @@ pub fn wants<T: Any>() -> bool {
 /// Called by the store with the value its next transaction commits (the
 /// value the write returns): the route's answer for it is rendered, to go
 /// into that transaction. A render that fails fails the write.
-pub async fn render<T: Any + Clone + Send>(value: &T) -> ApiResult<()> {
+pub async fn render<T: Any + Clone + Send>(value: &T) -> Result<(), ApiError> {
     let found = with(|phase| match (&phase.claim, &phase.render) {
         (Some(claim), Some((type_id, render))) if *type_id == TypeId::of::<T>() => {
             Some((claim.clone(), render.clone()))
@@ -252,6 +253,10 @@ pub fn take_committed() -> Option<Answer> {
 }
 
 /// The transaction action that keeps `kept` for `claim`.
-pub(crate) fn action(table: &str, claim: &Claim, kept: &Kept) -> ApiResult<TransactWriteItem> {
+pub(crate) fn action(
+    table: &str,
+    claim: &Claim,
+    kept: &Kept,
+) -> Result<TransactWriteItem, ApiError> {
     super::idempotency::answer_action(table, claim, &kept.stored)
 }

@@ -27,7 +27,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
 use super::item::{Item, get_s, get_u64, n};
 use super::keys::{QUOTA_SK, TTL};
 use super::{Store, new_or_old, unless_condition_failed};
-use crate::error::ApiResult;
+use crate::error::ApiError;
 use crate::error::codes;
 
 pub struct Quotas<'a>(pub(super) &'a Store);
@@ -156,7 +156,7 @@ impl Quotas<'_> {
     /// Counts one use of `quota` at `now` (Unix milliseconds), unless its
     /// window is full: one conditional UpdateItem, so concurrent uses never
     /// pass the quota.
-    pub async fn count(&self, quota: &WindowQuota, now: u64) -> ApiResult<Counted> {
+    pub async fn count(&self, quota: &WindowQuota, now: u64) -> Result<Counted, ApiError> {
         let store = self.0;
         let period = u64::try_from(quota.period.as_millis())
             .unwrap_or(u64::MAX)
@@ -197,7 +197,7 @@ impl Quotas<'_> {
         quota: &Quota,
         request: uuid::Uuid,
         now: u64,
-    ) -> ApiResult<Result<Slot, u32>> {
+    ) -> Result<Result<Slot, u32>, ApiError> {
         let key = super::item::key(quota.pk.clone(), QUOTA_SK);
         let Some(item) = self.0.get_item(key).await? else {
             return Ok(Err(quota.uses));
@@ -216,7 +216,7 @@ impl Quotas<'_> {
         quota: &Quota,
         now: u64,
         request: Option<uuid::Uuid>,
-    ) -> ApiResult<Reserved> {
+    ) -> Result<Reserved, ApiError> {
         let period = u64::try_from(quota.period.as_millis()).unwrap_or(u64::MAX);
         let cutoff = now.saturating_sub(period);
         let free = |time: &Option<u64>| time.is_none_or(|t| t <= cutoff);
@@ -286,7 +286,7 @@ impl Quotas<'_> {
         index: u32,
         now: u64,
         mut earlier: Slot,
-    ) -> ApiResult<Reserved> {
+    ) -> Result<Reserved, ApiError> {
         let own = Slot {
             pk: quota.pk.clone(),
             index,
@@ -307,7 +307,7 @@ impl Quotas<'_> {
         now: u64,
         cutoff: u64,
         holder: uuid::Uuid,
-    ) -> ApiResult<Result<Item, Item>> {
+    ) -> Result<Result<Item, Item>, ApiError> {
         let store = self.0;
         let expires = now.div_ceil(1000) + quota.period.as_secs();
         let result = store
@@ -330,7 +330,7 @@ impl Quotas<'_> {
 
     /// Gives `slot` back (its use did not happen), unless it was taken
     /// anew meanwhile.
-    pub async fn release(&self, slot: &Slot) -> ApiResult<()> {
+    pub async fn release(&self, slot: &Slot) -> Result<(), ApiError> {
         let store = self.0;
         unless_condition_failed(
             store

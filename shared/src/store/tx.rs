@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 use super::idempotency::Lost;
 use super::item::Item;
 use super::{Store, cancellation_codes, outcome, sdk_error};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::error::{Code, codes};
 
 /// A Put action, with an optional condition.
@@ -13,7 +13,7 @@ pub(crate) fn put(
     table: &str,
     item: Item,
     condition: Option<&str>,
-) -> ApiResult<TransactWriteItem> {
+) -> Result<TransactWriteItem, ApiError> {
     let put = Put::builder()
         .table_name(table)
         .set_item(Some(item))
@@ -28,7 +28,7 @@ pub(crate) fn delete(
     table: &str,
     key: Item,
     condition: Option<&str>,
-) -> ApiResult<TransactWriteItem> {
+) -> Result<TransactWriteItem, ApiError> {
     let delete = Delete::builder()
         .table_name(table)
         .set_key(Some(key))
@@ -62,10 +62,10 @@ pub(crate) const RACE_ATTEMPTS: usize = 3;
 /// Runs `attempt` (a read, a change and a conditional write) again while it
 /// loses the race to another writer; 409 `concurrent_update` after
 /// `RACE_ATTEMPTS` losses.
-pub(crate) async fn retry_races<T, F, Fut>(mut attempt: F) -> ApiResult<T>
+pub(crate) async fn retry_races<T, F, Fut>(mut attempt: F) -> Result<T, ApiError>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = ApiResult<T>>,
+    Fut: Future<Output = Result<T, ApiError>>,
 {
     for _ in 0..RACE_ATTEMPTS {
         match attempt().await {
@@ -94,7 +94,7 @@ pub(crate) async fn transact(
     store: &Store,
     mut actions: Vec<TransactWriteItem>,
     conflicts: &[Conflict],
-) -> ApiResult<()> {
+) -> Result<(), ApiError> {
     // A warm request's reads went out beside its admission; its writes
     // wait for it (`gate`).
     crate::gate::writes_may_go().await?;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `make mutants`: cargo-mutants over the critical modules
+# (tools/mutants/critical.txt), each with the tests that cover it, in
+# place (one build, reused: do not edit the tree while it runs), one
+# mutant at a time. Every mutant no test caught must be listed, with its
+# reason, in tools/mutants/explained.txt; any other fails the run.
+#
+#   make mutants                                   every critical module (hours)
+#   MUTANTS_ONLY=shared/src/ratelimit.rs make mutants    those under a prefix
+#   MUTANTS_BASE=<rev> tools/mutants/run.sh        only mutants on the lines
+#       changed since <rev> (`auto`: the merge base with origin/main, or the
+#       last commit when HEAD is origin/main); `make test` runs this in CI
+#   MUTANTS_MINUTES=15                             stop after that long (the
+#       mutants not reached are reported as such, the tree restored)
+#
+# Per module: .local/mutants/<module>/mutants.out (caught.txt, missed.txt,
+# timeout.txt, unviable.txt); the table in .local/mutants/summary.txt and
+# the counts in .local/mutants/summary.json.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source tools/local/scripts/env.sh
+out=$STATE_DIR/mutants
+rm -rf "$out"
+mkdir -p "$out"
+command -v cargo-mutants >/dev/null || {
+    echo "cargo-mutants is missing: make cargo-mutants"
+    exit 2
+}
+# In place: the tree is put back from git after an interrupted run.
+if ! git diff --quiet HEAD -- shared functions; then
+    echo "mutants run in place: commit or stash your changes under shared/ and functions/ first"
+    exit 2
+fi
+started=$(tools/local/scripts/engines.sh start) || exit 1
+# shellcheck disable=SC2086 # the names of the engines this run started
+trap 'tools/local/scripts/engines.sh stop $started' EXIT
+
+diff_args=()
+if [[ -n ${MUTANTS_BASE:-} ]]; then
+    base=$MUTANTS_BASE
+    if [[ $base == auto ]]; then
+        base=$(git merge-base HEAD origin/main 2>/dev/null || true)
+        [[ -z $base || $base == "$(git rev-parse HEAD)" ]] && base=HEAD~1
+    fi
+    git diff "$base" -- shared functions >"$out/change.diff"
+    echo "==> the change: $(git rev-parse --short "$base")..$(git rev-parse --short HEAD), $(grep -c '^+++ ' "$out/change.diff") files"
+    diff_args=(--in-diff "$out/change.diff")
+fi
+deadline=$((SECONDS + ${MUTANTS_MINUTES:-100000} * 60))
+
+explained=tools/mutants/explained.txt
+declare -A total=([caught]=0 [missed]=0 [timeout]=0 [unviable]=0 [unexplained]=0 [unreached]=0)
+printf '%-48s %7s %7s %8s %9s\n' module caught missed timeout unviable | tee "$out/summary.txt"
+while read -r path filters; do
+    case "$path" in '' | '#'*) continue ;; esac
+    [[ -n ${MUTANTS_ONLY:-} && $path != "$MUTANTS_ONLY"* ]] && continue
+    name=$(tr / - <<<"${path%/}")
+    files=$path
+    [[ $path == */ ]] && files="$path*"
+    packages=(--test-package shared --test-package api-tests)
+    [[ $path == functions/webhook-dispatcher/* ]] && packages+=(--test-package webhook-dispatcher)
+    args=(--in-place -j 1 --no-shuffle --colors never --file "$files" "${packages[@]}" "${diff_args[@]}" --output "$out/$name")
+    if [[ -n ${diff_args[*]} ]] && ! cargo mutants --list "${args[@]}" 2>/dev/null | grep -q .; then
+        continue
+    fi
+    left=$((deadline - SECONDS))
+    if ((left <= 0)); then
+        reached=$(cargo mutants --list "${args[@]}" 2>/dev/null | grep -c .)
+        total[unreached]=$((total[unreached] + reached))
+        echo "==> $path: $reached mutants not reached (out of time)"
+        continue
+    fi
+    echo "==> mutants of $path (tests: $filters)"
+    # Interrupted (out of time), cargo-mutants puts the file back.
+    # shellcheck disable=SC2086 # the filters are words
+    timeout -s INT -k 60 "$left" cargo mutants "${args[@]}" -- -- $filters 2>&1 |
+        grep -E '^(MISSED|TIMEOUT|Found|Unmutated|ERROR)|mutants tested' | sed 's/^/    /'
+    results=$out/$name/mutants.out
+    row=()
+    for kind in caught missed timeout unviable; do
+        n=0
+        [[ -f $results/$kind.txt ]] && n=$(grep -c . "$results/$kind.txt")
+        total[$kind]=$((total[$kind] + n))
+        row+=("$n")
+    done
+    printf '%-48s %7s %7s %8s %9s\n' "$path" "${row[@]}" | tee -a "$out/summary.txt"
+    # A miss is explained by its file and description (lines move).
+    if [[ -f $results/missed.txt ]]; then
+        while read -r missed; do
+            what=$(sed -E 's/^([^:]+):[0-9]+:[0-9]+: /\1: /' <<<"$missed")
+            if ! grep -qF -- "$what —" "$explained"; then
+                echo "    UNEXPLAINED: $missed"
+                total[unexplained]=$((total[unexplained] + 1))
+            fi
+        done <"$results/missed.txt"
+    fi
+done <tools/mutants/critical.txt
+if ! git diff --quiet HEAD -- shared functions; then
+    echo "mutants: the tree was left mutated; restoring shared/ and functions/"
+    git diff --stat -- shared functions
+    git checkout HEAD -- shared functions
+fi
+printf '{"caught": %d, "missed": %d, "timeout": %d, "unviable": %d, "unexplained": %d, "unreached": %d}\n' \
+    "${total[caught]}" "${total[missed]}" "${total[timeout]}" "${total[unviable]}" "${total[unexplained]}" "${total[unreached]}" \
+    >"$out/summary.json"
+echo "mutants: ${total[caught]} caught, ${total[timeout]} timed out, ${total[missed]} missed (${total[unexplained]} without a reason in $explained), ${total[unviable]} unviable, ${total[unreached]} not reached"
+[[ ${total[unexplained]} -eq 0 ]]
