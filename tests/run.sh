@@ -3,8 +3,10 @@
 # for every secret they handled), then the contract gate
 # (tests/conformance/run.sh), then the `cargo lambda watch` smoke
 # (tests/watch/run.sh), against one set of engines (DynamoDB Local, moto)
-# and one build, then a short soak (tools/soak: engines of its own);
-# ends with the totals of what ran. Exits non-zero when anything failed.
+# and one build, then a short soak (tools/soak: engines of its own), and,
+# with MUTANTS_BASE (CI), the mutants of the lines a change touches in the
+# critical modules (tools/mutants/run.sh); ends with the totals of what
+# ran. Exits non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/local/scripts/env.sh
@@ -37,6 +39,12 @@ watch=$?
 echo "==> soak, short (${SOAK_SECONDS:-50} s of traffic under faults; make soak runs 10 minutes)"
 SOAK_PROFILE=dev tools/soak/run.sh --duration "${SOAK_SECONDS:-50}" --out "$STATE_DIR/soak-short"
 soak=$?
+
+if [[ -n ${MUTANTS_BASE:-} ]]; then
+    echo "==> mutants of the lines the change touches, for at most ${MUTANTS_MINUTES:-15} minutes (make mutants runs them all)"
+    MUTANTS_MINUTES=${MUTANTS_MINUTES:-15} tools/mutants/run.sh
+    export MUTANTS_STATUS=$?
+fi
 
 # shellcheck disable=SC2086 # CI_CHECK_LOGS: the lint and gate logs .ci/run kept
 "$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \

@@ -13,6 +13,7 @@ tests" and its verdict) and checkov's checks count in the totals too.
 """
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -123,6 +124,21 @@ def main():
     print(f"soak:          {soak_passed} passed, {soak_failed} failed (invariant checks of a short soak: {summary_line})")
     total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed + model_passed
     total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
+    # The mutants of the change's lines (CI: MUTANTS_BASE; tools/mutants/run.sh).
+    if os.environ.get("MUTANTS_STATUS"):
+        mutants_path = log.parent / "mutants" / "summary.json"
+        mutants = json.loads(mutants_path.read_text()) if mutants_path.exists() else {}
+        # Caught (a test failed or hung) passes; a miss without a reason fails.
+        m_passed = mutants.get("caught", 0) + mutants.get("timeout", 0)
+        m_failed = mutants.get("unexplained", 0) or (1 if int(os.environ["MUTANTS_STATUS"]) else 0)
+        print(
+            f"mutants:       {m_passed} passed, {m_failed} failed (mutants of the change's lines in the critical modules: "
+            f"{mutants.get('caught', 0)} caught, {mutants.get('timeout', 0)} timed out, {mutants.get('missed', 0)} missed "
+            f"({mutants.get('unexplained', 0)} without a reason), {mutants.get('unviable', 0)} unviable, "
+            f"{mutants.get('unreached', 0)} not reached in time)"
+        )
+        total_passed += m_passed
+        total_failed += m_failed
     for path in sys.argv[11:]:
         if not Path(path).exists():
             continue
