@@ -59,7 +59,7 @@ while read -r path filters; do
     [[ $path == */ ]] && files="$path*"
     packages=(--test-package shared --test-package api-tests)
     [[ $path == functions/webhook-dispatcher/* ]] && packages+=(--test-package webhook-dispatcher)
-    args=(--in-place -j 1 --no-shuffle --colors never --file "$files" "${packages[@]}" "${diff_args[@]}" --output "$out/$name")
+    args=(--in-place --no-shuffle --colors never --file "$files" "${packages[@]}" "${diff_args[@]}" --output "$out/$name")
     if [[ -n ${diff_args[*]} ]] && ! cargo mutants --list "${args[@]}" 2>/dev/null | grep -q .; then
         continue
     fi
@@ -74,7 +74,7 @@ while read -r path filters; do
     # Interrupted (out of time), cargo-mutants puts the file back.
     # shellcheck disable=SC2086 # the filters are words
     timeout -s INT -k 60 "$left" cargo mutants "${args[@]}" -- -- $filters 2>&1 |
-        grep -E '^(MISSED|TIMEOUT|Found|Unmutated|ERROR)|mutants tested' | sed 's/^/    /'
+        grep -E '^(MISSED|TIMEOUT|Found|Unmutated|ERROR|error)|mutants tested' | sed 's/^/    /'
     results=$out/$name/mutants.out
     row=()
     for kind in caught missed timeout unviable; do
