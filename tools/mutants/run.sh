@@ -2,7 +2,8 @@
 # `make mutants`: cargo-mutants over the critical modules
 # (tools/mutants/critical.txt), each with the tests that cover it, in
 # place (one build, reused: do not edit the tree while it runs), one
-# mutant at a time. Every mutant no test caught must be listed, with its
+# mutant at a time, a mutant whose tests take three times the unmutated
+# ones' time counted as hung. Every mutant no test caught must be listed, with its
 # reason, in tools/mutants/explained.txt; any other fails the run.
 #
 #   make mutants                                   every critical module (hours)
@@ -71,6 +72,21 @@ while read -r path filters; do
         continue
     fi
     echo "==> mutants of $path (tests: $filters)"
+    # The unmutated tests once, timed (cargo-mutants' own baseline runs
+    # the mutated package's tests only): a mutant's run may take three
+    # times as long, a minute at least, before it counts as hung.
+    test_packages=()
+    for ((i = 1; i < ${#packages[@]}; i += 2)); do test_packages+=(-p "${packages[i]}"); done
+    began=$SECONDS
+    # shellcheck disable=SC2086 # the filters are words
+    if ! cargo test --locked "${test_packages[@]}" -- $filters >"$out/$name.baseline.log" 2>&1; then
+        echo "    the unmutated tests fail: $out/$name.baseline.log"
+        total[unexplained]=$((total[unexplained] + 1))
+        continue
+    fi
+    limit=$((3 * (SECONDS - began)))
+    ((limit < 60)) && limit=60
+    args+=(--baseline skip --timeout "$limit")
     # Interrupted (out of time), cargo-mutants puts the file back.
     # shellcheck disable=SC2086 # the filters are words
     timeout -s INT -k 60 "$left" cargo mutants "${args[@]}" -- -- $filters 2>&1 |
