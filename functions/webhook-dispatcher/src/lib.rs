@@ -130,23 +130,19 @@ impl Dispatcher {
     }
 
     async fn handled(&self, batch: SqsEvent) -> SqsBatchResponse {
-        let failed: Vec<String> = futures::stream::iter(batch.records)
-            .map(|message| async move {
-                let id = message.message_id.clone().unwrap_or_default();
-                let calls = CallCounter::default();
-                // Boxed: a delivery's future is large (the payload's reads).
-                let outcome = Box::pin(calls.scope(self.message(&message))).await;
-                tracing::info!(
-                    message_id = %id,
-                    body = message.body.as_deref().unwrap_or_default(),
-                    ddb_calls = calls.get(),
-                    returned = outcome.is_err(),
-                    "queue message handled"
-                );
-                outcome.err().map(|Again| id)
+        // The messages of one delivery go one after the other, in the
+        // order they came (a second manual retry would otherwise meet the
+        // first one's lease and wait it out); the others at once.
+        let failed: Vec<String> = futures::stream::iter(by_delivery(batch.records))
+            .map(|messages| async move {
+                let mut failed = Vec::new();
+                for message in messages {
+                    failed.extend(self.one(&message).await);
+                }
+                failed
             })
             .buffer_unordered(CONCURRENCY)
-            .filter_map(|failed| async move { failed })
+            .flat_map(futures::stream::iter)
             .collect()
             .await;
         let mut response = SqsBatchResponse::default();
@@ -159,6 +155,23 @@ impl Dispatcher {
             })
             .collect();
         response
+    }
+
+    /// One message, logged with what it cost: its id when it goes back to
+    /// the queue.
+    async fn one(&self, message: &SqsMessage) -> Option<String> {
+        let id = message.message_id.clone().unwrap_or_default();
+        let calls = CallCounter::default();
+        // Boxed: a delivery's future is large (the payload's reads).
+        let outcome = Box::pin(calls.scope(self.message(message))).await;
+        tracing::info!(
+            message_id = %id,
+            body = message.body.as_deref().unwrap_or_default(),
+            ddb_calls = calls.get(),
+            returned = outcome.is_err(),
+            "queue message handled"
+        );
+        outcome.err().map(|Again| id)
     }
 
     async fn message(&self, message: &SqsMessage) -> Result<(), Again> {
@@ -437,4 +450,25 @@ fn log_attempt(attempt: &DeliveryAttempt, outcome: &Outcome) {
         duration_ms = attempt.duration_ms,
         "webhook attempt"
     );
+}
+
+/// `messages` grouped by the delivery they make (in the order they came),
+/// each other message alone.
+fn by_delivery(messages: Vec<SqsMessage>) -> Vec<Vec<SqsMessage>> {
+    let mut groups: Vec<Vec<SqsMessage>> = Vec::new();
+    let mut of_delivery: std::collections::HashMap<Uuid, usize> = std::collections::HashMap::new();
+    for message in messages {
+        let body = message.body.as_deref().unwrap_or_default();
+        match serde_json::from_str::<QueueMessage>(body) {
+            Ok(QueueMessage::Deliver { delivery_id, .. }) => match of_delivery.get(&delivery_id) {
+                Some(&group) => groups[group].push(message),
+                None => {
+                    of_delivery.insert(delivery_id, groups.len());
+                    groups.push(vec![message]);
+                }
+            },
+            _ => groups.push(vec![message]),
+        }
+    }
+    groups
 }

@@ -414,3 +414,69 @@ fn a_frozen_ticket_thawed_on_a_full_quota_answers_the_requests_answer() {
         },
     ]);
 }
+
+/// Found by `make model` (seed 207885172032796): two manual retries of a
+/// delivery (the first keyed, its first attempt failed at its first
+/// call), then a dispatch: the receiver got one attempt. Both messages
+/// came in one batch, handled at once: the second met the first's lease
+/// and went back to the queue for 30 s. Now a batch's messages of one
+/// delivery go one after the other, and every retry reaches the receiver
+/// in the run.
+#[test]
+fn two_manual_retries_each_reach_the_receiver() {
+    replay(two_retries(Some(Fault::Fail)));
+}
+
+/// The same without the fault (which was not needed).
+#[test]
+fn two_manual_retries_each_reach_the_receiver_unfaulted() {
+    replay(two_retries(None));
+}
+
+fn two_retries(fault: Option<Fault>) -> Vec<Step> {
+    let retry = |keyed, tag| Step::Retry {
+        by: A,
+        hook: 0,
+        nth: 0,
+        keyed,
+        tag,
+    };
+    let first = match fault {
+        Some(fault) => Step::Faulted {
+            fault,
+            at: 1,
+            step: Box::new(retry(true, 21)),
+        },
+        None => retry(true, 21),
+    };
+    vec![
+        Step::CreateSite {
+            by: A,
+            keyed: true,
+            tag: 0,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 1,
+        },
+        Step::Upload {
+            by: A,
+            load: 0,
+            keyed: true,
+            tag: 9,
+        },
+        Step::Register {
+            by: A,
+            url: 0,
+            keyed: true,
+            tag: 13,
+        },
+        Step::Deliver { by: A, load: 0 },
+        Step::Dispatch,
+        first,
+        retry(false, 25),
+        Step::Dispatch,
+    ]
+}
