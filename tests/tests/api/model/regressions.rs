@@ -9,6 +9,33 @@ use super::steps::{By, Fault, Step, Wait};
 
 const A: By = By { org: 0, key: 0 };
 
+/// A ticket with an `Idempotency-Key`.
+fn ticket(by: By, tag: u32) -> Step {
+    Step::Ticket {
+        by,
+        keyed: true,
+        tag,
+    }
+}
+
+/// `step` paused at call `at` past its lease (`Step::Paused`).
+fn paused(at: usize, overtaken: bool, step: Step) -> Step {
+    Step::Paused {
+        at,
+        overtaken,
+        step: Box::new(step),
+    }
+}
+
+/// `step` with call `at` broken by `fault` (`Step::Faulted`).
+fn faulted(fault: Fault, at: usize, step: Step) -> Step {
+    Step::Faulted {
+        fault,
+        at,
+        step: Box::new(step),
+    }
+}
+
 /// Issue 40's first finding: a waybill upload's `Idempotency-Key` reused
 /// after its retention, on a load delivered since, must not touch the
 /// committed waybill.
@@ -42,17 +69,9 @@ fn an_upload_reused_after_its_retention_leaves_the_delivered_waybill() {
 /// issue, then the quota holds for the hour.
 #[test]
 fn a_killed_ticket_opens_one_issue_and_counts_once() {
-    let ticket = |tag| Step::Ticket {
-        by: A,
-        keyed: true,
-        tag,
-    };
+    let ticket = |tag| ticket(A, tag);
     replay(vec![
-        Step::Faulted {
-            fault: Fault::Die,
-            at: 4,
-            step: Box::new(ticket(0)),
-        },
+        faulted(Fault::Die, 4, ticket(0)),
         ticket(1),
         ticket(2),
         ticket(3),
@@ -83,30 +102,14 @@ fn a_registration_thawed_after_its_lease_then_retried() {
 /// opened the issue must not open a second one when it thaws.
 #[test]
 fn a_ticket_thawed_after_a_retry_opened_its_issue_opens_none() {
-    replay(vec![Step::Paused {
-        at: 4,
-        overtaken: true,
-        step: Box::new(Step::Ticket {
-            by: A,
-            keyed: true,
-            tag: 13,
-        }),
-    }]);
+    replay(vec![paused(4, true, ticket(A, 13))]);
 }
 
 /// `2-own-claim-unrecognised`: a claim whose write took effect but whose
 /// answer was lost, sent again by the SDK, is the request's own claim.
 #[test]
 fn a_claim_resent_by_the_sdk_is_its_own() {
-    replay(vec![Step::Faulted {
-        fault: Fault::CutResent,
-        at: 3,
-        step: Box::new(Step::Ticket {
-            by: A,
-            keyed: true,
-            tag: 6,
-        }),
-    }]);
+    replay(vec![faulted(Fault::CutResent, 3, ticket(A, 6))]);
 }
 
 /// `3-lost-attempt-answers-its-own`: a ticket frozen past its lease while
@@ -122,15 +125,7 @@ fn a_ticket_thawed_after_a_retry_answers_the_retrys_answer() {
             tag: 10,
         },
         Step::Wait(Wait::Hour),
-        Step::Paused {
-            at: 8,
-            overtaken: true,
-            step: Box::new(Step::Ticket {
-                by,
-                keyed: true,
-                tag: 24,
-            }),
-        },
+        paused(8, true, ticket(by, 24)),
     ]);
 }
 
@@ -156,16 +151,8 @@ fn every_waybill_upload_names_its_own_object() {
             keyed: false,
             tag: 4,
         },
-        Step::Paused {
-            at: 3,
-            overtaken: false,
-            step: Box::new(upload(16)),
-        },
-        Step::Faulted {
-            fault: Fault::Fail,
-            at: 1,
-            step: Box::new(upload(22)),
-        },
+        paused(3, false, upload(16)),
+        faulted(Fault::Fail, 1, upload(22)),
     ]);
 }
 
@@ -220,11 +207,7 @@ fn a_delivery_reaches_the_webhooks_registered_when_it_is_announced() {
 fn a_ticket_that_lost_its_hold_leaves_its_key_free() {
     replay(vec![Step::PausedTwice {
         at: 6,
-        step: Box::new(Step::Ticket {
-            by: A,
-            keyed: true,
-            tag: 10,
-        }),
+        step: Box::new(ticket(A, 10)),
     }]);
 }
 
@@ -305,27 +288,15 @@ fn an_operators_photos_are_in_place() {
 #[test]
 fn a_ticket_whose_quota_write_was_resent_takes_one_slot() {
     let by = By { org: 1, key: 0 };
-    let ticket = |tag| Step::Ticket {
-        by,
-        keyed: true,
-        tag,
-    };
+    let ticket = |tag| ticket(by, tag);
     replay(vec![
-        Step::Paused {
-            at: 3,
-            overtaken: false,
-            step: Box::new(ticket(0)),
-        },
+        paused(3, false, ticket(0)),
         Step::Tickets {
             by,
             count: 2,
             tag: 2,
         },
-        Step::Faulted {
-            fault: Fault::CutResent,
-            at: 6,
-            step: Box::new(ticket(8)),
-        },
+        faulted(Fault::CutResent, 6, ticket(8)),
         Step::Ticket {
             by,
             keyed: false,
@@ -354,22 +325,10 @@ fn a_ticket_past_the_quota_calls_no_tracker() {
 #[test]
 fn frozen_tickets_take_one_slot_each() {
     let by = By { org: 1, key: 1 };
-    let ticket = |tag| Step::Ticket {
-        by,
-        keyed: true,
-        tag,
-    };
+    let ticket = |tag| ticket(by, tag);
     replay(vec![
-        Step::Paused {
-            at: 3,
-            overtaken: false,
-            step: Box::new(ticket(7)),
-        },
-        Step::Paused {
-            at: 5,
-            overtaken: true,
-            step: Box::new(ticket(12)),
-        },
+        paused(3, false, ticket(7)),
+        paused(5, true, ticket(12)),
         Step::Tickets {
             by,
             count: 3,
@@ -403,15 +362,7 @@ fn a_frozen_ticket_thawed_on_a_full_quota_answers_the_requests_answer() {
             count: 4,
             tag: 7,
         },
-        Step::Paused {
-            at: 5,
-            overtaken: true,
-            step: Box::new(Step::Ticket {
-                by: A,
-                keyed: true,
-                tag: 13,
-            }),
-        },
+        paused(5, true, ticket(A, 13)),
     ]);
 }
 
@@ -442,11 +393,7 @@ fn two_retries(fault: Option<Fault>) -> Vec<Step> {
         tag,
     };
     let first = match fault {
-        Some(fault) => Step::Faulted {
-            fault,
-            at: 1,
-            step: Box::new(retry(true, 21)),
-        },
+        Some(fault) => faulted(fault, 1, retry(true, 21)),
         None => retry(true, 21),
     };
     vec![
