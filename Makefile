@@ -130,6 +130,9 @@ lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	$(VENV)/bin/python -m unittest discover -s infra/checks
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 	$(VENV)/bin/python -m unittest discover -s tests/docs
+	@# The deliberate bugs of the soak and the model test still apply.
+	@for patch in tools/soak/mutations/*.patch tests/model-mutations/*.patch; do \
+		git apply --check "$$patch" || { echo "$$patch no longer applies: regenerate it"; exit 1; }; done
 	$(VENV)/bin/python infra/checks/run_checkov.py --checkov $(CHECKOV_VENV)/bin/checkov infra/template.yaml $(TRANSLATED)
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
