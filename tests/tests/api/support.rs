@@ -527,3 +527,61 @@ fn attempts_of_one_request_that_take_slots_at_once_hold_one() {
         assert_eq!(held, Ok(first));
     });
 }
+
+/// A request that holds a slot and takes another one free at a lower
+/// index (a slot given back meanwhile) gives the new one back and keeps
+/// its own, with the uses left counted after that; a slot exactly one
+/// period old is free again, a millisecond younger still held.
+#[test]
+fn a_request_that_takes_a_second_slot_gives_it_back_and_its_slot_frees_after_an_hour() {
+    use shared::store::quotas::{Quota, Reserved};
+    run(async {
+        let store = harness().await.store();
+        let quota = Quota {
+            pk: format!("QUOTA#yield-{}", uuid::Uuid::now_v7()),
+            uses: 5,
+            period: Duration::from_secs(3600),
+        };
+        let quotas = store.quotas();
+        let now = shared::clock::unix_ms();
+        let (other, request) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+        let Reserved::Held(theirs) = quotas.reserve(&quota, now, Some(other)).await.unwrap() else {
+            panic!("a slot")
+        };
+        let Reserved::Held(ours) = quotas
+            .reserve(&quota, now + 1, Some(request))
+            .await
+            .unwrap()
+        else {
+            panic!("a slot")
+        };
+        assert_eq!(ours.remaining, 3);
+        // The lower slot freed: the request's next write takes it first.
+        quotas.release(&theirs).await.unwrap();
+        let again = quotas
+            .reserve(&quota, now + 2, Some(request))
+            .await
+            .unwrap();
+        let Reserved::Earlier(kept) = again else {
+            panic!("{again:?}")
+        };
+        let mut expected = ours.clone();
+        expected.remaining = 4;
+        assert_eq!(kept, expected, "its own slot, four free");
+        let free = quotas.held_by(&quota, other, now + 3).await.unwrap();
+        assert_eq!(free, Err(4), "the second slot given back");
+
+        // One period after the slot's time it is free; a millisecond before, held.
+        let hour = 3_600_000;
+        let before = quotas
+            .held_by(&quota, request, now + 1 + hour - 1)
+            .await
+            .unwrap();
+        assert!(before.is_ok(), "{before:?}");
+        let after = quotas
+            .held_by(&quota, request, now + 1 + hour)
+            .await
+            .unwrap();
+        assert_eq!(after, Err(5));
+    });
+}

@@ -427,3 +427,34 @@ fn two_retries(fault: Option<Fault>) -> Vec<Step> {
         Step::Dispatch,
     ]
 }
+
+/// Found by `make model` (seed 104476808952034), a mistake of the
+/// reference: a direct upload's confirmation sent again after its
+/// retention, on a load delivered since with that very upload as its
+/// waybill, answers the load again (200, nothing changed), as
+/// decisions.md says, not 409 `waybill_locked`.
+#[test]
+fn a_confirmation_sent_again_after_its_retention_answers_the_delivered_load() {
+    let by = By { org: 1, key: 1 };
+    replay(vec![
+        Step::CreateSite {
+            by,
+            keyed: true,
+            tag: 2,
+        },
+        Step::CreateLoad {
+            by,
+            site: 0,
+            keyed: true,
+            tag: 4,
+        },
+        Step::UploadByForm {
+            by,
+            load: 0,
+            tag: 7,
+        },
+        Step::Deliver { by, load: 0 },
+        Step::Wait(Wait::Retention),
+        Step::Replay { by, nth: 2 },
+    ]);
+}
