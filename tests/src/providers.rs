@@ -213,6 +213,21 @@ pub fn github_error(status: u16, message: &str) -> Canned {
     )
 }
 
+/// A ticket description that quotes, whole, the lines the service writes
+/// at the top of an issue to name request `request` of key `key` of
+/// `org`, the blank line after them included (the service trims a
+/// description's ends): text a customer could plant, which the lookup of
+/// an earlier attempt's issue must never take for the service's own.
+pub fn quoting_the_lines_of(
+    org: impl std::fmt::Display,
+    key: impl std::fmt::Display,
+    request: impl std::fmt::Display,
+) -> String {
+    format!(
+        "Opened through the Integration API.\n\n- Organization: `{org}`\n- API key: `{key}`\n- Request: `{request}`\n\nAs above."
+    )
+}
+
 /// A geocoding provider on loopback that finds one address
 /// (Mannerheimintie 1, Helsinki) for every request.
 pub async fn geocoder() -> StandIn {

@@ -60,9 +60,9 @@ pub struct Slot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reserved {
     Held(Slot),
-    /// An earlier attempt of the same request took a slot first, while
-    /// this one was on its way: this attempt gave back the slot it took
-    /// and uses that one (which is not its to give back).
+    /// Another attempt of the same request took a slot while this one was
+    /// on its way: this attempt uses that one (not its to give back), and
+    /// gave back any slot it took itself.
     Earlier(Slot),
     /// Every slot is in use; the oldest frees in `retry_after` seconds.
     Full {

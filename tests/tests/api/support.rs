@@ -356,12 +356,8 @@ fn a_ticket_is_found_by_the_lines_the_service_wrote_never_by_a_customers_text() 
             .unwrap()
             .unwrap();
         let request = item["rid"].as_s().unwrap().clone();
-        // Another ticket of the customer's quotes the lines that would name
-        // it, whole, with the blank line after them (the ends are trimmed).
-        let quoted = format!(
-            "Opened through the Integration API.\n\n- Organization: `{}`\n- API key: `{key_id}`\n- Request: `{request}`\n\nAs above.",
-            t.id()
-        );
+        // Another ticket of the customer's quotes the lines that would name it.
+        let quoted = api_tests::providers::quoting_the_lines_of(t.id(), key_id, &request);
         let planted = open(
             &api,
             &t.key,

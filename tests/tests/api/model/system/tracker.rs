@@ -64,11 +64,7 @@ impl System {
             .expect("the idempotency record read")
             .and_then(|item| item.get("rid").and_then(|r| r.as_s().ok()).cloned())
             .unwrap_or_else(|| Uuid::now_v7().to_string());
-        // Whole, with the blank line after them (the service trims a
-        // description's ends).
-        let lines = format!(
-            "Opened through the Integration API.\n\n- Organization: `{org}`\n- API key: `{key_id}`\n- Request: `{rid}`\n\nAs above."
-        );
+        let lines = api_tests::providers::quoting_the_lines_of(org, key_id, rid);
         let plain = Step::Ticket {
             by,
             keyed: false,
