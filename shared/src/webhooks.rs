@@ -10,6 +10,7 @@ use crate::model::delivery::Delivery;
 use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
 use crate::queue::QueueMessage;
 use crate::state::AppState;
+use crate::store::calls::CallCounter;
 
 impl AppState {
     /// Registers `new` for organization `org`: the record (its secret
@@ -53,10 +54,13 @@ impl AppState {
     ) -> ApiResult<Delivery> {
         let (webhooks, deliveries) = (self.store.webhooks(), self.store.deliveries());
         // One round trip; the webhook's answer decides first.
-        let (found, record) = tokio::join!(
-            webhooks.require(org, webhook),
-            deliveries.require(webhook, delivery),
-        );
+        let (found, record) = CallCounter::together(async {
+            tokio::join!(
+                webhooks.require(org, webhook),
+                deliveries.require(webhook, delivery),
+            )
+        })
+        .await;
         found?;
         let record = record?;
         // The same request for every retry of this one with its

@@ -17,6 +17,7 @@ use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
 use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
 use shared::model::webhook::{CreateWebhook, CreatedWebhook, Webhook, WebhookRecord};
+use shared::store::calls::CallCounter;
 use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
@@ -96,10 +97,13 @@ async fn deliveries(
     let start = listing.start(query.cursor.as_deref())?;
     // One round trip: the attempts are shown only if the webhook is ours.
     let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
-    let (webhook, attempts) = tokio::join!(
-        webhooks.require(ctx.org_id, id),
-        deliveries.attempts(id, start, limit),
-    );
+    let (webhook, attempts) = CallCounter::together(async {
+        tokio::join!(
+            webhooks.require(ctx.org_id, id),
+            deliveries.attempts(id, start, limit),
+        )
+    })
+    .await;
     webhook?;
     let (rows, next) = attempts?;
     Ok(Json(Page {

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use aws_sdk_dynamodb::types::{KeysAndAttributes, Put, ReturnValue, TransactWriteItem};
 use uuid::Uuid;
 
+use super::calls::CallCounter;
 use super::item::{from_item, get_s, key, s, to_item};
 use super::records::{Record, sk};
 use super::tx::{raced, retry_races, transact};
@@ -49,10 +50,13 @@ impl Grants<'_> {
         let store = self.0;
         let orgs = store.orgs();
         retry_races(|| async {
-            let (found, current) = tokio::join!(
-                orgs.get(grantee),
-                store.get_item(grant_key(granter, grantee))
-            );
+            let (found, current) = CallCounter::together(async {
+                tokio::join!(
+                    orgs.get(grantee),
+                    store.get_item(grant_key(granter, grantee))
+                )
+            })
+            .await;
             if found?.is_none() {
                 return Err(codes::GRANTEE_NOT_FOUND.with("grantee_org_id names no organization"));
             }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
+use super::calls::CallCounter;
 use super::geo::{self, GeoEntry};
 use super::item::{from_item, key, n, s, to_item};
 use super::keys;
@@ -203,7 +204,8 @@ impl<'a, R: Record> Records<'a, R> {
         answer: impl Fn(&R, &T) -> A,
         more: &[aws_sdk_dynamodb::types::TransactWriteItem],
     ) -> ApiResult<(R, T)> {
-        let (first_read, beside) = tokio::join!(self.require(org, id), beside);
+        let (first_read, beside) =
+            CallCounter::together(async { tokio::join!(self.require(org, id), beside) }).await;
         let beside = beside?;
         let (beside_ref, answer) = (&beside, &answer);
         let mut first_read = Some(first_read);

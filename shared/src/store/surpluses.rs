@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use uuid::Uuid;
 
+use super::calls::CallCounter;
 use super::item::{Item, from_item, key, n, s, to_item};
 use super::keys::{self, SURPLUS_PREFIX};
 use super::outbox::OutboxRecord;
@@ -324,12 +325,15 @@ impl Surpluses<'_> {
         let table = self.0.table();
         // The origin, the destination and the truck, read at once; their
         // refusals keep the contract's order (site, destination, truck).
-        let (origin, destination, truck) = futures::join!(
-            self.origin(org, load.site_id),
-            optional(load.to_receiving_point_id, |point| self
-                .destination(org, point)),
-            optional(load.truck_id, |truck| self.truck(org, truck)),
-        );
+        let (origin, destination, truck) = CallCounter::together(async {
+            futures::join!(
+                self.origin(org, load.site_id),
+                optional(load.to_receiving_point_id, |point| self
+                    .destination(org, point)),
+                optional(load.truck_id, |truck| self.truck(org, truck)),
+            )
+        })
+        .await;
         origin?;
         let destination = destination?;
         if let Some(destination) = &destination {
@@ -394,13 +398,16 @@ impl Surpluses<'_> {
             // The load, and the origin and destination the body names, read
             // at once; their refusals keep the order: the load, its status
             // and route rules, then the site, then the destination.
-            let (current, origin, destination) = futures::join!(
-                self.require(org, id),
-                optional(changes.site_id, |site| self.origin(org, site)),
-                optional(changes.to_receiving_point_id.flatten(), |point| {
-                    self.destination(org, point)
-                }),
-            );
+            let (current, origin, destination) = CallCounter::together(async {
+                futures::join!(
+                    self.require(org, id),
+                    optional(changes.site_id, |site| self.origin(org, site)),
+                    optional(changes.to_receiving_point_id.flatten(), |point| {
+                        self.destination(org, point)
+                    }),
+                )
+            })
+            .await;
             let current = current?;
             let now = crate::model::now();
             let mut updated = current.clone();
