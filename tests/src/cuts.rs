@@ -33,6 +33,10 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tokio::sync::Notify;
 
+/// How long `Cuts::stalled` waits for the armed call (a request reaches
+/// it in well under a second on a busy debug build).
+pub const REACHED_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// How the armed call breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cut {
@@ -129,9 +133,15 @@ impl Cuts {
         self.0.died.notified().await;
     }
 
-    /// Resolves when a `Stall` call waits.
+    /// Resolves when a `Stall` or `Freeze` call waits; panics when none
+    /// does within `REACHED_WITHIN` (the request failed or finished before
+    /// the armed call: a test that waited for ever would hang, not fail).
     pub async fn stalled(&self) {
-        self.0.stalled.notified().await;
+        let reached = tokio::time::timeout(REACHED_WITHIN, self.0.stalled.notified()).await;
+        assert!(
+            reached.is_ok(),
+            "the armed call was not made within {REACHED_WITHIN:?}"
+        );
     }
 
     /// Lets a `Stall` call go.
