@@ -94,7 +94,7 @@ STEPS ?= 40
 model: $(ENGINES)
 	tests/model.sh
 
-## mutants: cargo-mutants over the critical modules (tools/mutants/critical.txt), each with the tests that cover it; fails on a missed mutant not explained in tools/mutants/explained.txt (MUTANTS_ONLY=<path prefix> for some modules; docs/testing.md). Hours: one build and test run per mutant
+## mutants: cargo-mutants over the critical modules (tools/mutants/critical.txt), each with the tests that cover it; fails on a missed mutant not explained in tools/mutants/explained.txt (MUTANTS_ONLY=<path prefixes> for some modules; docs/testing.md). Hours: one build and test run per mutant
 mutants: $(ENGINES) cargo-mutants
 	tools/mutants/run.sh
 

@@ -8,6 +8,7 @@
 #
 #   make mutants                                   every critical module (hours)
 #   MUTANTS_ONLY=shared/src/ratelimit.rs make mutants    those under a prefix
+#       (several, space-separated)
 #   MUTANTS_BASE=<rev> tools/mutants/run.sh        only mutants on the lines
 #       changed since <rev> (`auto`: the merge base with origin/main, or the
 #       last commit when HEAD is origin/main); `make test` runs this in CI
@@ -54,7 +55,11 @@ declare -A total=([caught]=0 [missed]=0 [timeout]=0 [unviable]=0 [unexplained]=0
 printf '%-48s %7s %7s %8s %9s\n' module caught missed timeout unviable | tee "$out/summary.txt"
 while read -r path filters; do
     case "$path" in '' | '#'*) continue ;; esac
-    [[ -n ${MUTANTS_ONLY:-} && $path != "$MUTANTS_ONLY"* ]] && continue
+    if [[ -n ${MUTANTS_ONLY:-} ]]; then
+        wanted=
+        for prefix in $MUTANTS_ONLY; do [[ $path == "$prefix"* ]] && wanted=1; done
+        [[ -z $wanted ]] && continue
+    fi
     name=$(tr / - <<<"${path%/}")
     files=$path
     [[ $path == */ ]] && files="$path*"
