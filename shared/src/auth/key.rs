@@ -126,6 +126,20 @@ mod tests {
     }
 
     #[test]
+    fn a_hash_matches_only_itself_and_shows_only_its_first_eight_hex_digits() {
+        let (a, b) = (KeyHash::of("svc_app_a"), KeyHash::of("svc_app_b"));
+        assert!(a.matches(&a));
+        assert!(!a.matches(&b));
+        // One byte apart: the comparison reads every byte.
+        let mut near = a;
+        near.0[31] ^= 1;
+        assert!(!a.matches(&near));
+        let shown = format!("{a:?}");
+        assert_eq!(shown, format!("KeyHash({}…)", &a.to_hex()[..8]));
+        assert!(!shown.contains(&a.to_hex()[..9]));
+    }
+
+    #[test]
     fn bearer_and_header_are_both_accepted() {
         let key = generate("svc_app_").plaintext;
         let want = KeyHash::of(&key);
