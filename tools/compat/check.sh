@@ -10,7 +10,9 @@
 #      Optic (`optic diff --check`, its breaking-changes rules). Each sees
 #      what the other misses (Optic skips request bodies with if/then
 #      allOf variants; api-smart-diff calls a response field's new type
-#      non-breaking);
+#      non-breaking); then tools/compat/rules.py, our own rules where
+#      both are blind (webhook payloads and headers, response formats,
+#      closed request bodies, scopes);
 #   3. lint: Redocly CLI, its recommended rules with every warning an
 #      error (tools/compat/redocly.yaml; waivers, each with its reason, in
 #      tools/compat/.redocly.lint-ignore.yaml).
@@ -35,6 +37,9 @@ breaking() {
     # The first judge is quick; the second (about 15 s) is asked only when
     # the first finds nothing breaking.
     node tools/compat/diff.cjs "$baseline" "$served" || { rm -f "$log"; return 1; }
+    # Our own rules, where both tools are blind (webhook payloads and
+    # headers, response formats, closed request bodies, scopes).
+    .venv/bin/python tools/compat/rules.py "$baseline" "$served" || { rm -f "$log"; return 1; }
     # Optic prints its verdict and exits 1 on a breaking change.
     if ! "$bin/optic" diff "$baseline" "$served" --check --severity error >"$log" 2>&1; then
         echo "optic: breaking changes (its own words):"

@@ -61,7 +61,54 @@ def removed_error_code(d):
     d["components"]["responses"]["AlreadyArchived"]["x-error-codes"].remove("concurrent_update")
 
 
+def delivered(d):
+    return schemas(d)["SurplusDeliveredData"]
+
+
+def webhook_headers(d):
+    return {p["name"]: p for p in d["webhooks"]["surplus.delivered"]["post"]["parameters"]}
+
+
+def removed_payload_field(d):
+    delivered(d)["properties"].pop("orgName")
+    delivered(d)["required"].remove("orgName")
+
+
+def retyped_payload_field(d):
+    delivered(d)["properties"]["truckCapacity_m3"]["type"] = "string"
+
+
+def payload_header_made_optional(d):
+    webhook_headers(d)["webhook-signature"]["required"] = False
+
+
+def changed_response_format(d):
+    schemas(d)["Site"]["properties"]["created_at"] = {"type": "string", "format": "date"}
+
+
+def removed_closed_request_property(d):
+    # OpenHours refuses unknown properties: a client sending `sunday` gets 422.
+    schemas(d)["OpenHours"]["properties"].pop("sunday")
+    schemas(d)["OpenHours"]["required"].remove("sunday")
+
+
+def added_scope(d):
+    # GET /sites needed `read:data`; now it needs `write:data`.
+    list_sites = d["paths"]["/api/v1/sites"]["get"]
+    list_sites["security"] = [{"bearerAuth": ["write:data"]}, {"apiKeyHeader": ["write:data"]}]
+
+
 # Additive: each must pass.
+def added_optional_payload_field(d):
+    delivered(d)["properties"]["region"] = {"type": ["string", "null"]}
+
+
+def stated_scopes_as_roles(d):
+    # The prose's scopes, written as the security requirements' roles.
+    list_sites = d["paths"]["/api/v1/sites"]["get"]
+    list_sites["security"] = [{"bearerAuth": ["read:data", "*"]}, {"apiKeyHeader": ["read:data", "*"]}]
+
+
 def added_optional_request_field(d):
     schemas(d)["CreateSite"]["properties"]["region"] = {"type": "string", "maxLength": 500}
 
@@ -105,8 +152,25 @@ BREAKING = [
     narrowed_request_enum,
     removed_error_code,
     added_error_code_to_the_closed_list,
+    removed_payload_field,
+    retyped_payload_field,
+    payload_header_made_optional,
+    changed_response_format,
+    removed_closed_request_property,
+    added_scope,
 ]
+# What tools/compat/rules.py says of the changes both tools pass.
+SAID = {
+    removed_payload_field: "BREAKING (rules) field 'orgName' removed",
+    retyped_payload_field: "BREAKING (rules) type ['null', 'number'] became ['string']",
+    payload_header_made_optional: "BREAKING (rules) header 'webhook-signature' is no longer always sent",
+    changed_response_format: "BREAKING (rules) format 'date-time' became 'date'",
+    removed_closed_request_property: "BREAKING (rules) property 'sunday' removed from a body that refuses",
+    added_scope: "BREAKING (rules) keys with scope 'read:data' are no longer accepted",
+}
 ADDITIVE = [
+    added_optional_payload_field,
+    stated_scopes_as_roles,
     added_optional_request_field,
     added_operation,
     added_response_field,
@@ -154,6 +218,8 @@ class CompatibilityGate(unittest.TestCase):
                 run = self.results[change.__name__]
                 self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
                 self.assertRegex(run.stdout, r"BREAKING|UNCLASSIFIED REMOVAL|This is a breaking change")
+                if change in SAID:
+                    self.assertIn(SAID[change], run.stdout)
 
     def test_each_additive_change_passes_the_gate(self):
         for change in ADDITIVE:
