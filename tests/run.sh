@@ -19,7 +19,7 @@ trap 'tools/local/scripts/engines.sh stop $started' EXIT
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).
-rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/model.json"
+rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/model.json" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json"
 # The model test's seeded, bounded run writes its counts here (totals).
 MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
 tests=${PIPESTATUS[0]}
@@ -27,6 +27,11 @@ tests=${PIPESTATUS[0]}
 echo "==> secrets in the test run's logs"
 "$VENV/bin/python" tests/secrets_in_logs.py "$STATE_DIR/test-logs" "$STATE_DIR/secrets-in-logs.json"
 secrets=$?
+
+echo "==> the tests' webhook deliveries against the released baseline (old receivers keep working)"
+baseline=(api/baseline/openapi-*.yaml)
+"$VENV/bin/python" tools/compat/payloads.py "${baseline[0]}" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json"
+export PAYLOADS_STATUS=$?
 
 echo "==> contract gate"
 tests/conformance/run.sh

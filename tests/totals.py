@@ -124,6 +124,18 @@ def main():
     print(f"soak:          {soak_passed} passed, {soak_failed} failed (invariant checks of a short soak: {summary_line})")
     total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed + model_passed
     total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
+    # The tests' webhook deliveries against the baseline (tools/compat/payloads.py).
+    if os.environ.get("PAYLOADS_STATUS"):
+        payloads_path = log.parent / "payloads.json"
+        payloads = json.loads(payloads_path.read_text()) if payloads_path.exists() else {}
+        p_failed = payloads.get("failed", 0) or (1 if int(os.environ["PAYLOADS_STATUS"]) else 0)
+        p_passed = payloads.get("deliveries", 0) - payloads.get("failed", 0)
+        print(
+            f"payloads:      {p_passed} passed, {p_failed} failed (webhook deliveries of the tests checked against "
+            f"{payloads.get('baseline', 'the baseline')}'s payload schema and headers)"
+        )
+        total_passed += p_passed
+        total_failed += p_failed
     # The mutants of the change's lines (CI: MUTANTS_BASE; tools/mutants/run.sh).
     if os.environ.get("MUTANTS_STATUS"):
         mutants_path = log.parent / "mutants" / "summary.json"

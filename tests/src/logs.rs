@@ -17,18 +17,25 @@ use serde_json::Value;
 
 static LOGS: LazyLock<Mutex<Vec<u8>>> = LazyLock::new(Mutex::default);
 
-fn dir() -> PathBuf {
+/// `<state dir>/<sub>`, made if missing.
+fn dir(sub: &str) -> PathBuf {
     let state = std::env::var("STATE_DIR").unwrap_or_else(|_| ".local".into());
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(state)
-        .join("test-logs");
-    std::fs::create_dir_all(&dir).expect("the test log directory");
+        .join(sub);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
 }
 
 fn append(name: &str) -> Mutex<File> {
-    let path = dir().join(format!("{name}-{}", std::process::id()));
+    append_in("test-logs", name)
+}
+
+/// `<state dir>/<sub>/<name>-<pid>`, opened to append (each test binary
+/// writes its own file).
+pub(crate) fn append_in(sub: &str, name: &str) -> Mutex<File> {
+    let path = dir(sub).join(format!("{name}-{}", std::process::id()));
     Mutex::new(
         OpenOptions::new()
             .create(true)

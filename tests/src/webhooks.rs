@@ -4,7 +4,9 @@
 //! script of answers.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -174,8 +176,35 @@ impl Received {
     }
 }
 
+/// Every request a `Receiver` gets, one JSON line each (`path`, `headers`,
+/// `body`) in `<state dir>/webhook-deliveries/received-<pid>`: after
+/// `cargo test`, `tools/compat/payloads.py` checks each against the
+/// released baseline's webhook payload and headers (old receivers keep
+/// working). Not in `test-logs`: a bearer-mode delivery carries its secret.
+static RECEIVED_FILE: LazyLock<Mutex<File>> =
+    LazyLock::new(|| crate::logs::append_in("webhook-deliveries", "received"));
+
+fn keep(received: &Received) {
+    let headers: serde_json::Map<String, serde_json::Value> = received
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value.into())
+        })
+        .collect();
+    let line = serde_json::json!({
+        "path": received.path,
+        "headers": headers,
+        "body": String::from_utf8_lossy(&received.body),
+    });
+    // Unbuffered: the test process exits without running destructors.
+    let mut file = RECEIVED_FILE.lock().unwrap_or_else(|e| e.into_inner());
+    writeln!(file, "{line}").expect("keep a received delivery");
+}
+
 /// A plain-HTTP receiver on loopback: answers from `script` in order, then
-/// 204; remembers every request.
+/// 204; remembers every request (and keeps it for `payloads.py`).
 #[derive(Clone)]
 pub struct Receiver {
     pub base: String,
@@ -193,11 +222,13 @@ impl Receiver {
                 let got = Arc::clone(&got);
                 let answers = Arc::clone(&answers);
                 async move {
-                    got.lock().unwrap().push(Received {
+                    let received = Received {
                         path: uri.path().to_owned(),
                         headers,
                         body,
-                    });
+                    };
+                    keep(&received);
+                    got.lock().unwrap().push(received);
                     let status = answers.lock().unwrap().pop_front().unwrap_or(204);
                     StatusCode::from_u16(status).unwrap()
                 }

@@ -9,6 +9,7 @@ COMPAT_OUTPUT=DIR keeps each case's output in DIR/<case>.txt.
 
 import copy
 import glob
+import json
 import os
 import subprocess
 import tempfile
@@ -226,6 +227,61 @@ class CompatibilityGate(unittest.TestCase):
             with self.subTest(change.__name__):
                 run = self.results[change.__name__]
                 self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+
+
+class DeliveriesAgainstTheBaseline(unittest.TestCase):
+    """`payloads.py` (old receivers keep working): the tests' deliveries,
+    checked against the baseline's payload schema and headers."""
+
+    def check(self, *requests):
+        with tempfile.TemporaryDirectory() as tmp:
+            lines = "".join(json.dumps(r) + "\n" for r in requests)
+            (Path(tmp) / "received-1").write_text(lines)
+            run = subprocess.run([str(ROOT / ".venv/bin/python"), str(ROOT / "tools/compat/payloads.py"),
+                                  BASELINE, tmp, str(Path(tmp) / "summary.json")],
+                                 capture_output=True, text=True, timeout=60)
+            return run, json.loads((Path(tmp) / "summary.json").read_text())
+
+    def delivery(self):
+        base = yaml.safe_load(Path(BASELINE).read_text())
+        post = base["webhooks"]["surplus.delivered"]["post"]
+        body = post["requestBody"]["content"]["application/json"]["example"]
+        headers = {
+            "content-type": "application/json",
+            "x-svc-event": "surplus.delivered",
+            "x-svc-delivery-id": body["id"],
+            "webhook-id": body["id"],
+            "webhook-timestamp": "1746102896",
+            "webhook-signature": "v1," + "A" * 43 + "=",
+        }
+        return {"path": "/hook", "headers": headers, "body": json.dumps(body)}
+
+    def test_a_delivery_as_described_passes_and_a_client_call_is_not_counted(self):
+        client_call = {"path": "/hook", "headers": {"user-agent": "webhook-dispatcher/1"}, "body": "{}"}
+        run, summary = self.check(self.delivery(), client_call)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertEqual((summary["deliveries"], summary["failed"], summary["other"]), (1, 0, 1))
+
+    def test_a_missing_field_or_header_or_a_retyped_field_fails(self):
+        missing_field, missing_header, retyped = self.delivery(), self.delivery(), self.delivery()
+        body = json.loads(missing_field["body"])
+        del body["data"]["orgName"]
+        missing_field["body"] = json.dumps(body)
+        del missing_header["headers"]["webhook-signature"]
+        body = json.loads(retyped["body"])
+        body["data"]["truckCapacity_m3"] = "nine"
+        retyped["body"] = json.dumps(body)
+        run, summary = self.check(self.delivery(), missing_field, missing_header, retyped)
+        self.assertEqual(run.returncode, 1, run.stdout)
+        self.assertEqual((summary["deliveries"], summary["failed"]), (4, 3))
+        self.assertIn("'orgName' is a required property", run.stdout)
+        self.assertIn("header webhook-signature is missing", run.stdout)
+        self.assertIn("'nine' is not of type", run.stdout)
+
+    def test_no_delivery_at_all_fails(self):
+        run, summary = self.check()
+        self.assertEqual(run.returncode, 1, run.stdout)
+        self.assertEqual(summary["deliveries"], 0)
 
 
 class VersionsAgree(unittest.TestCase):
