@@ -141,13 +141,14 @@ class Judge:
 
 
 def scopes(operation):
-    """The scopes an operation accepts: its security requirements' roles,
-    else its description's "Scope `x` or `*`"; None when neither says."""
+    """The scopes an operation accepts besides `*` (which every operation
+    accepts): its security requirements' roles, else its description's
+    "Scope `x` or `*`"; None when neither says."""
     roles = {r for req in operation.get("security") or [] for rs in req.values() for r in rs}
-    if roles:
-        return roles
-    prose = re.findall(r"Scope `([^`]+)`(?: or `([^`]+)`)?", operation.get("description", ""))
-    return {s for pair in prose for s in pair if s} or None
+    if not roles:
+        prose = re.findall(r"Scope `([^`]+)`(?: or `([^`]+)`)?", operation.get("description", ""))
+        roles = {s for pair in prose for s in pair if s}
+    return (roles - {"*"}) or None
 
 
 def operations(doc, section):

@@ -107,7 +107,7 @@ def added_optional_payload_field(d):
 def stated_scopes_as_roles(d):
     # The prose's scopes, written as the security requirements' roles.
     list_sites = d["paths"]["/api/v1/sites"]["get"]
-    list_sites["security"] = [{"bearerAuth": ["read:data", "*"]}, {"apiKeyHeader": ["read:data", "*"]}]
+    list_sites["security"] = [{"bearerAuth": ["read:data"]}, {"apiKeyHeader": ["read:data"]}]
 
 
 def added_optional_request_field(d):

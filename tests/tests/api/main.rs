@@ -35,6 +35,7 @@ mod reports;
 mod reused_keys;
 mod rollups;
 mod round_trips;
+mod scopes;
 mod side_effects;
 mod site_people;
 mod sites;
