@@ -104,6 +104,13 @@ def added_optional_payload_field(d):
     delivered(d)["properties"]["region"] = {"type": ["string", "null"]}
 
 
+def reworded_component_descriptions(d):
+    # Text only, in components: judged where operations use it, as text.
+    schemas(d)["Site"]["description"] = "A worksite, reworded."
+    schemas(d)["SurplusDeliveredData"]["properties"]["orgName"]["description"] = "Reworded."
+    d["components"]["responses"]["AlreadyArchived"]["description"] = "Reworded."
+
+
 def stated_scopes_as_roles(d):
     # The prose's scopes, written as the security requirements' roles.
     list_sites = d["paths"]["/api/v1/sites"]["get"]
@@ -172,6 +179,7 @@ SAID = {
 ADDITIVE = [
     added_optional_payload_field,
     stated_scopes_as_roles,
+    reworded_component_descriptions,
     added_optional_request_field,
     added_operation,
     added_response_field,
