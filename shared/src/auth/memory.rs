@@ -148,4 +148,23 @@ mod tests {
         }
         assert!(memory.entries().len() <= CAPACITY);
     }
+
+    #[test]
+    fn a_key_admitted_again_at_capacity_keeps_the_others() {
+        let memory = KeyMemory::default();
+        let key = record(vec![Scope::ReadData]);
+        let now = crate::model::now();
+        for i in 0..CAPACITY {
+            memory.remember(&KeyHash::of(&i.to_string()), &key, true);
+        }
+        // Full of live keys: one of them admitted again replaces its own
+        // entry, and every other key is still remembered.
+        memory.remember(&KeyHash::of("0"), &key, true);
+        assert_eq!(memory.entries().len(), CAPACITY);
+        assert!(
+            memory
+                .recall(&KeyHash::of("1"), Scope::ReadData, true, now)
+                .is_some()
+        );
+    }
 }
