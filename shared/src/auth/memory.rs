@@ -150,6 +150,37 @@ mod tests {
     }
 
     #[test]
+    fn a_new_key_at_capacity_makes_room_by_dropping_the_expired_only() {
+        let memory = KeyMemory::default();
+        let key = record(vec![Scope::ReadData]);
+        let now = crate::model::now();
+        for i in 1..CAPACITY {
+            memory.remember(&KeyHash::of(&i.to_string()), &key, true);
+        }
+        let Some(long_ago) = Instant::now().checked_sub(TTL + Duration::from_secs(1)) else {
+            return; // a machine up for less than the TTL
+        };
+        let expired = KeyHash::of("expired");
+        memory.entries().insert(
+            expired.0,
+            Remembered {
+                record: key.clone(),
+                spendable: true,
+                at: long_ago,
+            },
+        );
+        memory.remember(&KeyHash::of("new"), &key, true);
+        let entries = memory.entries();
+        assert!(!entries.contains_key(&expired.0), "the expired key goes");
+        assert_eq!(entries.len(), CAPACITY, "every live key stays");
+        drop(entries);
+        for live in ["1", "new"] {
+            let recalled = memory.recall(&KeyHash::of(live), Scope::ReadData, true, now);
+            assert!(recalled.is_some(), "{live}");
+        }
+    }
+
+    #[test]
     fn a_key_admitted_again_at_capacity_keeps_the_others() {
         let memory = KeyMemory::default();
         let key = record(vec![Scope::ReadData]);
