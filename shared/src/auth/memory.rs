@@ -139,24 +139,27 @@ mod tests {
         assert_eq!(memory.recall(&hash, Scope::ReadData, true, now), None);
     }
 
-    #[test]
-    fn holds_at_most_capacity_keys() {
+    /// A memory of keys `keys` (named by their numbers), all live, and
+    /// their record.
+    fn holding(keys: std::ops::Range<usize>) -> (KeyMemory, ApiKeyRecord) {
         let memory = KeyMemory::default();
         let key = record(vec![Scope::ReadData]);
-        for i in 0..CAPACITY + 5 {
+        for i in keys {
             memory.remember(&KeyHash::of(&i.to_string()), &key, true);
         }
+        (memory, key)
+    }
+
+    #[test]
+    fn holds_at_most_capacity_keys() {
+        let (memory, _) = holding(0..CAPACITY + 5);
         assert!(memory.entries().len() <= CAPACITY);
     }
 
     #[test]
     fn a_new_key_at_capacity_makes_room_by_dropping_the_expired_only() {
-        let memory = KeyMemory::default();
-        let key = record(vec![Scope::ReadData]);
+        let (memory, key) = holding(1..CAPACITY);
         let now = crate::model::now();
-        for i in 1..CAPACITY {
-            memory.remember(&KeyHash::of(&i.to_string()), &key, true);
-        }
         let Some(long_ago) = Instant::now().checked_sub(TTL + Duration::from_secs(1)) else {
             return; // a machine up for less than the TTL
         };
@@ -182,12 +185,8 @@ mod tests {
 
     #[test]
     fn a_key_admitted_again_at_capacity_keeps_the_others() {
-        let memory = KeyMemory::default();
-        let key = record(vec![Scope::ReadData]);
+        let (memory, key) = holding(0..CAPACITY);
         let now = crate::model::now();
-        for i in 0..CAPACITY {
-            memory.remember(&KeyHash::of(&i.to_string()), &key, true);
-        }
         // Full of live keys: one of them admitted again replaces its own
         // entry, and every other key is still remembered.
         memory.remember(&KeyHash::of("0"), &key, true);
