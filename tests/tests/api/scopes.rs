@@ -25,6 +25,7 @@ fn role(method: &http::Method, path: &str, op: &Value) -> String {
         .flat_map(|roles| roles.as_array().unwrap())
         .map(|role| role.as_str().unwrap().to_owned())
         .collect();
+    roles.sort();
     roles.dedup();
     assert_eq!(
         roles.len(),

@@ -466,19 +466,24 @@ fn a_retried_ticket_past_the_quota_asks_the_tracker_nothing() {
     });
 }
 
+/// A quota of its own for a store test: five uses an hour, as the route's.
+fn five_an_hour(name: &str) -> shared::store::quotas::Quota {
+    shared::store::quotas::Quota {
+        pk: format!("QUOTA#{name}-{}", uuid::Uuid::now_v7()),
+        uses: 5,
+        period: Duration::from_secs(3600),
+    }
+}
+
 /// The quota's slots under attempts of one request that race (a frozen
 /// attempt's late write beside its retry's): however many take a slot at
 /// once, the request holds one, and every attempt answers with that one.
 #[test]
 fn attempts_of_one_request_that_take_slots_at_once_hold_one() {
-    use shared::store::quotas::{Quota, Reserved};
+    use shared::store::quotas::Reserved;
     run(async {
         let store = harness().await.store();
-        let quota = Quota {
-            pk: format!("QUOTA#race-{}", uuid::Uuid::now_v7()),
-            uses: 5,
-            period: Duration::from_secs(3600),
-        };
+        let quota = five_an_hour("race");
         let now = shared::clock::unix_ms();
         let request = uuid::Uuid::now_v7();
         let quotas = store.quotas();
@@ -530,14 +535,10 @@ fn attempts_of_one_request_that_take_slots_at_once_hold_one() {
 /// period old is free again, a millisecond younger still held.
 #[test]
 fn a_request_that_takes_a_second_slot_gives_it_back_and_its_slot_frees_after_an_hour() {
-    use shared::store::quotas::{Quota, Reserved};
+    use shared::store::quotas::Reserved;
     run(async {
         let store = harness().await.store();
-        let quota = Quota {
-            pk: format!("QUOTA#yield-{}", uuid::Uuid::now_v7()),
-            uses: 5,
-            period: Duration::from_secs(3600),
-        };
+        let quota = five_an_hour("yield");
         let quotas = store.quotas();
         let now = shared::clock::unix_ms();
         let (other, request) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
