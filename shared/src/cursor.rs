@@ -1,19 +1,25 @@
 //! Keyset cursors for paginated lists: opaque, tamper-evident (HMAC-SHA256
-//! with a deployment key) and bound to the organization and the query's
-//! filters, so a cursor cannot be replayed for another organization or
-//! another filter. A bad cursor is 422 `invalid_cursor`.
+//! with the deployment's cursor key) and bound to the organization and the
+//! query's filters, so a cursor cannot be replayed for another organization
+//! or another filter. A bad cursor is 422 `invalid_cursor`. The cursor key
+//! rotates (`crate::keyring`): a cursor names the generation that signed
+//! it, and pages on while the ring holds that generation.
+
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use crate::deployment_key::{DeploymentKey, KeySource};
+use crate::deployment_key::KeySource;
 use crate::error::ApiError;
 use crate::error::codes;
+use crate::keyring::{Generation, Keyring, Keys};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -24,6 +30,10 @@ pub const MAX_TOKEN_LEN: usize = 2048;
 #[derive(Serialize, Deserialize)]
 struct Envelope<T> {
     v: u8,
+    /// The cursor key's generation that signed it (cursors made before
+    /// the key rotated name none: version 1).
+    #[serde(default = "first")]
+    k: u32,
     /// Organization the cursor was issued to.
     o: Uuid,
     /// The list's filters, as the list states them (e.g. `status=open`).
@@ -32,38 +42,58 @@ struct Envelope<T> {
     p: T,
 }
 
-/// The deployment's cursor key.
+/// The generation a cursor names, read before its MAC is checked (only
+/// to choose the key that checks it).
+#[derive(Deserialize)]
+struct Signer {
+    #[serde(default = "first")]
+    k: u32,
+}
+
+fn first() -> u32 {
+    1
+}
+
+/// The deployment's cursor keyring.
 #[derive(Clone, Debug)]
-pub struct Cursors(DeploymentKey);
+pub struct Cursors(Keyring);
 
 impl Cursors {
     pub fn new(sdk: &aws_config::SdkConfig, source: Option<KeySource>) -> Self {
-        Self(DeploymentKey::new("cursor key", sdk, source))
+        Self(Keyring::new("cursor key", sdk, source))
     }
 
-    pub async fn codec(&self) -> Result<CursorCodec<'_>, crate::error::ApiError> {
-        Ok(CursorCodec::new(self.0.get().await?))
+    pub async fn codec(&self) -> Result<CursorCodec, ApiError> {
+        CursorCodec::new(self.0.keys().await?, crate::clock::now())
     }
 
-    /// The deployment key itself, for another MAC of the deployment's
-    /// (each with its own domain prefix: `http::idempotency`'s request
-    /// fingerprints).
-    pub(crate) async fn key(&self) -> Result<&[u8], crate::error::ApiError> {
-        self.0.get().await
+    /// The keyring itself, for another MAC of the deployment's (each with
+    /// its own domain prefix: `http::idempotency`'s request fingerprints).
+    pub(crate) async fn keys(&self) -> Result<Arc<Keys>, ApiError> {
+        self.0.keys().await
     }
 }
 
-pub struct CursorCodec<'a> {
-    key: &'a [u8],
+/// Signs cursors with the generation that signs at its time, and checks
+/// them with any the ring holds then.
+pub struct CursorCodec {
+    keys: Arc<Keys>,
+    signing: Generation,
+    now: DateTime<Utc>,
 }
 
-impl<'a> CursorCodec<'a> {
-    pub fn new(key: &'a [u8]) -> Self {
-        Self { key }
+impl CursorCodec {
+    /// 500 when no generation of `keys` signs at `now`.
+    pub fn new(keys: Arc<Keys>, now: DateTime<Utc>) -> Result<Self, ApiError> {
+        let signing = keys
+            .signing(now)
+            .cloned()
+            .ok_or_else(|| ApiError::internal("no cursor key generation signs now"))?;
+        Ok(Self { keys, signing, now })
     }
 
-    fn mac(&self, payload: &[u8]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(self.key).expect("HMAC accepts any key length");
+    fn mac(key: &[u8], payload: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(key).expect("HMAC accepts any key length");
         mac.update(b"cursor\0");
         mac.update(payload);
         mac
@@ -72,12 +102,15 @@ impl<'a> CursorCodec<'a> {
     pub fn encode<T: Serialize>(&self, org: Uuid, filters: &str, position: &T) -> String {
         let payload = serde_json::to_vec(&Envelope {
             v: VERSION,
+            k: self.signing.version,
             o: org,
             f: filters.to_owned(),
             p: position,
         })
         .expect("cursor positions serialize");
-        let tag = self.mac(&payload).finalize().into_bytes();
+        let tag = Self::mac(self.signing.key(), &payload)
+            .finalize()
+            .into_bytes();
         format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
@@ -100,8 +133,10 @@ impl<'a> CursorCodec<'a> {
         let (payload, tag) = token.split_once('.').ok_or_else(invalid)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| invalid())?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| invalid())?;
+        let signer: Signer = serde_json::from_slice(&payload).map_err(|_| invalid())?;
+        let generation = self.keys.held(signer.k, self.now).ok_or_else(invalid)?;
         // Constant-time tag check.
-        self.mac(&payload)
+        Self::mac(generation.key(), &payload)
             .verify_slice(&tag)
             .map_err(|_| invalid())?;
         let envelope: Envelope<T> = serde_json::from_slice(&payload).map_err(|_| invalid())?;
@@ -114,8 +149,8 @@ impl<'a> CursorCodec<'a> {
 
 /// One keyset listing of an organization's (a list and its filters): where
 /// the page a client asks for starts, and the cursor of the page after it.
-pub struct Listing<'a> {
-    codec: CursorCodec<'a>,
+pub struct Listing {
+    codec: CursorCodec,
     org: Uuid,
     filters: String,
 }
@@ -126,7 +161,7 @@ impl Cursors {
         &self,
         org: Uuid,
         filters: String,
-    ) -> Result<Listing<'_>, crate::error::ApiError> {
+    ) -> Result<Listing, crate::error::ApiError> {
         Ok(Listing {
             codec: self.codec().await?,
             org,
@@ -135,7 +170,7 @@ impl Cursors {
     }
 }
 
-impl Listing<'_> {
+impl Listing {
     /// Where the page of `cursor` starts (the first page without one); 422
     /// `invalid_cursor` for a cursor of another listing.
     pub fn start<T: DeserializeOwned>(&self, cursor: Option<&str>) -> Result<Option<T>, ApiError> {
@@ -162,22 +197,50 @@ mod tests {
         ])
     }
 
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    /// A codec at `now` over the keyring `text`.
+    fn codec_of(text: &str, now: &str) -> CursorCodec {
+        CursorCodec::new(Arc::new(Keys::parse(text).unwrap()), at(now)).unwrap()
+    }
+
+    /// A codec over one bare key of `c`s.
+    fn codec(c: char) -> CursorCodec {
+        codec_of(&c.to_string().repeat(32), "2026-11-27T00:00:00Z")
+    }
+
+    /// The cursor key rotated: version 2 signs from 01:00, version 1 is
+    /// refused from 02:00 on.
+    const ROTATED: &str = r#"{"keys": [
+        {"version": 1, "key": "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", "until": "2026-11-27T02:00:00Z"},
+        {"version": 2, "key": "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", "from": "2026-11-27T01:00:00Z"}
+    ]}"#;
+
+    fn decode(
+        c: &CursorCodec,
+        org: Uuid,
+        filters: &str,
+        token: &str,
+    ) -> Result<BTreeMap<String, String>, ApiError> {
+        c.decode(org, filters, token)
+    }
+
     #[test]
     fn round_trips() {
-        let codec = CursorCodec::new(b"k");
+        let codec = codec('k');
         let org = Uuid::now_v7();
         let token = codec.encode(org, "status=open", &position());
         assert_eq!(
-            codec
-                .decode::<BTreeMap<String, String>>(org, "status=open", &token)
-                .unwrap(),
+            decode(&codec, org, "status=open", &token).unwrap(),
             position()
         );
     }
 
     #[test]
     fn the_largest_position_fits_and_longer_tokens_are_refused() {
-        let codec = CursorCodec::new(b"k");
+        let codec = codec('k');
         let org = Uuid::new_v4();
         // Four key attributes of 120 characters: more than any index's.
         let position: BTreeMap<String, String> = ["pk", "sk", "gsi1pk", "gsi1sk"]
@@ -188,22 +251,18 @@ mod tests {
         let token = codec.encode(org, filters, &position);
         assert!(token.len() <= MAX_TOKEN_LEN, "{}", token.len());
         let long = format!("{token}{}", "A".repeat(MAX_TOKEN_LEN));
-        let refused = codec
-            .decode::<BTreeMap<String, String>>(org, filters, &long)
-            .unwrap_err();
+        let refused = decode(&codec, org, filters, &long).unwrap_err();
         assert_eq!(refused.code(), "invalid_cursor");
     }
 
     #[test]
     fn refuses_other_org_filters_key_and_tampering() {
-        let codec = CursorCodec::new(b"k");
+        let codec = codec('k');
         let org = Uuid::now_v7();
         let token = codec.encode(org, "status=open", &position());
-        let decode =
-            |c: &CursorCodec, o, f: &str, t: &str| c.decode::<BTreeMap<String, String>>(o, f, t);
         assert!(decode(&codec, Uuid::now_v7(), "status=open", &token).is_err());
         assert!(decode(&codec, org, "status=all", &token).is_err());
-        assert!(decode(&CursorCodec::new(b"other"), org, "status=open", &token).is_err());
+        assert!(decode(&self::codec('o'), org, "status=open", &token).is_err());
         let (payload, tag) = token.split_once('.').unwrap();
         let mut bytes = URL_SAFE_NO_PAD.decode(payload).unwrap();
         bytes[5] ^= 1;
@@ -212,5 +271,62 @@ mod tests {
         let e = decode(&codec, org, "status=open", "garbage").unwrap_err();
         assert_eq!(e.code(), "invalid_cursor");
         assert!(e.to_string().starts_with("cursor:"));
+    }
+
+    #[test]
+    fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_not_after() {
+        let org = Uuid::now_v7();
+        let before = codec_of(ROTATED, "2026-11-27T00:59:59Z");
+        let old = before.encode(org, "", &position());
+        assert!(old.starts_with(&URL_SAFE_NO_PAD.encode(br#"{"v":1,"k":1,"#)[..16]));
+        let during = codec_of(ROTATED, "2026-11-27T01:59:59Z");
+        assert_eq!(decode(&during, org, "", &old).unwrap(), position());
+        let new = during.encode(org, "", &position());
+        assert!(new.starts_with(&URL_SAFE_NO_PAD.encode(br#"{"v":1,"k":2,"#)[..16]));
+        // The new generation checks what it signed before every instance
+        // signed with it.
+        assert_eq!(decode(&before, org, "", &new).unwrap(), position());
+        let after = codec_of(ROTATED, "2026-11-27T02:00:00Z");
+        assert_eq!(
+            decode(&after, org, "", &old).unwrap_err().code(),
+            "invalid_cursor"
+        );
+        assert_eq!(decode(&after, org, "", &new).unwrap(), position());
+    }
+
+    #[test]
+    fn a_cursor_made_before_the_key_rotated_is_version_1() {
+        let org = Uuid::now_v7();
+        let payload = serde_json::to_vec(&serde_json::json!({
+            "v": 1, "o": org, "f": "", "p": position(),
+        }))
+        .unwrap();
+        let tag = CursorCodec::mac(&[b'k'; 32], &payload)
+            .finalize()
+            .into_bytes();
+        let token = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        );
+        let during = codec_of(ROTATED, "2026-11-27T01:30:00Z");
+        assert_eq!(decode(&during, org, "", &token).unwrap(), position());
+    }
+
+    #[test]
+    fn a_cursor_that_names_another_generation_is_refused() {
+        let org = Uuid::now_v7();
+        let during = codec_of(ROTATED, "2026-11-27T01:30:00Z");
+        let token = during.encode(org, "", &position());
+        let (payload, tag) = token.split_once('.').unwrap();
+        let text = String::from_utf8(URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        for k in [r#""k":1"#, r#""k":3"#, r#""k":0"#] {
+            let renamed = text.replacen(r#""k":2"#, k, 1);
+            let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(renamed));
+            assert_eq!(
+                decode(&during, org, "", &forged).unwrap_err().code(),
+                "invalid_cursor"
+            );
+        }
     }
 }

@@ -67,25 +67,32 @@ impl DeploymentKey {
         let key = self
             .key
             .get_or_try_init(|| async {
-                match &self.source {
-                    None => Err(ApiError::internal(format!(
-                        "no {} is configured",
+                let key = KeySource::read(self.source.as_ref(), self.what, &self.sdk).await?;
+                if key.len() < self.min_len {
+                    return Err(ApiError::internal(format!(
+                        "the {} secret is too short",
                         self.what
-                    ))),
-                    Some(KeySource::Value(key)) => Ok(key.clone()),
-                    Some(KeySource::Secret(arn)) => {
-                        let key = crate::secrets::fetch(&self.sdk, arn).await?;
-                        if key.len() < self.min_len {
-                            return Err(ApiError::internal(format!(
-                                "the {} secret is too short",
-                                self.what
-                            )));
-                        }
-                        Ok(key.into_bytes())
-                    }
+                    )));
                 }
+                Ok(key)
             })
             .await?;
         Ok(key)
+    }
+}
+
+impl KeySource {
+    /// What `source` holds now: the value, or the secret's string (one
+    /// Secrets Manager call); 500 `internal_error` when there is no source.
+    pub async fn read(
+        source: Option<&KeySource>,
+        what: &str,
+        sdk: &aws_config::SdkConfig,
+    ) -> ApiResult<Vec<u8>> {
+        match source {
+            None => Err(ApiError::internal(format!("no {what} is configured"))),
+            Some(KeySource::Value(key)) => Ok(key.clone()),
+            Some(KeySource::Secret(arn)) => Ok(crate::secrets::fetch(sdk, arn).await?.into_bytes()),
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod files;
 pub mod gate;
 pub mod http;
+pub mod keyring;
 pub mod links;
 pub mod model;
 pub mod net;

@@ -1,7 +1,10 @@
-//! Secrets kept at rest (webhook secrets): sealed with AES-256-GCM under a
-//! key derived from a deployment key, bound to the record they belong to
-//! (its id is the associated data, so a sealed value copied to another
-//! record does not open). Stored as `v1.<base64url(nonce ‖ ciphertext)>`.
+//! Secrets kept at rest (webhook secrets, sealed answers): sealed with
+//! AES-256-GCM under a key derived from the deployment's seal key, bound to
+//! the record they belong to (its id is the associated data, so a sealed
+//! value copied to another record does not open). Stored as
+//! `k<version>.<base64url(nonce ‖ ciphertext)>`, the version of the seal
+//! key's generation that sealed it (`crate::keyring`); `v1.<…>`, as values
+//! were sealed before the seal key rotated, is version 1.
 
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
@@ -9,40 +12,87 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::deployment_key::DeploymentKey;
+use crate::clock;
 use crate::error::ApiError;
+use crate::keyring::{Generation, Keyring};
 
-const VERSION: &str = "v1.";
+/// How values sealed before versions were written begin (version 1).
+const FIRST: &str = "v1.";
 const NONCE: usize = 12;
 
-/// Seals and opens secrets with one deployment key.
+/// Seals and opens secrets with the deployment's seal keyring.
 #[derive(Clone, Debug)]
-pub struct Sealer(DeploymentKey);
+pub struct Sealer(Keyring);
 
 impl Sealer {
-    pub fn new(key: DeploymentKey) -> Self {
-        Self(key)
+    pub fn new(keys: Keyring) -> Self {
+        Self(keys)
     }
 
-    async fn cipher(&self) -> Result<Aes256Gcm, ApiError> {
-        let mut derived = Sha256::new();
-        derived.update(b"sealed-secrets/v1\0");
-        derived.update(self.0.get().await?);
-        Ok(Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(
-            &derived.finalize(),
-        )))
-    }
-
-    /// `secret` sealed for the record `owner`.
+    /// `secret` sealed for the record `owner`, with the generation that
+    /// seals now.
     pub async fn seal(&self, owner: &[u8], secret: &str) -> Result<String, ApiError> {
-        seal(&self.cipher().await?, owner, secret)
+        let keys = self.0.keys().await?;
+        let generation = keys
+            .signing(clock::now())
+            .ok_or_else(|| ApiError::internal("no seal key generation seals now"))?;
+        let sealed = seal(&cipher(generation), owner, secret)?;
+        Ok(format!("k{}.{sealed}", generation.version))
     }
 
-    /// The secret `sealed` for `owner` (500 when it does not open: another
-    /// key, another record, or altered).
+    /// The secret `sealed` for `owner` (500 when it does not open: a
+    /// generation the ring no longer holds, another record, or altered).
     pub async fn open(&self, owner: &[u8], sealed: &str) -> Result<String, ApiError> {
-        open(&self.cipher().await?, owner, sealed)
+        let broken = || ApiError::internal("a sealed secret does not open");
+        let (version, sealed) = version_of(sealed).ok_or_else(broken)?;
+        let keys = self.0.keys().await?;
+        let generation = keys.held(version, clock::now()).ok_or_else(broken)?;
+        open(&cipher(generation), owner, sealed)
     }
+
+    /// The version of the generation that seals now.
+    pub async fn current_version(&self) -> Result<u32, ApiError> {
+        let keys = self.0.keys().await?;
+        keys.signing(clock::now())
+            .map(|g| g.version)
+            .ok_or_else(|| ApiError::internal("no seal key generation seals now"))
+    }
+
+    /// Whether `sealed` was sealed with the generation that seals now.
+    pub async fn is_current(&self, sealed: &str) -> Result<bool, ApiError> {
+        let current = self.current_version().await?;
+        Ok(version_of(sealed).is_some_and(|(version, _)| version == current))
+    }
+
+    /// `sealed` (for `owner`) sealed again with the generation that seals
+    /// now; None when it already is (`admin reseal`).
+    pub async fn reseal(&self, owner: &[u8], sealed: &str) -> Result<Option<String>, ApiError> {
+        if self.is_current(sealed).await? {
+            return Ok(None);
+        }
+        let secret = self.open(owner, sealed).await?;
+        Ok(Some(self.seal(owner, &secret).await?))
+    }
+}
+
+/// The version that sealed `sealed`, and the sealed bytes' text.
+pub fn version_of(sealed: &str) -> Option<(u32, &str)> {
+    if let Some(rest) = sealed.strip_prefix(FIRST) {
+        return Some((1, rest));
+    }
+    let (version, rest) = sealed.strip_prefix('k')?.split_once('.')?;
+    let version = version
+        .parse()
+        .ok()
+        .filter(|v| *v > 0 && !version.starts_with('0'))?;
+    Some((version, rest))
+}
+
+fn cipher(generation: &Generation) -> Aes256Gcm {
+    let mut derived = Sha256::new();
+    derived.update(b"sealed-secrets/v1\0");
+    derived.update(generation.key());
+    Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&derived.finalize()))
 }
 
 fn seal(cipher: &Aes256Gcm, owner: &[u8], secret: &str) -> Result<String, ApiError> {
@@ -57,14 +107,14 @@ fn seal(cipher: &Aes256Gcm, owner: &[u8], secret: &str) -> Result<String, ApiErr
             .encrypt(&nonce, payload)
             .map_err(|_| ApiError::internal("sealing failed"))?,
     );
-    Ok(format!("{VERSION}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
 }
 
 fn open(cipher: &Aes256Gcm, owner: &[u8], sealed: &str) -> Result<String, ApiError> {
     let broken = || ApiError::internal("a sealed secret does not open");
-    let bytes = sealed
-        .strip_prefix(VERSION)
-        .and_then(|b64| URL_SAFE_NO_PAD.decode(b64).ok())
+    let bytes = URL_SAFE_NO_PAD
+        .decode(sealed)
+        .ok()
         .filter(|bytes| bytes.len() > NONCE)
         .ok_or_else(broken)?;
     let (nonce, ciphertext) = bytes.split_at(NONCE);
@@ -83,13 +133,24 @@ mod tests {
     use super::*;
     use crate::deployment_key::KeySource;
 
-    fn sealer(key: &str) -> Sealer {
+    fn sealer(ring: &str) -> Sealer {
         let sdk = aws_config::SdkConfig::builder().build();
-        Sealer::new(DeploymentKey::new(
+        Sealer::new(Keyring::new(
             "test key",
             &sdk,
-            Some(KeySource::Value(key.as_bytes().to_vec())),
+            Some(KeySource::Value(ring.as_bytes().to_vec())),
         ))
+    }
+
+    /// A keyring of `(version, key, from)` generations.
+    fn ring(generations: &[(u32, &str, &str)]) -> String {
+        let keys: Vec<String> = generations
+            .iter()
+            .map(|(version, key, from)| {
+                format!(r#"{{"version": {version}, "key": "{key}", "from": "{from}"}}"#)
+            })
+            .collect();
+        format!(r#"{{"keys": [{}]}}"#, keys.join(","))
     }
 
     #[tokio::test]
@@ -97,7 +158,7 @@ mod tests {
         let key = "k".repeat(32);
         let s = sealer(&key);
         let sealed = s.seal(b"record-1", "whsec_top").await.unwrap();
-        assert!(sealed.starts_with("v1."));
+        assert!(sealed.starts_with("k1."), "{sealed}");
         assert!(!sealed.contains("whsec_top"));
         assert_eq!(s.open(b"record-1", &sealed).await.unwrap(), "whsec_top");
         // Fresh nonce each time.
@@ -117,7 +178,59 @@ mod tests {
                 .await
                 .is_err()
         );
-        assert!(s.open(b"record-1", "v1.").await.is_err());
-        assert!(s.open(b"record-1", "plain").await.is_err());
+        for broken in ["plain", "k.x", "k01.", "k0.", "k2.", "v2."] {
+            let sealed = sealed.replacen("k1.", broken, 1);
+            assert!(s.open(b"record-1", &sealed).await.is_err(), "{sealed}");
+        }
+        assert!(s.open(b"record-1", "k1.").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn values_sealed_before_versions_were_written_are_version_1() {
+        let key = "k".repeat(32);
+        let s = sealer(&key);
+        let sealed = s.seal(b"record-1", "whsec_old").await.unwrap();
+        let unversioned = sealed.replacen("k1.", "v1.", 1);
+        assert_eq!(
+            s.open(b"record-1", &unversioned).await.unwrap(),
+            "whsec_old"
+        );
+        assert_eq!(version_of(&unversioned), Some((1, &sealed[3..])));
+    }
+
+    #[tokio::test]
+    async fn after_a_rotation_the_new_generation_seals_and_both_open() {
+        let (old, new) = ("o".repeat(32), "n".repeat(32));
+        let before = sealer(&old);
+        let sealed_before = before.seal(b"record-1", "whsec_a").await.unwrap();
+        let rotated = sealer(&ring(&[
+            (1, &old, "2000-01-01T00:00:00Z"),
+            (2, &new, "2001-01-01T00:00:00Z"),
+        ]));
+        let sealed_after = rotated.seal(b"record-1", "whsec_b").await.unwrap();
+        assert!(sealed_after.starts_with("k2."), "{sealed_after}");
+        assert_eq!(
+            rotated.open(b"record-1", &sealed_before).await.unwrap(),
+            "whsec_a"
+        );
+        assert_eq!(
+            rotated.open(b"record-1", &sealed_after).await.unwrap(),
+            "whsec_b"
+        );
+        assert!(!rotated.is_current(&sealed_before).await.unwrap());
+        assert!(rotated.is_current(&sealed_after).await.unwrap());
+        // Dropped: what version 1 sealed no longer opens.
+        let dropped = sealer(&ring(&[(2, &new, "2001-01-01T00:00:00Z")]));
+        assert!(dropped.open(b"record-1", &sealed_before).await.is_err());
+        // A generation whose start is still ahead opens but does not seal.
+        let pending = sealer(&ring(&[
+            (1, &old, "2000-01-01T00:00:00Z"),
+            (2, &new, "2999-01-01T00:00:00Z"),
+        ]));
+        assert!(pending.seal(b"r", "x").await.unwrap().starts_with("k1."));
+        assert_eq!(
+            pending.open(b"record-1", &sealed_after).await.unwrap(),
+            "whsec_b"
+        );
     }
 }

@@ -17,3 +17,18 @@ pub async fn fetch(sdk: &aws_config::SdkConfig, arn: &str) -> ApiResult<String> 
     out.secret_string
         .ok_or_else(|| ApiError::internal(format!("secret {arn} holds no string")))
 }
+
+/// Writes `text` as the new current value of the secret `arn` (operator
+/// tools rotating a key: the functions only read).
+pub async fn put(sdk: &aws_config::SdkConfig, arn: &str, text: &str) -> ApiResult<()> {
+    aws_sdk_secretsmanager::Client::new(sdk)
+        .put_secret_value()
+        .secret_id(arn)
+        .secret_string(text)
+        .send()
+        .await
+        .map_err(|e| {
+            ApiError::internal(aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())
+        })?;
+    Ok(())
+}

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::cursor::Cursors;
 use crate::deployment_key::DeploymentKey;
 use crate::files::Files;
+use crate::keyring::Keyring;
 use crate::links::LinkSigner;
 use crate::outbound::Outbound;
 use crate::queue::WebhookQueue;
@@ -84,7 +85,7 @@ impl AppState {
         );
         let cursors = Cursors::new(sdk, config.cursor_key.clone());
         let files = Files::new(sdk, &config.bucket_name);
-        let sealer = Sealer::new(DeploymentKey::new(
+        let sealer = Sealer::new(Keyring::new(
             "webhook seal key",
             sdk,
             config.webhook_seal_key.clone(),

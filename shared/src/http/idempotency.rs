@@ -44,9 +44,10 @@ use crate::clock::millis;
 use crate::cursor::Cursors;
 use crate::error::codes;
 use crate::error::{ApiError, ErrorCode};
+use crate::keyring::Keys;
 use crate::sealed::Sealer;
 use crate::store::Store;
-use crate::store::idempotency::{Answer, Claim, Claimed, Lost, item_of};
+use crate::store::idempotency::{Answer, Claim, Claimed, Fingerprints, Lost, item_of};
 use crate::store::outcome::{self, Kept};
 
 pub const HEADER: &str = "idempotency-key";
@@ -89,7 +90,7 @@ impl<R: IntoResponse> IntoResponse for SealAtRest<R> {
 pub enum Presented {
     Valid {
         key: String,
-        fingerprint: String,
+        fingerprint: Fingerprints,
     },
     /// Empty, too long, or not printable ASCII: 400 once the API key is
     /// admitted.
@@ -120,7 +121,7 @@ pub async fn read(
     }
     let (parts, sent) = request.into_parts();
     let bytes = body::at_most(sent, limit).await?;
-    let fingerprint = fingerprint(cursors.key().await?, &parts, &bytes);
+    let fingerprint = fingerprints(&*cursors.keys().await?, &parts, &bytes);
     let presented = Presented::Valid { key, fingerprint };
     Ok((
         Request::from_parts(parts, Body::from(bytes)),
@@ -175,6 +176,23 @@ pub fn fingerprint(key: &[u8], parts: &http::request::Parts, body: &[u8]) -> Str
     hex::encode(hash.finalize().into_bytes())
 }
 
+/// A request's fingerprints under every generation of the cursor key the
+/// ring holds now, the one that signs first: a retry after the key rotated
+/// is still the request it was. Version 1's is the bare hex (as every
+/// fingerprint was before the key rotated); a later one's is
+/// `k<version>:<hex>`.
+pub fn fingerprints(keys: &Keys, parts: &http::request::Parts, body: &[u8]) -> Fingerprints {
+    let mut all =
+        keys.verifying(crate::clock::now())
+            .into_iter()
+            .map(|generation| match generation.version {
+                1 => fingerprint(generation.key(), parts, body),
+                version => format!("k{version}:{}", fingerprint(generation.key(), parts, body)),
+            });
+    let current = all.next().unwrap_or_default();
+    Fingerprints::new(current, all)
+}
+
 /// The fingerprint `read` takes of a request, for a caller that holds the
 /// deployment's keys (tests planting a claim).
 pub async fn fingerprint_of(
@@ -182,7 +200,8 @@ pub async fn fingerprint_of(
     parts: &http::request::Parts,
     body: &[u8],
 ) -> Result<String, ApiError> {
-    Ok(fingerprint(cursors.key().await?, parts, body))
+    let keys = cursors.keys().await?;
+    Ok(fingerprints(&keys, parts, body).current().to_owned())
 }
 
 /// `body` cut at every occurrence of `separator`.

@@ -39,13 +39,41 @@ pub struct Idempotency<'a>(pub(super) &'a Store);
 /// (`outcome::fence`).
 pub const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// A request's fingerprints: the one under the cursor key's generation
+/// that signs now (the one a claim writes), then the same request's under
+/// the earlier generations the ring still holds (a retry of a request
+/// claimed before the key rotated is still that request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fingerprints(Vec<String>);
+
+impl Fingerprints {
+    pub fn new(current: String, earlier: impl IntoIterator<Item = String>) -> Self {
+        Self(std::iter::once(current).chain(earlier).collect())
+    }
+
+    /// The one a claim writes.
+    pub fn current(&self) -> &str {
+        &self.0[0]
+    }
+
+    fn matches(&self, stored: Option<&str>) -> bool {
+        stored.is_some_and(|stored| self.0.iter().any(|f| f == stored))
+    }
+}
+
+impl From<String> for Fingerprints {
+    fn from(fingerprint: String) -> Self {
+        Self(vec![fingerprint])
+    }
+}
+
 /// A claim this request holds on its key.
 #[derive(Clone, Debug)]
 pub struct Claim {
     pk: String,
     sk: String,
     token: Uuid,
-    fingerprint: String,
+    fingerprint: Fingerprints,
     /// Unix milliseconds until which no other request may take the key
     /// (renewed by `hold`).
     pub lease_until: u64,
@@ -98,7 +126,7 @@ pub fn item_of(key_id: Uuid, idempotency_key: &str) -> String {
     item_name(&idempotency_pk(key_id), &idempotency_sk(idempotency_key))
 }
 
-fn item_name(pk: &str, sk: &str) -> String {
+pub(crate) fn item_name(pk: &str, sk: &str) -> String {
     format!("idempotency\0{pk}\0{sk}")
 }
 
@@ -202,7 +230,7 @@ impl Idempotency<'_> {
         &self,
         key_id: Uuid,
         idempotency_key: &str,
-        fingerprint: &str,
+        fingerprint: &Fingerprints,
         now: u64,
         lease_until: u64,
         keep_until: u64,
@@ -211,7 +239,7 @@ impl Idempotency<'_> {
             pk: idempotency_pk(key_id),
             sk: idempotency_sk(idempotency_key),
             token: Uuid::new_v4(),
-            fingerprint: fingerprint.to_owned(),
+            fingerprint: fingerprint.clone(),
             lease_until,
             keep_until,
             request: Uuid::now_v7(),
@@ -241,7 +269,7 @@ impl Idempotency<'_> {
     async fn take(
         &self,
         claim: &Claim,
-        fingerprint: &str,
+        fingerprint: &Fingerprints,
         now: u64,
         start: Start,
     ) -> Result<Result<Item, Option<Item>>, ApiError> {
@@ -249,16 +277,30 @@ impl Idempotency<'_> {
         let update = match start {
             // Absent, or the same request's attempt that never answered
             // (lapsed, or freed after a 5xx or 429): its request goes on.
-            Start::Continue => update
-                .update_expression(
-                    "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl, \
-                     #rid = if_not_exists(#rid, :rid)",
-                )
-                .condition_expression(
-                    "attribute_not_exists(pk) OR \
-                     (#until <= :now AND #fp = :fp AND attribute_not_exists(#status))",
-                )
-                .expression_attribute_names("#status", STATUS),
+            Start::Continue => {
+                let earlier = (1..fingerprint.0.len()).map(|i| format!(":fp{i}"));
+                let same = match fingerprint.0.len() {
+                    1 => "#fp = :fp".to_owned(),
+                    _ => format!(
+                        "#fp IN (:fp, {})",
+                        earlier.clone().collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                earlier
+                    .zip(&fingerprint.0[1..])
+                    .fold(update, |update, (name, value)| {
+                        update.expression_attribute_values(name, s(value))
+                    })
+                    .update_expression(
+                        "SET #fp = :fp, #until = :until, #token = :token, #ttl = :ttl, \
+                         #rid = if_not_exists(#rid, :rid)",
+                    )
+                    .condition_expression(format!(
+                        "attribute_not_exists(pk) OR \
+                         (#until <= :now AND {same} AND attribute_not_exists(#status))"
+                    ))
+                    .expression_attribute_names("#status", STATUS)
+            }
             // A new request on an expired item.
             Start::Anew => update
                 .update_expression(
@@ -279,7 +321,7 @@ impl Idempotency<'_> {
             .expression_attribute_names("#token", TOKEN)
             .expression_attribute_names("#ttl", TTL)
             .expression_attribute_names("#rid", REQUEST)
-            .expression_attribute_values(":fp", s(fingerprint))
+            .expression_attribute_values(":fp", s(fingerprint.current()))
             .expression_attribute_values(":until", n(claim.lease_until))
             .expression_attribute_values(":token", s(claim.token.to_string()))
             .expression_attribute_values(":ttl", n(claim.lease_until.div_ceil(1000)))
@@ -402,11 +444,11 @@ enum Start {
 /// What the key a claim could not take means for a request with
 /// `fingerprint` at `now` (Unix ms): None when the item expired (it may be
 /// taken anew).
-fn judge(current: &Item, fingerprint: &str, now: u64) -> Option<Claimed> {
+fn judge(current: &Item, fingerprint: &Fingerprints, now: u64) -> Option<Claimed> {
     if get_u64(current, UNTIL).unwrap_or(0) <= now {
         return None;
     }
-    if get_s(current, FINGERPRINT) != Some(fingerprint) {
+    if !fingerprint.matches(get_s(current, FINGERPRINT)) {
         return Some(Claimed::Reused);
     }
     let Some(status) = get_u64(current, STATUS).and_then(|s| u16::try_from(s).ok()) else {

@@ -26,6 +26,7 @@ pub mod records;
 pub mod reports;
 pub mod rollups;
 pub mod schema;
+pub mod sealed_values;
 pub mod staged;
 pub mod surpluses;
 pub mod trucks;
@@ -115,6 +116,11 @@ impl Store {
 
     pub fn api_keys(&self) -> api_keys::ApiKeys<'_> {
         api_keys::ApiKeys(self)
+    }
+
+    /// The values kept sealed (an operator rotating the seal key).
+    pub fn sealed_values(&self) -> sealed_values::SealedValues<'_> {
+        sealed_values::SealedValues(self)
     }
 
     pub fn members(&self) -> members::Members<'_> {

@@ -328,7 +328,13 @@ fn fuzz_parser(name: &str, mut one: impl FnMut(&mut Mutator)) {
 
 #[test]
 fn fuzz_cursors() {
-    let codec = CursorCodec::new(b"fuzz cursor key");
+    // A rotated key: cursors name the generation that signed them.
+    let keys = shared::keyring::Keys::parse(
+        r#"{"keys": [{"version": 1, "key": "the fuzzing cursor key, version 1"},
+                     {"version": 2, "key": "the fuzzing cursor key, version 2"}]}"#,
+    )
+    .unwrap();
+    let codec = CursorCodec::new(std::sync::Arc::new(keys), shared::clock::now()).unwrap();
     let org = uuid::Uuid::new_v4();
     let valid = codec.encode(
         org,

@@ -180,7 +180,7 @@ async fn claim_site(
         .claim(
             key_id(t, &t.key).await,
             idempotency_key,
-            &fingerprint_of(SITES, body).await,
+            &fingerprint_of(SITES, body).await.into(),
             at,
             until,
             at + 24 * 3_600_000,
@@ -278,7 +278,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         assert_eq!(again.text, first.text);
         let item = kept_item(key_id, &key).await;
         let kept = stored_body(&item);
-        assert!(kept.starts_with("v1."), "{kept}");
+        assert!(kept.starts_with("k1."), "{kept}");
         assert!(!kept.contains(&secret[6..]) && !kept.contains("hooks.example.com"));
 
         // An upload form's signed credentials, likewise.

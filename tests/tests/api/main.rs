@@ -34,6 +34,7 @@ mod report_rows;
 mod reports;
 mod reused_keys;
 mod rollups;
+mod rotation;
 mod round_trips;
 mod scopes;
 mod side_effects;

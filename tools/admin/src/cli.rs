@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::audit::{Action, Auditor, Done};
 use crate::identity::Operator;
-use crate::webhooks;
+use crate::{keys, reseal, webhooks};
 use shared::ApiError;
 use shared::store::audit::AuditQuery;
 
@@ -203,6 +203,13 @@ pub enum Command {
     /// Read the operators' audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// The deployment's rotating keys (seal key, cursor key): show,
+    /// rotate, drop a generation.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
+    /// Seal again, with the seal key's newest generation, every value still
+    /// sealed with an old one (`--check`: count them).
+    Reseal(reseal::Reseal),
 }
 
 #[derive(Subcommand)]
@@ -307,6 +314,8 @@ impl Command {
             ReindexPlaces => ("reindex-places", None, json!({})),
             Demo => ("demo", None, json!({})),
             Webhooks(command) => return command.action(),
+            Keys(command) => return command.action(),
+            Reseal(command) => return command.action(),
             ListKeys { .. } | Audit(_) => return None,
         };
         Some(Action::new(command, org, target))
@@ -661,6 +670,8 @@ async fn execute(
             let state = shared::AppState::new(config.clone(), sdk);
             return webhooks::run(&state, command).await;
         }
+        Command::Keys(command) => return keys::run(config, sdk, command).await,
+        Command::Reseal(command) => return reseal::run(config, sdk, command).await,
         Command::Audit(AuditCommand::List {
             org,
             since,
