@@ -174,6 +174,41 @@ impl Received {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("a JSON body")
     }
+
+    /// Whether `secret` signed this delivery, as a receiver checks: one of
+    /// `webhook-signature`'s space-separated signatures (Standard
+    /// Webhooks), and one of `x-svc-signature`'s (`hmac_sha256` mode) or
+    /// of `x-svc-delivery-token`'s (`bearer_token` mode).
+    pub fn signed_with(&self, secret: &str) -> bool {
+        use base64::Engine;
+        use hmac::{Hmac, Mac};
+        let mac = |key: &[u8], parts: &[&[u8]]| {
+            let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("any key length");
+            parts.iter().for_each(|part| mac.update(part));
+            mac.finalize().into_bytes().to_vec()
+        };
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let key = b64
+            .decode(secret.strip_prefix("whsec_").unwrap_or(secret))
+            .expect("a whsec_ secret");
+        let (id, timestamp) = (self.header("webhook-id"), self.header("webhook-timestamp"));
+        let signed = [id.as_bytes(), b".", timestamp.as_bytes(), b".", &self.body];
+        let standard = format!("v1,{}", b64.encode(mac(&key, &signed)));
+        let standard_ok = self
+            .header("webhook-signature")
+            .split(' ')
+            .any(|s| s == standard);
+        let body = format!(
+            "sha256={}",
+            hex::encode(mac(secret.as_bytes(), &[&self.body]))
+        );
+        let body_ok = match self.header("x-svc-delivery-token") {
+            "" => self.header("x-svc-signature").split(' ').any(|s| s == body),
+            // Bearer mode: the secret itself.
+            tokens => tokens.split(' ').any(|token| token == secret),
+        };
+        standard_ok && body_ok
+    }
 }
 
 /// Every request a `Receiver` gets, one JSON line each (`path`, `headers`,

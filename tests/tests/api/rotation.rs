@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use admin::audit::Done;
 use admin::cli::Cli;
+use api_tests::webhooks::{Receiver, Stack, quick_policy};
 use api_tests::*;
 use axum::Router;
 use base64::Engine;
@@ -173,5 +174,212 @@ fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_keyed_requests_
             .unwrap()
             .to_owned();
         page(Some(cursor)).await.expect(200, None);
+    });
+}
+
+/// A stack (`api_tests::webhooks::Stack`, a table of its own: `admin
+/// reseal` walks all of it) whose API and dispatcher both read the seal
+/// key from `source` and run by `clock`.
+async fn sealed_stack(clock: &Clock, source: &KeySource) -> Stack {
+    let mut stack = Stack::new(quick_policy(3), true, |c| {
+        c.webhook_seal_key = Some(source.clone());
+    })
+    .await;
+    let mut dispatching = AppState::new((*stack.api.config).clone(), &harness().await.sdk);
+    dispatching.clock = clock.clone();
+    stack.dispatcher = webhook_dispatcher::Dispatcher::new(dispatching.clone(), quick_policy(3));
+    stack.state = dispatching;
+    stack.api.clock = clock.clone();
+    stack.router = shared::http::app(local::routes(), stack.api.clone());
+    stack
+}
+
+/// A load of `t` moved to `delivered` through `stack`'s API.
+async fn deliver_a_load(stack: &Stack, t: &TestOrg) {
+    let send = |method: Method, path: String, body: Value| {
+        call(method, &path)
+            .key(&t.key)
+            .json(&body)
+            .send_to(&stack.router)
+    };
+    let site = send(
+        Method::POST,
+        "/api/v1/sites".into(),
+        json!({"name": "Origin"}),
+    )
+    .await;
+    let site = site.body["data"]["id"].as_str().unwrap().to_owned();
+    let load = send(
+        Method::POST,
+        "/api/v1/surpluses".into(),
+        json!({"site_id": site, "volume_m3": 3}),
+    )
+    .await;
+    let load = load.body["data"]["id"].as_str().unwrap().to_owned();
+    let path = format!("waybills/{}/{load}/w.png", t.id());
+    store_waybill(&stack.api.store, t.id(), load.parse().unwrap(), &path)
+        .await
+        .unwrap();
+    send(
+        Method::PATCH,
+        format!("/api/v1/surpluses/{load}"),
+        json!({"status": "delivered"}),
+    )
+    .await
+    .expect(200, None);
+}
+
+/// `admin reseal --check`'s line.
+async fn check(config: &Config, clock: &Clock) -> Value {
+    let done = admin_on(config, clock, &["reseal", "--check"])
+        .await
+        .expect("reseal --check");
+    done.lines[0].clone()
+}
+
+#[test]
+fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
+    run(async {
+        let clock = Clock::default();
+        let source = secret(&"s".repeat(40)).await;
+        let stack = sealed_stack(&clock, &source).await;
+        let config = (*stack.api.config).clone();
+        let t = stack.org().await;
+        let receiver = Receiver::start(vec![]).await;
+        let register = |idempotency_key: Option<&'static str>| {
+            let path = idempotency_key.unwrap_or("plain");
+            let mut c = call(Method::POST, "/api/v1/webhooks")
+                .key(&t.key)
+                .json(&json!({
+                    "event": "surplus.delivered",
+                    "url": format!("{}/{path}", receiver.base),
+                }));
+            if let Some(key) = idempotency_key {
+                c = c.header("idempotency-key", key);
+            }
+            c.send_to(&stack.router)
+        };
+        let secret_of = |reply: &Reply| reply.body["data"]["secret"].as_str().unwrap().to_owned();
+        // Every delivery so far reached the receiver, each signed with its
+        // webhook's secret, and none failed.
+        let all_delivered = |count: usize, secrets: &[String]| {
+            let got = receiver.requests();
+            assert_eq!(got.len(), count, "deliveries");
+            for request in &got {
+                assert!(
+                    secrets.iter().any(|s| request.signed_with(s)),
+                    "a delivery signed with none of the secrets"
+                );
+            }
+        };
+
+        // Before: one webhook, registered with an Idempotency-Key (its
+        // answer, which carries the secret, is kept sealed).
+        let first = register(Some("hook-1")).await;
+        first.expect(201, None);
+        let secrets = vec![secret_of(&first)];
+        deliver_a_load(&stack, &t).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
+            .await;
+        all_delivered(1, &secrets);
+        assert_eq!(
+            check(&config, &clock).await,
+            json!({"seals_with": 1, "sealed": {"1": 2}, "need_an_old_version": 0})
+        );
+
+        // The operator rotates the seal key; the new generation seals once
+        // every instance has read it.
+        admin_on(&config, &clock, &["keys", "rotate", "--key", "seal"])
+            .await
+            .expect("keys rotate");
+        clock.advance(PAST_THE_ROLLOUT);
+        let second = register(None).await;
+        second.expect(201, None);
+        let secrets = [secrets, vec![secret_of(&second)]].concat();
+        deliver_a_load(&stack, &t).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 3)
+            .await;
+        all_delivered(3, &secrets);
+        let replayed = register(Some("hook-1")).await;
+        replayed.expect(201, None);
+        assert_eq!(
+            (replayed.header("idempotent-replayed"), &replayed.text),
+            ("true", &first.text)
+        );
+        assert_eq!(
+            check(&config, &clock).await,
+            json!({"seals_with": 2, "sealed": {"1": 2, "2": 1}, "need_an_old_version": 2})
+        );
+
+        // The old generation cannot go while values need it.
+        let refused = admin_on(
+            &config,
+            &clock,
+            &["keys", "drop", "--key", "seal", "--version", "1"],
+        )
+        .await
+        .expect_err("values still need version 1");
+        assert!(
+            refused
+                .to_string()
+                .contains("2 values are still sealed with version 1"),
+            "{refused}"
+        );
+
+        // Resealed, then dropped: everything still works.
+        let resealed = admin_on(&config, &clock, &["reseal"])
+            .await
+            .expect("reseal");
+        assert_eq!(resealed.lines[0]["resealed"], 2);
+        assert_eq!(resealed.lines[0]["need_an_old_version"], 0);
+        assert_eq!(
+            check(&config, &clock).await,
+            json!({"seals_with": 2, "sealed": {"2": 3}, "need_an_old_version": 0})
+        );
+        admin_on(
+            &config,
+            &clock,
+            &["keys", "drop", "--key", "seal", "--version", "1"],
+        )
+        .await
+        .expect("keys drop");
+        clock.advance(shared::keyring::REREAD + Duration::from_secs(1));
+        deliver_a_load(&stack, &t).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 5)
+            .await;
+        all_delivered(5, &secrets);
+        let again = register(Some("hook-1")).await;
+        assert_eq!((again.status.as_u16(), &again.text), (201, &first.text));
+        assert!(stack.dead_letters().await.is_empty(), "no delivery failed");
+
+        // Each step is in the operators' audit trail.
+        let trail = admin_on(&config, &clock, &["audit", "list"])
+            .await
+            .unwrap()
+            .lines;
+        let steps: Vec<(String, String)> = trail
+            .iter()
+            .rev()
+            .map(|r| {
+                (
+                    r["command"].as_str().unwrap().into(),
+                    r["outcome"].as_str().unwrap().into(),
+                )
+            })
+            .filter(|(_, outcome)| outcome != "started")
+            .collect();
+        let step = |c: &str, o: &str| (c.to_owned(), o.to_owned());
+        assert_eq!(
+            steps,
+            [
+                step("keys rotate", "succeeded"),
+                step("keys drop", "refused"),
+                step("reseal", "succeeded"),
+                step("keys drop", "succeeded"),
+            ]
+        );
     });
 }

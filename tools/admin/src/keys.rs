@@ -168,9 +168,12 @@ pub async fn run(
             if key == Which::Seal {
                 let left = crate::reseal::count(config, sdk, version).await?;
                 if left > 0 {
-                    bail!(
-                        "{left} values are still sealed with version {version}: run admin reseal first"
-                    );
+                    bail!(shared::ApiError::validation(
+                        "version",
+                        format!(
+                            "{left} values are still sealed with version {version}: run admin reseal first"
+                        ),
+                    ));
                 }
             }
             let dropped = read(sdk, arn)
