@@ -334,6 +334,11 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             .expect("reseal");
         assert_eq!(resealed.lines[0]["resealed"], 2);
         assert_eq!(resealed.lines[0]["need_an_old_version"], 0);
+        // Safe to run again: nothing left to do.
+        let again = admin_on(&config, &clock, &["reseal"])
+            .await
+            .expect("reseal again");
+        assert_eq!(again.lines[0]["resealed"], 0);
         assert_eq!(
             check(&config, &clock).await,
             json!({"seals_with": 2, "sealed": {"2": 3}, "need_an_old_version": 0})
@@ -377,6 +382,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             [
                 step("keys rotate", "succeeded"),
                 step("keys drop", "refused"),
+                step("reseal", "succeeded"),
                 step("reseal", "succeeded"),
                 step("keys drop", "succeeded"),
             ]
