@@ -785,6 +785,41 @@ fn a_claim_holds_its_key_for_its_lease_and_no_longer() {
     });
 }
 
+/// A keyed request is read whole up to the largest body any route takes
+/// (a waybill's multipart form): one of exactly that size is claimed (its
+/// answer, a JSON route's 413, is kept and replayed), one byte more is
+/// left to the route unclaimed.
+#[test]
+fn a_keyed_body_of_exactly_the_largest_size_is_claimed_and_one_byte_more_is_not() {
+    use shared::http::multipart::MAX_REQUEST_BYTES;
+    run(async {
+        let t = org().await;
+        let sized = |size: usize| {
+            let base = json!({"name": "Large", "info": ""}).to_string().len();
+            json!({"name": "Large", "info": "x".repeat(size - base)})
+        };
+        let send_twice = |body: Value| {
+            let key = unique("large");
+            let api_key = t.key.clone();
+            async move {
+                let mut replies = Vec::new();
+                for _ in 0..2 {
+                    let reply = post(&api_key, SITES, &key, &body).await;
+                    reply.expect(413, Some("payload_too_large"));
+                    replies.push(reply.header("idempotent-replayed").to_owned());
+                }
+                replies
+            }
+        };
+        assert_eq!(
+            sized(MAX_REQUEST_BYTES).to_string().len(),
+            MAX_REQUEST_BYTES
+        );
+        assert_eq!(send_twice(sized(MAX_REQUEST_BYTES)).await, ["", "true"]);
+        assert_eq!(send_twice(sized(MAX_REQUEST_BYTES + 1)).await, ["", ""]);
+    });
+}
+
 /// Answers up to 256 KiB are kept and replayed; a larger one is not kept
 /// (the key is freed), so its retry runs again.
 #[test]
