@@ -49,17 +49,20 @@ pub struct Resume {
 pub struct SealedValues<'a>(pub(super) &'a Store);
 
 impl SealedValues<'_> {
-    /// The sealed values of one page of the table, and where the next
-    /// page starts (None: the last page).
+    /// The sealed values of one page of the table (of at most `items`
+    /// items read, when given), and where the next page starts (None: the
+    /// last page).
     pub async fn page(
         &self,
         start: Option<Resume>,
+        items: Option<i32>,
     ) -> ApiResult<(Vec<SealedValue>, Option<Resume>)> {
         let page = self
             .0
             .db
             .scan()
             .table_name(self.0.table())
+            .set_limit(items)
             .filter_expression("attribute_exists(#secret) OR #sealed = :sealed")
             .expression_attribute_names("#secret", SEALED_SECRET)
             .expression_attribute_names("#sealed", SEALED)

@@ -329,16 +329,33 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         );
 
         // Resealed, then dropped: everything still works.
-        let resealed = admin_on(&config, &clock, &["reseal"])
+        // A bounded run (one item's page), then the rest from where it
+        // stopped.
+        let bounded = admin_on(
+            &config,
+            &clock,
+            &["reseal", "--page-items", "1", "--pages", "1"],
+        )
+        .await
+        .expect("reseal, bounded");
+        let resume = bounded.lines[0]["resume"]
+            .as_str()
+            .expect("a position")
+            .to_owned();
+        let resealed = admin_on(&config, &clock, &["reseal", "--resume", &resume])
             .await
-            .expect("reseal");
-        assert_eq!(resealed.lines[0]["resealed"], 2);
-        assert_eq!(resealed.lines[0]["need_an_old_version"], 0);
+            .expect("reseal, resumed");
+        assert!(resealed.lines[0]["resume"].is_null(), "to the end");
+        let total = |done: &Done| done.lines[0]["resealed"].as_u64().unwrap();
+        assert_eq!(total(&bounded) + total(&resealed), 2);
+        // What is left is known after a whole walk only.
+        assert!(resealed.lines[0]["need_an_old_version"].is_null());
         // Safe to run again: nothing left to do.
         let again = admin_on(&config, &clock, &["reseal"])
             .await
             .expect("reseal again");
         assert_eq!(again.lines[0]["resealed"], 0);
+        assert_eq!(again.lines[0]["need_an_old_version"], 0);
         assert_eq!(
             check(&config, &clock).await,
             json!({"seals_with": 2, "sealed": {"2": 3}, "need_an_old_version": 0})
@@ -382,6 +399,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             [
                 step("keys rotate", "succeeded"),
                 step("keys drop", "refused"),
+                step("reseal", "succeeded"),
                 step("reseal", "succeeded"),
                 step("reseal", "succeeded"),
                 step("keys drop", "succeeded"),

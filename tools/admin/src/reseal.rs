@@ -27,6 +27,12 @@ pub struct Reseal {
     /// Go on from where an interrupted run stopped (its last `resume`).
     #[arg(long)]
     resume: Option<String>,
+    /// Items read a page (DynamoDB's 1 MB a page when left out).
+    #[arg(long)]
+    page_items: Option<u16>,
+    /// Stop after this many pages (a bounded run; go on with `--resume`).
+    #[arg(long)]
+    pages: Option<u64>,
 }
 
 impl Reseal {
@@ -58,9 +64,10 @@ pub async fn run(config: &Config, sdk: &aws_config::SdkConfig, reseal: Reseal) -
         .map(str::parse::<Resume>)
         .transpose()?;
     let mut tally = Tally::default();
-    let mut pages = 0u64;
+    let mut pages_read = 0u64;
+    let items = reseal.page_items.map(i32::from);
     loop {
-        let (values, next) = state.store.sealed_values().page(start).await?;
+        let (values, next) = state.store.sealed_values().page(start, items).await?;
         for value in &values {
             let Some((version, _)) = version_of(&value.sealed) else {
                 tally.unopenable += 1;
@@ -84,19 +91,21 @@ pub async fn run(config: &Config, sdk: &aws_config::SdkConfig, reseal: Reseal) -
                 Err(_) => tally.unopenable += 1,
             }
         }
-        pages += 1;
+        pages_read += 1;
         let resume = next.clone().map(String::from);
         if !reseal.check {
             eprintln!(
                 "{}",
-                json!({"page": pages, "resealed": tally.resealed, "changed": tally.changed, "resume": resume})
+                json!({"page": pages_read, "resealed": tally.resealed, "changed": tally.changed, "resume": resume})
             );
         }
         start = next;
-        if start.is_none() {
+        if start.is_none() || reseal.pages.is_some_and(|pages| pages_read >= pages) {
             break;
         }
     }
+    // What is left is known only after a walk of the whole table.
+    let whole = reseal.resume.is_none() && start.is_none();
     let current = state.sealer.current_version().await?;
     let old: u64 = tally
         .by_version
@@ -114,7 +123,8 @@ pub async fn run(config: &Config, sdk: &aws_config::SdkConfig, reseal: Reseal) -
     } else {
         json!({"seals_with": current, "found": by_version, "resealed": tally.resealed,
                "changed_meanwhile": tally.changed, "unopenable": tally.unopenable,
-               "need_an_old_version": old.saturating_sub(tally.resealed) + tally.unopenable})
+               "need_an_old_version": whole.then(|| old.saturating_sub(tally.resealed) + tally.unopenable),
+               "resume": start.map(String::from)})
     };
     Ok(Done::line(line))
 }
@@ -124,7 +134,7 @@ pub async fn count(config: &Config, sdk: &aws_config::SdkConfig, version: u32) -
     let state = AppState::new(config.clone(), sdk);
     let (mut start, mut count) = (None, 0);
     loop {
-        let (values, next) = state.store.sealed_values().page(start).await?;
+        let (values, next) = state.store.sealed_values().page(start, None).await?;
         count += values
             .iter()
             .filter(|value| version_of(&value.sealed).is_some_and(|(v, _)| v == version))
