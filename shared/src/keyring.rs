@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::deployment_key::{KeySource, MIN_KEY};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 
 /// How long an instance uses the ring it read before reading it again.
 pub const REREAD: Duration = Duration::from_secs(5 * 60);
@@ -244,7 +244,7 @@ impl Keyring {
 
     /// The ring as read within `REREAD` (500 `internal_error` when none is
     /// configured, or the first reading fails or finds no valid ring).
-    pub async fn keys(&self) -> ApiResult<Arc<Keys>> {
+    pub async fn keys(&self) -> Result<Arc<Keys>, ApiError> {
         let fresh = |read: &Option<Read>, now: DateTime<Utc>| {
             read.as_ref()
                 .filter(|r| now >= r.at && (now - r.at).to_std().is_ok_and(|age| age < REREAD))
@@ -277,7 +277,7 @@ impl Keyring {
         Ok(keys)
     }
 
-    async fn load(&self) -> ApiResult<Keys> {
+    async fn load(&self) -> Result<Keys, ApiError> {
         let text = KeySource::read(self.source.as_ref(), self.what, &self.sdk).await?;
         let text = String::from_utf8(text)
             .map_err(|_| ApiError::internal(format!("the {} is not text", self.what)))?;
