@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
         "clock",
     ],
     &["model", "secrets"],
-    &["auth", "links", "deployment_key"],
+    &["auth", "links", "deployment_key", "keyring"],
     &[
         "store", "files", "sealed", "cursor", "config", "outbound", "queue",
     ],
