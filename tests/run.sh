@@ -19,7 +19,8 @@ trap 'tools/local/scripts/engines.sh stop $started' EXIT
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).
-rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/model.json" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json"
+rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/model.json" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
+    "$STATE_DIR/rolled-deliveries" "$STATE_DIR/receivers.json"
 # The model test's seeded, bounded run writes its counts here (totals).
 MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
 tests=${PIPESTATUS[0]}
@@ -30,8 +31,13 @@ secrets=$?
 
 echo "==> the tests' webhook deliveries against the released baseline (old receivers keep working)"
 baseline=(api/baseline/openapi-*.yaml)
-"$VENV/bin/python" tools/compat/payloads.py "${baseline[0]}" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json"
+"$VENV/bin/python" tools/compat/payloads.py "${baseline[0]}" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
+    functions/docs/openapi.yaml
 export PAYLOADS_STATUS=$?
+
+echo "==> receivers through a roll of their webhook's secret (Standard Webhooks library, docs/webhooks.md)"
+"$VENV/bin/python" tests/receivers.py "$STATE_DIR/rolled-deliveries" docs/webhooks.md "$STATE_DIR/receivers.json"
+export RECEIVERS_STATUS=$?
 
 echo "==> contract gate"
 tests/conformance/run.sh

@@ -136,6 +136,18 @@ def main():
         )
         total_passed += p_passed
         total_failed += p_failed
+    # Receivers through a roll of their webhook's secret (tests/receivers.py).
+    if os.environ.get("RECEIVERS_STATUS"):
+        receivers_path = log.parent / "receivers.json"
+        receivers = json.loads(receivers_path.read_text()) if receivers_path.exists() else {}
+        r_failed = receivers.get("failed", 0) or (1 if int(os.environ["RECEIVERS_STATUS"]) else 0)
+        r_passed = receivers.get("checks", 0) - receivers.get("failed", 0)
+        print(
+            f"receivers:     {r_passed} passed, {r_failed} failed (a rolled webhook's deliveries verified by the "
+            "Standard Webhooks library and docs/webhooks.md's receivers, with the old and the new secret)"
+        )
+        total_passed += r_passed
+        total_failed += r_failed
     # The mutants of the change's lines (CI: MUTANTS_BASE; tools/mutants/run.sh).
     if os.environ.get("MUTANTS_STATUS"):
         mutants_path = log.parent / "mutants" / "summary.json"

@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::model::delivery::Delivery;
 use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
 use crate::queue::QueueMessage;
@@ -30,10 +30,55 @@ impl AppState {
             url: new.url,
             verification_mode: new.verification_mode,
             sealed_secret: self.sealer.seal(id.as_bytes(), &secret).await?,
+            previous_sealed_secret: None,
+            previous_secret_until: None,
             created_at: crate::model::now(),
         };
         self.store.webhooks().create(&record).await?;
         Ok((record, secret))
+    }
+
+    /// Rolls the secret of webhook `id` of `org`: a new one signs from now
+    /// on (returned this once), and the one before signs beside it for
+    /// `overlap` (404 `webhook_not_found`; a roll racing another is tried
+    /// again on what that one left).
+    pub async fn roll_webhook_secret(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        overlap: std::time::Duration,
+    ) -> ApiResult<(WebhookRecord, String)> {
+        let until = crate::clock::now()
+            + chrono::TimeDelta::from_std(overlap).map_err(ApiError::internal)?;
+        crate::store::tx::retry_races(|| async {
+            let current = self.store.webhooks().require(org, id).await?;
+            let secret = new_secret();
+            let rolled = WebhookRecord {
+                sealed_secret: self.sealer.seal(id.as_bytes(), &secret).await?,
+                previous_sealed_secret: Some(current.sealed_secret.clone()),
+                previous_secret_until: Some(until.into()),
+                ..current.clone()
+            };
+            self.store
+                .webhooks()
+                .roll(&rolled, &current.sealed_secret)
+                .await?;
+            Ok((rolled, secret))
+        })
+        .await
+    }
+
+    /// The secrets that sign a delivery of webhook `record` now: its own,
+    /// then the one before a roll while its overlap lasts.
+    pub async fn webhook_secrets(&self, record: &WebhookRecord) -> ApiResult<Vec<String>> {
+        let mut secrets = vec![self.open_webhook_secret(record).await?];
+        if let (Some(sealed), Some(until)) =
+            (&record.previous_sealed_secret, record.previous_secret_until)
+            && crate::clock::now() < until.as_datetime()
+        {
+            secrets.push(self.sealer.open(record.id.as_bytes(), sealed).await?);
+        }
+        Ok(secrets)
     }
 
     /// The secret of webhook `record`, opened from its sealed copy.

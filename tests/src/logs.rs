@@ -28,6 +28,12 @@ fn dir(sub: &str) -> PathBuf {
     dir
 }
 
+/// Writes `text` to `<state dir>/<sub>/<name>`.
+pub(crate) fn write_in(sub: &str, name: &str, text: &str) {
+    let path = dir(sub).join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
 fn append(name: &str) -> Mutex<File> {
     append_in("test-logs", name)
 }

@@ -211,6 +211,40 @@ impl Received {
     }
 }
 
+/// Keeps the deliveries of a webhook whose secret was rolled, by phase
+/// (`before`, `during` the overlap, `after` it), with its secrets (`old`,
+/// `new`) and verification mode, in `<state dir>/rolled-deliveries/`:
+/// after `cargo test`, `tests/receivers.py` checks that the receivers of
+/// docs/webhooks.md and the Standard Webhooks library accept each with
+/// either secret during the overlap, and with the new one only after it.
+pub fn keep_rolled(mode: &str, old: &str, new: &str, phases: &[(&str, &Received)]) {
+    let deliveries: Vec<serde_json::Value> = phases
+        .iter()
+        .map(|(phase, received)| {
+            let headers: serde_json::Map<String, serde_json::Value> = received
+                .headers
+                .iter()
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                    (name.as_str().to_owned(), value.into())
+                })
+                .collect();
+            serde_json::json!({
+                "phase": phase,
+                "headers": headers,
+                "body": String::from_utf8_lossy(&received.body),
+            })
+        })
+        .collect();
+    let kept = serde_json::json!({
+        "mode": mode,
+        "secrets": {"old": old, "new": new},
+        "deliveries": deliveries,
+    });
+    let name = format!("{}.json", uuid::Uuid::new_v4());
+    crate::logs::write_in("rolled-deliveries", &name, &kept.to_string());
+}
+
 /// Every request a `Receiver` gets, one JSON line each (`path`, `headers`,
 /// `body`) in `<state dir>/webhook-deliveries/received-<pid>`: after
 /// `cargo test`, `tools/compat/payloads.py` checks each against the

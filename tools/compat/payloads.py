@@ -1,16 +1,22 @@
 """Old receivers keep working: every webhook delivery the tests made,
 checked against the released baseline's description of it.
 
-    payloads.py BASELINE DIR SUMMARY
+    payloads.py BASELINE DIR SUMMARY [SERVED]
 
 DIR holds the deliveries the tests' receivers got (tests/src/webhooks.rs:
 one JSON line each, `path`, `headers`, `body`). Each body must validate
 against the baseline's payload schema of its event (JSON Schema 2020-12,
 the baseline's `$ref`s resolved) and carry every header the baseline
-requires, each header it sends matching its schema. Writes the counts to
+requires, each header it sends matching its schema. A delivery signed
+twice (a webhook whose secret was rolled, during the overlap: several
+signatures in `webhook-signature`) is a form no 1.0.0 receiver gets
+unless its webhook is rolled: it is checked against the SERVED
+description's `<event> (secret rolling)` instead. Writes the counts to
 SUMMARY (`make test`'s totals) and exits 1 when a delivery fails, or when
 there was none to check (a run that delivered nothing proves nothing).
 """
+
+ROLLING = " (secret rolling)"
 
 import json
 import sys
@@ -43,11 +49,19 @@ def events(baseline):
     return found
 
 
+def rolling(delivery):
+    """Whether `delivery` was signed with a rolled webhook's two secrets."""
+    headers = {k.lower(): v for k, v in delivery["headers"].items()}
+    return " " in headers.get("webhook-signature", "")
+
+
 def problems(delivery, described):
     headers = {k.lower(): v for k, v in delivery["headers"].items()}
     event = headers.get("x-svc-event")
+    if rolling(delivery) and event is not None:
+        event += ROLLING
     if event not in described:
-        return [f"event {event!r} is not in the baseline"]
+        return [f"event {event!r} is not described"]
     payload, header_checks = described[event]
     try:
         body = json.loads(delivery["body"])
@@ -76,9 +90,12 @@ def is_delivery(request, webhook_headers):
         return False
 
 
-def main(baseline_file, directory, summary_file):
+def main(baseline_file, directory, summary_file, served_file=None):
     baseline = yaml.safe_load(Path(baseline_file).read_text(encoding="utf-8"))
     described = events(baseline)
+    if served_file:
+        served = yaml.safe_load(Path(served_file).read_text(encoding="utf-8"))
+        described.update({name: checks for name, checks in events(served).items() if name.endswith(ROLLING)})
     deliveries = [
         json.loads(line)
         for path in sorted(Path(directory).glob("received-*"))
@@ -96,15 +113,17 @@ def main(baseline_file, directory, summary_file):
         bad += bool(found)
         for problem in found:
             print(f"  {delivery['path']}: {problem}")
+    rolled = sum(map(rolling, deliveries))
     summary = {"deliveries": len(deliveries), "failed": bad, "other": len(other),
-               "baseline": Path(baseline_file).name}
+               "rolling": rolled, "baseline": Path(baseline_file).name}
     Path(summary_file).write_text(json.dumps(summary))
     print(f"payloads: {len(deliveries)} deliveries checked against {Path(baseline_file).name}, {bad} failed "
-          f"({len(other)} other requests to the receivers, not deliveries)")
+          f"({rolled} of them signed twice during a secret's overlap, checked against the served "
+          f"description's rolling form; {len(other)} other requests to the receivers, not deliveries)")
     if not deliveries:
         print("payloads: no delivery was made: nothing was checked")
     return 1 if bad or not deliveries else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

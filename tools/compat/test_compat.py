@@ -241,12 +241,12 @@ class DeliveriesAgainstTheBaseline(unittest.TestCase):
     """`payloads.py` (old receivers keep working): the tests' deliveries,
     checked against the baseline's payload schema and headers."""
 
-    def check(self, *requests):
+    def check(self, *requests, served=None):
         with tempfile.TemporaryDirectory() as tmp:
             lines = "".join(json.dumps(r) + "\n" for r in requests)
             (Path(tmp) / "received-1").write_text(lines)
             run = subprocess.run([str(ROOT / ".venv/bin/python"), str(ROOT / "tools/compat/payloads.py"),
-                                  BASELINE, tmp, str(Path(tmp) / "summary.json")],
+                                  BASELINE, tmp, str(Path(tmp) / "summary.json"), *([served] if served else [])],
                                  capture_output=True, text=True, timeout=60)
             return run, json.loads((Path(tmp) / "summary.json").read_text())
 
@@ -285,6 +285,22 @@ class DeliveriesAgainstTheBaseline(unittest.TestCase):
         self.assertIn("'orgName' is a required property", run.stdout)
         self.assertIn("header webhook-signature is missing", run.stdout)
         self.assertIn("'nine' is not of type", run.stdout)
+
+    def test_a_delivery_signed_twice_is_checked_against_the_served_rolling_form(self):
+        rolled = self.delivery()
+        rolled["headers"]["webhook-signature"] = "v1," + "A" * 43 + "= v1," + "B" * 43 + "="
+        served = str(ROOT / "functions/docs/openapi.yaml")
+        run, summary = self.check(self.delivery(), rolled, served=served)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertEqual((summary["deliveries"], summary["failed"], summary["rolling"]), (2, 0, 1))
+        # Not a form of the baseline's; nor are three signatures the served form.
+        run, summary = self.check(rolled)
+        self.assertEqual((run.returncode, summary["failed"]), (1, 1), run.stdout)
+        self.assertIn("'surplus.delivered (secret rolling)' is not described", run.stdout)
+        rolled["headers"]["webhook-signature"] += " v1," + "C" * 43 + "="
+        run, summary = self.check(rolled, served=served)
+        self.assertEqual((run.returncode, summary["failed"]), (1, 1), run.stdout)
+        self.assertIn("header webhook-signature", run.stdout)
 
     def test_no_delivery_at_all_fails(self):
         run, summary = self.check()

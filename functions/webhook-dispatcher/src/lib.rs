@@ -306,10 +306,10 @@ impl Dispatcher {
             tracing::info!(delivery_id = %id, "load archived: nothing to deliver");
             return Ok(Ok(()));
         };
-        let secret = self.state.open_webhook_secret(&hook).await?;
+        let secrets = self.state.webhook_secrets(&hook).await?;
         let payload = serde_json::to_vec(&envelope).map_err(shared::ApiError::internal)?;
         let attempted_at = shared::model::now();
-        let headers = self.headers(&hook, &secret, id, attempted_at.unix(), &payload);
+        let headers = self.headers(&hook, &secrets, id, attempted_at.unix(), &payload);
         let outcome = self.sender.post(&hook.url, headers, payload).await;
 
         let attempt = DeliveryAttempt {
@@ -355,16 +355,25 @@ impl Dispatcher {
         }
     }
 
-    /// The headers of one attempt (the secret only ever in a signature,
-    /// or as the bearer token the receiver registered).
+    /// The headers of one attempt (a secret only ever in a signature, or
+    /// as the bearer token the receiver registered): one signature, or
+    /// token, for each of `secrets` (the webhook's, then the one before a
+    /// roll during its overlap), space-separated.
     fn headers(
         &self,
         hook: &WebhookRecord,
-        secret: &str,
+        secrets: &[String],
         id: Uuid,
         timestamp: i64,
         payload: &[u8],
     ) -> HeaderMap {
+        let each = |sign: &dyn Fn(&str) -> String| {
+            secrets
+                .iter()
+                .map(|secret| sign(secret))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let short = &self.state.config.short_name;
         let id_text = id.to_string();
         let mut headers = HeaderMap::new();
@@ -382,18 +391,21 @@ impl Dispatcher {
             VerificationMode::HmacSha256 => {
                 set(
                     short.header("signature"),
-                    signature::body_signature(secret, payload),
+                    each(&|secret| signature::body_signature(secret, payload)),
                 );
             }
             VerificationMode::BearerToken => {
-                set(short.header("delivery-token"), secret.to_owned());
+                set(
+                    short.header("delivery-token"),
+                    each(&|secret| secret.to_owned()),
+                );
             }
         }
         set("webhook-id".into(), id_text.clone());
         set("webhook-timestamp".into(), timestamp.to_string());
         set(
             "webhook-signature".into(),
-            signature::standard_signature(secret, &id_text, timestamp, payload),
+            each(&|secret| signature::standard_signature(secret, &id_text, timestamp, payload)),
         );
         // Kept out of any debug output of the HTTP client.
         for value in headers.values_mut() {

@@ -1,6 +1,7 @@
 //! Outbound webhooks of the organization: register (the secret is shown
 //! once), list (never a secret), delete; and, beyond the contract, each
-//! webhook's recent delivery attempts and a retry of one delivery.
+//! webhook's recent delivery attempts, a retry of one delivery, and a
+//! roll of its secret (the one before signing beside it for a while).
 //! Contract: api-v1.md, "Webhooks", "Events"; docs/webhooks.md.
 
 use axum::Router;
@@ -16,7 +17,9 @@ use shared::http::idempotency::SealAtRest;
 use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
 use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
-use shared::model::webhook::{CreateWebhook, CreatedWebhook, Webhook, WebhookRecord};
+use shared::model::webhook::{
+    CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
+};
 use shared::store::calls::CallCounter;
 use shared::{ApiResult, AppState};
 
@@ -24,6 +27,10 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/webhooks", get(list).post(create))
         .route("/api/v1/webhooks/{webhookId}", delete(remove))
+        .route(
+            "/api/v1/webhooks/{webhookId}/roll-secret",
+            post(roll_secret),
+        )
         .route("/api/v1/webhooks/{webhookId}/deliveries", get(deliveries))
         .route(
             "/api/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
@@ -69,6 +76,40 @@ async fn created(
             secret,
         },
     }))
+}
+
+/// POST /api/v1/webhooks/{webhookId}/roll-secret — write:data — 200 with
+/// the new secret, once; the secret before signs beside it for
+/// `overlap_hours` (24; 0 to 168); 404 `webhook_not_found`; 422
+/// `validation_error`.
+async fn roll_secret(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<WebhookId>,
+    JsonBody(body): JsonBody<RollSecret>,
+) -> ApiResult<Response> {
+    let overlap = body.overlap()?;
+    let rolled = async {
+        let (record, _) = ctx.roll_webhook_secret(ctx.org_id, id, overlap).await?;
+        Ok(record)
+    };
+    ctx.commit(rolled, rolled_answer).await
+}
+
+/// A roll's answer: 200 with the new secret, opened from the record (the
+/// answer is kept for a retry only sealed).
+async fn rolled_answer(
+    state: AppState,
+    record: WebhookRecord,
+) -> ApiResult<SealAtRest<Json<Data<RolledWebhook>>>> {
+    let secret = state.open_webhook_secret(&record).await?;
+    let until = record
+        .previous_secret_until
+        .ok_or_else(|| shared::ApiError::internal("a rolled webhook without an overlap"))?;
+    Ok(SealAtRest(Json(Data(RolledWebhook {
+        webhook: record.view(),
+        secret,
+        previous_secret_expires_at: until,
+    }))))
 }
 
 /// DELETE /api/v1/webhooks/{webhookId} — write:data — 200 with the removed

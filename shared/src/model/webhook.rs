@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::integer::Integer;
+use super::patch::Patch;
 use super::time::Timestamp;
 use crate::error::ApiError;
 use crate::error::codes;
@@ -56,6 +58,12 @@ pub struct WebhookRecord {
     pub url: String,
     pub verification_mode: VerificationMode,
     pub sealed_secret: String,
+    /// After a roll (`RollSecret`): the secret before, sealed, which signs
+    /// beside the new one until `previous_secret_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_sealed_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_secret_until: Option<Timestamp>,
     pub created_at: Timestamp,
 }
 
@@ -75,6 +83,47 @@ pub struct CreatedWebhook {
     #[serde(flatten)]
     pub webhook: Webhook,
     pub secret: String,
+}
+
+/// Hours the secret before a roll keeps signing, unless the roll says.
+pub const DEFAULT_OVERLAP_HOURS: u32 = 24;
+/// The longest overlap a roll may ask for: 7 days.
+pub const MAX_OVERLAP_HOURS: u32 = 168;
+
+/// POST /api/v1/webhooks/{webhookId}/roll-secret body.
+#[derive(Debug, Deserialize)]
+pub struct RollSecret {
+    #[serde(default)]
+    pub overlap_hours: Patch<Integer>,
+}
+
+impl RollSecret {
+    /// How long the secret before keeps signing: 24 hours when not given
+    /// (422 `validation_error` for `null` or outside 0 to 168).
+    pub fn overlap(&self) -> Result<std::time::Duration, ApiError> {
+        let hours = match &self.overlap_hours {
+            Patch::Absent => i64::from(DEFAULT_OVERLAP_HOURS),
+            Patch::Null => return Err(ApiError::validation("overlap_hours", "must not be null")),
+            Patch::Value(Integer(hours)) => *hours,
+        };
+        let hours = u64::try_from(hours)
+            .ok()
+            .filter(|h| *h <= u64::from(MAX_OVERLAP_HOURS))
+            .ok_or_else(|| {
+                ApiError::validation("overlap_hours", format!("must be 0 to {MAX_OVERLAP_HOURS}"))
+            })?;
+        Ok(std::time::Duration::from_secs(hours * 3600))
+    }
+}
+
+/// A roll's answer: the webhook, its new secret this once, and until when
+/// the secret before still signs beside it.
+#[derive(Debug, Serialize)]
+pub struct RolledWebhook {
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    pub secret: String,
+    pub previous_secret_expires_at: Timestamp,
 }
 
 /// A new secret: 32 bytes from the operating system's CSPRNG, written

@@ -14,6 +14,7 @@ use super::{Store, sdk_error};
 use crate::error::{ApiError, ApiResult};
 
 const SEALED_SECRET: &str = "sealed_secret";
+const PREVIOUS_SECRET: &str = "previous_sealed_secret";
 const BODY: &str = "body";
 const SEALED: &str = "sealed";
 
@@ -22,6 +23,8 @@ const SEALED: &str = "sealed";
 pub enum Field {
     /// A webhook's secret.
     WebhookSecret,
+    /// A webhook's secret before its roll, during the overlap.
+    PreviousWebhookSecret,
     /// A kept answer that carries a secret.
     KeptAnswer,
 }
@@ -72,7 +75,7 @@ impl SealedValues<'_> {
             .send()
             .await
             .map_err(sdk_error)?;
-        let values = page.items().iter().filter_map(sealed_value).collect();
+        let values = page.items().iter().flat_map(sealed_values).collect();
         let next = page.last_evaluated_key().map(|key| Resume {
             pk: get_s(key, PK).unwrap_or_default().to_owned(),
             sk: get_s(key, SK).unwrap_or_default().to_owned(),
@@ -85,6 +88,7 @@ impl SealedValues<'_> {
     pub async fn replace(&self, value: &SealedValue, resealed: &str) -> ApiResult<bool> {
         let (name, old, new) = match value.field {
             Field::WebhookSecret => (SEALED_SECRET, s(&value.sealed), s(resealed)),
+            Field::PreviousWebhookSecret => (PREVIOUS_SECRET, s(&value.sealed), s(resealed)),
             Field::KeptAnswer => (
                 BODY,
                 AttributeValue::B(value.sealed.as_bytes().to_vec().into()),
@@ -114,29 +118,41 @@ impl SealedValues<'_> {
     }
 }
 
-/// The sealed value `item` holds, if any.
-fn sealed_value(item: &Item) -> Option<SealedValue> {
-    let (pk, sk) = (get_s(item, PK)?.to_owned(), get_s(item, SK)?.to_owned());
+/// The sealed values `item` holds.
+fn sealed_values(item: &Item) -> Vec<SealedValue> {
+    let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK)) else {
+        return Vec::new();
+    };
+    let value = |field, sealed: &str, owner: Vec<u8>| SealedValue {
+        pk: pk.to_owned(),
+        sk: sk.to_owned(),
+        field,
+        sealed: sealed.to_owned(),
+        owner,
+    };
     if let Some(sealed) = get_s(item, SEALED_SECRET) {
-        let id: Uuid = sk.strip_prefix(WEBHOOK_PREFIX)?.parse().ok()?;
-        return Some(SealedValue {
-            field: Field::WebhookSecret,
-            sealed: sealed.to_owned(),
-            owner: id.as_bytes().to_vec(),
-            pk,
-            sk,
-        });
+        let Some(id) = sk
+            .strip_prefix(WEBHOOK_PREFIX)
+            .and_then(|id| id.parse::<Uuid>().ok())
+        else {
+            return Vec::new();
+        };
+        let owner = id.as_bytes().to_vec();
+        let mut values = vec![value(Field::WebhookSecret, sealed, owner.clone())];
+        if let Some(previous) = get_s(item, PREVIOUS_SECRET) {
+            values.push(value(Field::PreviousWebhookSecret, previous, owner));
+        }
+        return values;
     }
-    let sealed = item.get(SEALED).and_then(|v| v.as_bool().ok()).copied()?;
-    let body = item.get(BODY).and_then(|v| v.as_b().ok())?;
-    let body = String::from_utf8(body.as_ref().to_vec()).ok()?;
-    sealed.then(|| SealedValue {
-        field: Field::KeptAnswer,
-        sealed: body,
-        owner: super::idempotency::item_name(&pk, &sk).into_bytes(),
-        pk,
-        sk,
-    })
+    let sealed = item.get(SEALED).and_then(|v| v.as_bool().ok()).copied();
+    let body = item.get(BODY).and_then(|v| v.as_b().ok());
+    match (sealed, body.map(|b| String::from_utf8(b.as_ref().to_vec()))) {
+        (Some(true), Some(Ok(body))) => {
+            let owner = super::idempotency::item_name(pk, sk).into_bytes();
+            vec![value(Field::KeptAnswer, &body, owner)]
+        }
+        _ => Vec::new(),
+    }
 }
 
 impl From<Resume> for String {

@@ -6,11 +6,11 @@
 
 use uuid::Uuid;
 
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 
-use super::item::{from_item, key, n, to_item};
+use super::item::{from_item, key, n, s, to_item};
 use super::keys::{self, ORG_SK, UNIQUE_SK, WEBHOOK_PREFIX};
-use super::tx::{delete, put, transact};
+use super::tx::{delete, put, raced, transact};
 use super::{Store, outcome, query_records};
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
@@ -99,6 +99,29 @@ impl Webhooks<'_> {
         ];
         outcome::render(record).await?;
         transact(self.0, actions, &conflicts).await
+    }
+
+    /// Stores `rolled` (a webhook with its secret rolled: the new one
+    /// sealed, the one before and until when it signs) if the webhook's
+    /// secret is still `current`: 409 `raced` (for `tx::retry_races`) when
+    /// another roll came first or the webhook is gone.
+    pub async fn roll(&self, rolled: &WebhookRecord, current: &str) -> ApiResult<()> {
+        let item = WebhookItem {
+            pk: keys::org_pk(rolled.org_id),
+            sk: keys::webhook_sk(rolled.id),
+            record: rolled,
+        };
+        let put = Put::builder()
+            .table_name(self.0.table())
+            .set_item(Some(to_item(&item)?))
+            .condition_expression("#sealed = :current")
+            .expression_attribute_names("#sealed", "sealed_secret")
+            .expression_attribute_values(":current", s(current))
+            .build()
+            .map_err(ApiError::internal)?;
+        let actions = vec![TransactWriteItem::builder().put(put).build()];
+        outcome::render(rolled).await?;
+        transact(self.0, actions, &[(0, raced)]).await
     }
 
     /// The organization's webhooks, oldest first.

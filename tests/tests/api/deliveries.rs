@@ -860,6 +860,8 @@ fn a_name_resolving_to_loopback_is_refused_by_the_dispatcher() {
                 .seal(id.as_bytes(), "whsec_x")
                 .await
                 .unwrap(),
+            previous_sealed_secret: None,
+            previous_secret_until: None,
             created_at: shared::model::now(),
         };
         stack.state.store.webhooks().create(&record).await.unwrap();

@@ -181,10 +181,14 @@ fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_keyed_requests_
 /// reseal` walks all of it) whose API and dispatcher both read the seal
 /// key from `source` and run by `clock`.
 async fn sealed_stack(clock: &Clock, source: &KeySource) -> Stack {
-    let mut stack = Stack::new(quick_policy(3), true, |c| {
-        c.webhook_seal_key = Some(source.clone());
-    })
-    .await;
+    let source = source.clone();
+    stack_by(clock, true, move |c| c.webhook_seal_key = Some(source)).await
+}
+
+/// A stack (a table of its own when `own_table`) whose API and dispatcher
+/// both run by `clock`, with the settings `change` makes.
+async fn stack_by(clock: &Clock, own_table: bool, change: impl FnOnce(&mut Config)) -> Stack {
+    let mut stack = Stack::new(quick_policy(3), own_table, change).await;
     let mut dispatching = AppState::new((*stack.api.config).clone(), &harness().await.sdk);
     dispatching.clock = clock.clone();
     stack.dispatcher = webhook_dispatcher::Dispatcher::new(dispatching.clone(), quick_policy(3));
@@ -283,9 +287,22 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
             .await;
         all_delivered(1, &secrets);
+        // Its secret rolled for a week: the secret before is kept sealed too.
+        let hook = first.body["data"]["id"].as_str().unwrap().to_owned();
+        let rolled = call(
+            Method::POST,
+            &format!("/api/v1/webhooks/{hook}/roll-secret"),
+        )
+        .key(&t.key)
+        .json(&json!({"overlap_hours": 168}))
+        .send_to(&stack.router)
+        .await;
+        rolled.expect(200, None);
+        let original = secrets[0].clone();
+        let secrets = [secrets, vec![secret_of(&rolled)]].concat();
         assert_eq!(
             check(&config, &clock).await,
-            json!({"seals_with": 1, "sealed": {"1": 2}, "need_an_old_version": 0})
+            json!({"seals_with": 1, "sealed": {"1": 3}, "need_an_old_version": 0})
         );
 
         // The operator rotates the seal key; the new generation seals once
@@ -310,7 +327,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         );
         assert_eq!(
             check(&config, &clock).await,
-            json!({"seals_with": 2, "sealed": {"1": 2, "2": 1}, "need_an_old_version": 2})
+            json!({"seals_with": 2, "sealed": {"1": 3, "2": 1}, "need_an_old_version": 3})
         );
 
         // The old generation cannot go while values need it.
@@ -324,7 +341,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         assert!(
             refused
                 .to_string()
-                .contains("2 values are still sealed with version 1"),
+                .contains("3 values are still sealed with version 1"),
             "{refused}"
         );
 
@@ -347,7 +364,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             .expect("reseal, resumed");
         assert!(resealed.lines[0]["resume"].is_null(), "to the end");
         let total = |done: &Done| done.lines[0]["resealed"].as_u64().unwrap();
-        assert_eq!(total(&bounded) + total(&resealed), 2);
+        assert_eq!(total(&bounded) + total(&resealed), 3);
         // What is left is known after a whole walk only.
         assert!(resealed.lines[0]["need_an_old_version"].is_null());
         // Safe to run again: nothing left to do.
@@ -358,7 +375,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         assert_eq!(again.lines[0]["need_an_old_version"], 0);
         assert_eq!(
             check(&config, &clock).await,
-            json!({"seals_with": 2, "sealed": {"2": 3}, "need_an_old_version": 0})
+            json!({"seals_with": 2, "sealed": {"2": 4}, "need_an_old_version": 0})
         );
         admin_on(
             &config,
@@ -373,6 +390,13 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             .drain_until(Duration::from_secs(20), || receiver.count() >= 5)
             .await;
         all_delivered(5, &secrets);
+        // The rolled webhook's secret before, resealed, still signs.
+        let last = receiver
+            .requests()
+            .into_iter()
+            .rfind(|r| r.path == "/hook-1")
+            .unwrap();
+        assert!(last.signed_with(&original) && last.signed_with(&secrets[1]));
         let again = register(Some("hook-1")).await;
         assert_eq!((again.status.as_u16(), &again.text), (201, &first.text));
         assert!(stack.dead_letters().await.is_empty(), "no delivery failed");
@@ -405,5 +429,253 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
                 step("keys drop", "succeeded"),
             ]
         );
+    });
+}
+
+/// The deliveries `receiver` got at `path`.
+fn at(receiver: &Receiver, path: &str) -> Vec<api_tests::webhooks::Received> {
+    receiver
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == path)
+        .collect()
+}
+
+#[test]
+fn a_rolled_secret_signs_beside_the_one_before_for_the_overlap_and_alone_after() {
+    run(async {
+        let clock = Clock::default();
+        let stack = stack_by(&clock, false, |_| {}).await;
+        let t = stack.org().await;
+        let receiver = Receiver::start(vec![]).await;
+        let send = |method: Method, path: String, body: Option<Value>, key: &str| {
+            let mut c = call(method, &path).key(key);
+            if let Some(body) = body {
+                c = c.json(&body);
+            }
+            c.send_to(&stack.router)
+        };
+        let register = |path: &str, mode: &str| {
+            send(
+                Method::POST,
+                "/api/v1/webhooks".into(),
+                Some(json!({"event": "surplus.delivered",
+                            "url": format!("{}{path}", receiver.base),
+                            "verification_mode": mode})),
+                &t.key,
+            )
+        };
+        let (hmac, bearer) = (
+            register("/hmac", "hmac_sha256").await,
+            register("/bearer", "bearer_token").await,
+        );
+        let id = |reply: &Reply| reply.body["data"]["id"].as_str().unwrap().to_owned();
+        let secret = |reply: &Reply| reply.body["data"]["secret"].as_str().unwrap().to_owned();
+        let (hook, old) = (id(&hmac), secret(&hmac));
+        let (bearer_hook, bearer_old) = (id(&bearer), secret(&bearer));
+        let deliver = |count: usize| {
+            let (stack, t, receiver) = (&stack, &t, &receiver);
+            async move {
+                deliver_a_load(stack, t).await;
+                stack
+                    .drain_until(Duration::from_secs(20), || receiver.count() >= count)
+                    .await;
+                assert_eq!(receiver.count(), count);
+            }
+        };
+        deliver(2).await;
+        let first = &at(&receiver, "/hmac")[0];
+        assert!(first.signed_with(&old));
+        assert!(
+            !first.header("webhook-signature").contains(' '),
+            "one signature"
+        );
+
+        // The hmac webhook's secret rolled for an hour, with an
+        // Idempotency-Key; the bearer one's by an operator, for the default day.
+        let roll = |body: Value| {
+            call(
+                Method::POST,
+                &format!("/api/v1/webhooks/{hook}/roll-secret"),
+            )
+            .key(&t.key)
+            .header("idempotency-key", "roll-1")
+            .json(&body)
+            .send_to(&stack.router)
+        };
+        let rolled = roll(json!({"overlap_hours": 1})).await;
+        rolled.expect(200, None);
+        let new = secret(&rolled);
+        assert_ne!(new, old);
+        let data = &rolled.body["data"];
+        assert_eq!(
+            (data["id"].as_str(), data["event"].as_str()),
+            (Some(hook.as_str()), Some("surplus.delivered"))
+        );
+        let until: chrono::DateTime<chrono::Utc> = data["previous_secret_expires_at"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let hour_on = clock.now() + chrono::TimeDelta::hours(1);
+        assert!(
+            (until - hour_on).abs() < chrono::TimeDelta::seconds(5),
+            "{until} ~ {hour_on}"
+        );
+        let again = roll(json!({"overlap_hours": 1})).await;
+        assert_eq!(
+            (again.header("idempotent-replayed"), &again.text),
+            ("true", &rolled.text)
+        );
+        let config = (*stack.api.config).clone();
+        let by_operator = admin_on(
+            &config,
+            &clock,
+            &[
+                "webhooks",
+                "roll-secret",
+                "--org",
+                &t.id().to_string(),
+                "--webhook",
+                &bearer_hook,
+            ],
+        )
+        .await
+        .expect("webhooks roll-secret");
+        let bearer_new = by_operator.lines[0]["secret"].as_str().unwrap().to_owned();
+        assert_ne!(bearer_new, bearer_old);
+        let org = t.id().to_string();
+        let trail = admin_on(&config, &clock, &["audit", "list", "--org", &org])
+            .await
+            .unwrap()
+            .lines;
+        let audited = trail
+            .iter()
+            .find(|r| r["command"] == "webhooks roll-secret" && r["outcome"] == "succeeded")
+            .expect("the operator's roll is audited");
+        assert_eq!(audited["target"]["webhook_id"], bearer_hook.as_str());
+        assert!(
+            !audited.to_string().contains(&bearer_new),
+            "no secret in the trail"
+        );
+
+        // During the overlap: both secrets sign each delivery.
+        deliver(4).await;
+        let during = &at(&receiver, "/hmac")[1];
+        for secret in [&old, &new] {
+            assert!(during.signed_with(secret));
+        }
+        assert!(
+            during.header("webhook-signature").starts_with(&format!(
+                "{} ",
+                webhook_dispatcher::signature::standard_signature(
+                    &new,
+                    during.header("webhook-id"),
+                    during.header("webhook-timestamp").parse().unwrap(),
+                    &during.body
+                )
+            )),
+            "the new secret's first"
+        );
+        let bearer_during = &at(&receiver, "/bearer")[1];
+        assert_eq!(
+            bearer_during.header("x-svc-delivery-token"),
+            format!("{bearer_new} {bearer_old}")
+        );
+
+        // After the overlap: the new secret alone (the bearer's day goes on).
+        clock.advance(Duration::from_secs(3601));
+        deliver(6).await;
+        let after = &at(&receiver, "/hmac")[2];
+        assert!(after.signed_with(&new) && !after.signed_with(&old));
+        assert!(!after.header("x-svc-signature").contains(' '));
+        assert!(at(&receiver, "/bearer")[2].signed_with(&bearer_old));
+
+        let hmac_seen = at(&receiver, "/hmac");
+        let phases = [
+            ("before", &hmac_seen[0]),
+            ("during", &hmac_seen[1]),
+            ("after", &hmac_seen[2]),
+        ];
+        api_tests::webhooks::keep_rolled("hmac_sha256", &old, &new, &phases);
+        let bearer_seen = at(&receiver, "/bearer");
+        let phases = [("before", &bearer_seen[0]), ("during", &bearer_seen[1])];
+        api_tests::webhooks::keep_rolled("bearer_token", &bearer_old, &bearer_new, &phases);
+
+        // The delivery log is kept.
+        let log = send(
+            Method::GET,
+            format!("/api/v1/webhooks/{hook}/deliveries"),
+            None,
+            &t.key,
+        )
+        .await;
+        log.expect(200, None);
+        assert_eq!(log.body["data"].as_array().unwrap().len(), 3);
+        assert!(stack.dead_letters().await.is_empty(), "no delivery failed");
+    });
+}
+
+#[test]
+fn a_roll_of_another_organizations_webhook_is_404_and_bad_rolls_are_refused() {
+    run(async {
+        let clock = Clock::default();
+        let stack = stack_by(&clock, false, |_| {}).await;
+        let (t, other) = (stack.org().await, stack.org().await);
+        let roll = |key: &str, hook: &str, body: &str| {
+            call(
+                Method::POST,
+                &format!("/api/v1/webhooks/{hook}/roll-secret"),
+            )
+            .key(key)
+            .raw(body)
+            .send_to(&stack.router)
+        };
+        let registered = call(Method::POST, "/api/v1/webhooks")
+            .key(&t.key)
+            .json(&json!({"event": "surplus.delivered", "url": "https://hooks.example.com/roll"}))
+            .send_to(&stack.router)
+            .await;
+        let hook = registered.body["data"]["id"].as_str().unwrap().to_owned();
+        let stored = || async {
+            let record = stack
+                .api
+                .store
+                .webhooks()
+                .require(t.id(), hook.parse().unwrap())
+                .await
+                .unwrap();
+            (record.sealed_secret, record.previous_sealed_secret)
+        };
+        let before = stored().await;
+        roll(&other.key, &hook, "{}")
+            .await
+            .expect(404, Some("webhook_not_found"));
+        for body in [
+            r#"{"overlap_hours": 169}"#,
+            r#"{"overlap_hours": -1}"#,
+            r#"{"overlap_hours": "24"}"#,
+            r#"{"overlap_hours": null}"#,
+            r#"{"overlap_hours": 1.5}"#,
+            "[]",
+        ] {
+            roll(&t.key, &hook, body)
+                .await
+                .expect(422, Some("validation_error"));
+        }
+        roll(&t.key, &hook, "")
+            .await
+            .expect(400, Some("invalid_json"));
+        roll(&t.key, "not-a-uuid", "{}")
+            .await
+            .expect(400, Some("invalid_webhook_id"));
+        assert_eq!(stored().await, before, "nothing rolled");
+        // The longest overlap passes (a whole number written as a float is
+        // an integer, as JSON Schema counts), and leaves the secret before.
+        let rolled = roll(&t.key, &hook, r#"{"overlap_hours": 168.0}"#).await;
+        rolled.expect(200, None);
+        let (sealed, previous) = stored().await;
+        assert_ne!(sealed, before.0);
+        assert_eq!(previous, Some(before.0));
     });
 }

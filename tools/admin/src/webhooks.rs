@@ -1,15 +1,17 @@
 //! `admin webhooks ...`: a superadmin manages an organization's webhooks,
 //! the same rows the organization manages through the API, by the same
 //! code (`shared::webhooks`, the store): list, register, delete, list a
-//! webhook's delivery attempts, retry one delivery. Register, delete and
-//! retry change something: their audit records (`crate::audit`) say who
-//! did what to which organization, and when.
+//! webhook's delivery attempts, retry one delivery, roll a secret.
+//! Register, roll, delete and retry change something: their audit records
+//! (`crate::audit`) say who did what to which organization, and when.
 
 use anyhow::Result;
 use clap::Subcommand;
 use serde_json::{Value, json};
 use shared::AppState;
-use shared::model::webhook::{CreateWebhook, VerificationMode, WebhookRecord};
+use shared::model::integer::Integer;
+use shared::model::patch::Patch;
+use shared::model::webhook::{CreateWebhook, RollSecret, VerificationMode, WebhookRecord};
 use uuid::Uuid;
 
 use crate::audit::{Action, Done, shown_url};
@@ -32,6 +34,17 @@ pub enum Webhooks {
         /// hmac_sha256 (default) or bearer_token.
         #[arg(long, value_parser = parse_mode)]
         verification_mode: Option<VerificationMode>,
+    },
+    /// Give a webhook a new secret (printed once); the one before signs
+    /// beside it for the overlap, so its receiver can switch meanwhile.
+    RollSecret {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        webhook: Uuid,
+        /// Hours the secret before keeps signing (0 to 168).
+        #[arg(long, default_value_t = shared::model::webhook::DEFAULT_OVERLAP_HOURS)]
+        overlap_hours: u32,
     },
     /// Delete an organization's webhook for good.
     Delete {
@@ -83,6 +96,15 @@ impl Webhooks {
                 "webhooks register",
                 Some(*org),
                 json!({"event": event, "url": shown_url(url), "verification_mode": verification_mode}),
+            )),
+            Webhooks::RollSecret {
+                org,
+                webhook,
+                overlap_hours,
+            } => Some(Action::new(
+                "webhooks roll-secret",
+                Some(*org),
+                json!({"webhook_id": webhook, "overlap_hours": overlap_hours}),
             )),
             Webhooks::Delete { org, webhook } => Some(Action::new(
                 "webhooks delete",
@@ -139,6 +161,22 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
             let (record, secret) = state.register_webhook(org, new).await?;
             made = Some(json!({"webhook_id": record.id}));
             print(json!({"webhook": shown(&record), "secret": secret}));
+        }
+        Webhooks::RollSecret {
+            org,
+            webhook,
+            overlap_hours,
+        } => {
+            let overlap = RollSecret {
+                overlap_hours: Patch::Value(Integer(overlap_hours.into())),
+            }
+            .overlap()?;
+            let (record, secret) = state.roll_webhook_secret(org, webhook, overlap).await?;
+            print(json!({
+                "webhook": shown(&record),
+                "secret": secret,
+                "previous_secret_expires_at": record.previous_secret_until,
+            }));
         }
         Webhooks::Delete { org, webhook } => {
             let removed = store.webhooks().delete(org, webhook).await?;
