@@ -124,30 +124,27 @@ def main():
     print(f"soak:          {soak_passed} passed, {soak_failed} failed (invariant checks of a short soak: {summary_line})")
     total_passed = passed + secrets_passed + cases - cases_failed + found + clients_passed + checks_passed + soak_passed + model_passed
     total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
-    # The tests' webhook deliveries against the baseline (tools/compat/payloads.py).
-    if os.environ.get("PAYLOADS_STATUS"):
-        payloads_path = log.parent / "payloads.json"
-        payloads = json.loads(payloads_path.read_text()) if payloads_path.exists() else {}
-        p_failed = payloads.get("failed", 0) or (1 if int(os.environ["PAYLOADS_STATUS"]) else 0)
-        p_passed = payloads.get("deliveries", 0) - payloads.get("failed", 0)
-        print(
-            f"payloads:      {p_passed} passed, {p_failed} failed (webhook deliveries of the tests checked against "
-            f"{payloads.get('baseline', 'the baseline')}'s payload schema and headers)"
-        )
-        total_passed += p_passed
-        total_failed += p_failed
-    # Receivers through a roll of their webhook's secret (tests/receivers.py).
-    if os.environ.get("RECEIVERS_STATUS"):
-        receivers_path = log.parent / "receivers.json"
-        receivers = json.loads(receivers_path.read_text()) if receivers_path.exists() else {}
-        r_failed = receivers.get("failed", 0) or (1 if int(os.environ["RECEIVERS_STATUS"]) else 0)
-        r_passed = receivers.get("checks", 0) - receivers.get("failed", 0)
-        print(
-            f"receivers:     {r_passed} passed, {r_failed} failed (a rolled webhook's deliveries verified by the "
-            "Standard Webhooks library and docs/webhooks.md's receivers, with the old and the new secret)"
-        )
-        total_passed += r_passed
-        total_failed += r_failed
+    # Checks run on what the tests kept, after them: the tests' webhook
+    # deliveries against the baseline (tools/compat/payloads.py) and
+    # receivers through a roll of their webhook's secret (tests/receivers.py).
+    after_the_tests = [
+        ("payloads", "PAYLOADS_STATUS", "deliveries",
+         lambda kept: f"webhook deliveries of the tests checked against {kept.get('baseline', 'the baseline')}'s "
+                      "payload schema and headers"),
+        ("receivers", "RECEIVERS_STATUS", "checks",
+         lambda kept: "a rolled webhook's deliveries verified by the Standard Webhooks library and "
+                      "docs/webhooks.md's receivers, with the old and the new secret"),
+    ]
+    for name, status, counted, what in after_the_tests:
+        if not os.environ.get(status):
+            continue
+        kept_path = log.parent / f"{name}.json"
+        kept = json.loads(kept_path.read_text()) if kept_path.exists() else {}
+        k_failed = kept.get("failed", 0) or (1 if int(os.environ[status]) else 0)
+        k_passed = kept.get(counted, 0) - kept.get("failed", 0)
+        print(f"{name + ':':<15}{k_passed} passed, {k_failed} failed ({what(kept)})")
+        total_passed += k_passed
+        total_failed += k_failed
     # The mutants of the change's lines (CI: MUTANTS_BASE; tools/mutants/run.sh).
     if os.environ.get("MUTANTS_STATUS"):
         mutants_path = log.parent / "mutants" / "summary.json"

@@ -175,6 +175,24 @@ impl Received {
         serde_json::from_slice(&self.body).expect("a JSON body")
     }
 
+    /// The request as it is kept for the checks after `cargo test`:
+    /// `path`, `headers` (each value as text) and `body`.
+    fn kept(&self) -> serde_json::Value {
+        let headers: serde_json::Map<String, serde_json::Value> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                (name.as_str().to_owned(), value.into())
+            })
+            .collect();
+        serde_json::json!({
+            "path": self.path,
+            "headers": headers,
+            "body": String::from_utf8_lossy(&self.body),
+        })
+    }
+
     /// Whether `secret` signed this delivery, as a receiver checks: one of
     /// `webhook-signature`'s space-separated signatures (Standard
     /// Webhooks), and one of `x-svc-signature`'s (`hmac_sha256` mode) or
@@ -221,19 +239,9 @@ pub fn keep_rolled(mode: &str, old: &str, new: &str, phases: &[(&str, &Received)
     let deliveries: Vec<serde_json::Value> = phases
         .iter()
         .map(|(phase, received)| {
-            let headers: serde_json::Map<String, serde_json::Value> = received
-                .headers
-                .iter()
-                .map(|(name, value)| {
-                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-                    (name.as_str().to_owned(), value.into())
-                })
-                .collect();
-            serde_json::json!({
-                "phase": phase,
-                "headers": headers,
-                "body": String::from_utf8_lossy(&received.body),
-            })
+            let mut kept = received.kept();
+            kept["phase"] = (*phase).into();
+            kept
         })
         .collect();
     let kept = serde_json::json!({
@@ -254,19 +262,7 @@ static RECEIVED_FILE: LazyLock<Mutex<File>> =
     LazyLock::new(|| crate::logs::append_in("webhook-deliveries", "received"));
 
 fn keep(received: &Received) {
-    let headers: serde_json::Map<String, serde_json::Value> = received
-        .headers
-        .iter()
-        .map(|(name, value)| {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            (name.as_str().to_owned(), value.into())
-        })
-        .collect();
-    let line = serde_json::json!({
-        "path": received.path,
-        "headers": headers,
-        "body": String::from_utf8_lossy(&received.body),
-    });
+    let line = received.kept();
     // Unbuffered: the test process exits without running destructors.
     let mut file = RECEIVED_FILE.lock().unwrap_or_else(|e| e.into_inner());
     writeln!(file, "{line}").expect("keep a received delivery");
