@@ -679,3 +679,52 @@ fn a_roll_of_another_organizations_webhook_is_404_and_bad_rolls_are_refused() {
         assert_eq!(previous, Some(before.0));
     });
 }
+
+/// An instance reads the keyring again `REREAD` after it last did, not
+/// before; a reading that fails (the secret unreadable for a while) keeps
+/// the ring read before, and the next one `REREAD` later picks up what
+/// the secret holds by then.
+#[test]
+fn an_instance_reads_the_keyring_again_after_five_minutes_and_keeps_it_when_a_reading_fails() {
+    run(async {
+        let clock = Clock::default();
+        let source = secret(&"r".repeat(40)).await;
+        let KeySource::Secret(arn) = &source else {
+            unreachable!()
+        };
+        let sdk = &harness().await.sdk;
+        let ring = shared::keyring::Keyring::new("test key", sdk, Some(source.clone()));
+        let versions = || {
+            let ring = ring.clone();
+            clock.scope(async move { ring.keys().await.map(|k| k.versions()) })
+        };
+        assert_eq!(versions().await.unwrap(), [1]);
+        let rotated = shared::keyring::Keys::parse(&"r".repeat(40))
+            .unwrap()
+            .rotated("n".repeat(40), clock.now(), None)
+            .unwrap();
+        shared::secrets::put(sdk, arn, &rotated.to_json())
+            .await
+            .unwrap();
+        clock.advance(shared::keyring::REREAD - Duration::from_secs(1));
+        assert_eq!(versions().await.unwrap(), [1], "not read again yet");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(versions().await.unwrap(), [2, 1], "read again");
+
+        // The secret becomes unreadable: the ring read before goes on.
+        let client = aws_sdk_secretsmanager::Client::new(sdk);
+        client
+            .delete_secret()
+            .secret_id(arn)
+            .force_delete_without_recovery(true)
+            .send()
+            .await
+            .expect("delete the secret");
+        clock.advance(shared::keyring::REREAD);
+        assert_eq!(versions().await.unwrap(), [2, 1], "kept");
+        // A new instance, which has read nothing, has nothing to keep.
+        let fresh = shared::keyring::Keyring::new("test key", sdk, Some(source.clone()));
+        let refused = clock.scope(async move { fresh.keys().await }).await;
+        assert_eq!(refused.unwrap_err().code(), "internal_error");
+    });
+}
