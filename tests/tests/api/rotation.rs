@@ -728,3 +728,80 @@ fn an_instance_reads_the_keyring_again_after_five_minutes_and_keeps_it_when_a_re
         assert_eq!(refused.unwrap_err().code(), "internal_error");
     });
 }
+
+/// A keyed request whose attempt never answered before the cursor key
+/// rotated (its claim lapsed) goes on as the same request after: its
+/// fingerprint under the old generation still matches, so the retry
+/// continues its claim (the request id kept) instead of starting anew.
+#[test]
+fn a_request_claimed_before_the_cursor_key_rotated_goes_on_as_itself_after() {
+    run(async {
+        let clock = Clock::default();
+        let source = secret(&"f".repeat(40)).await;
+        let (router, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let config = (*state.config).clone();
+        let t = org().await;
+        let key_id = api_tests::key_id(&t).await;
+        let body = json!({"name": unique("Claimed before")});
+        let (parts, ()) = http::Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/sites")
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let cursors = state.cursors.clone();
+        let bytes = body.to_string();
+        let fingerprint = clock
+            .scope(async move {
+                shared::http::idempotency::fingerprint_of(&cursors, &parts, bytes.as_bytes()).await
+            })
+            .await
+            .unwrap();
+        // An attempt claimed the key and died: its lease has run out.
+        let now = u64::try_from(clock.now().timestamp_millis()).unwrap();
+        let store = &state.store;
+        let shared::store::idempotency::Claimed::Ours(claim) = store
+            .idempotency()
+            .claim(
+                key_id,
+                "claimed-before",
+                &fingerprint.into(),
+                now,
+                now,
+                now + 86_400_000,
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("the key was free");
+        };
+
+        admin_on(&config, &clock, &["keys", "rotate", "--key", "cursor"])
+            .await
+            .expect("keys rotate");
+        clock.advance(PAST_THE_ROLLOUT);
+        let retry = call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .header("idempotency-key", "claimed-before")
+            .json(&body)
+            .send_to(&router)
+            .await;
+        retry.expect(201, None);
+        let item = store
+            .idempotency()
+            .get(key_id, "claimed-before")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            item["rid"].as_s().unwrap(),
+            &claim.request.to_string(),
+            "the same request"
+        );
+        assert!(
+            item["fp"].as_s().unwrap().starts_with("k2:"),
+            "now under the new generation"
+        );
+    });
+}
