@@ -364,7 +364,8 @@ mod tests {
         let day = Duration::from_secs(24 * 3600);
         let rotated = keys.rotated(key('b'), now, Some(day)).unwrap();
         assert_eq!(rotated.versions(), [2, 1]);
-        let from = now + TimeDelta::from_std(ROLLOUT).unwrap();
+        // Ten minutes, as operations.md promises.
+        let from = now + TimeDelta::minutes(10);
         assert_eq!(rotated.held(2, now).unwrap().from, Some(from));
         assert_eq!(
             rotated.held(1, now).unwrap().until,
