@@ -238,10 +238,6 @@ impl Keyring {
         }
     }
 
-    pub fn is_configured(&self) -> bool {
-        self.source.is_some()
-    }
-
     /// The ring as read within `REREAD` (500 `internal_error` when none is
     /// configured, or the first reading fails or finds no valid ring).
     pub async fn keys(&self) -> Result<Arc<Keys>, ApiError> {
