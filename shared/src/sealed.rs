@@ -81,11 +81,11 @@ pub fn version_of(sealed: &str) -> Option<(u32, &str)> {
         return Some((1, rest));
     }
     let (version, rest) = sealed.strip_prefix('k')?.split_once('.')?;
-    let version = version
-        .parse()
-        .ok()
-        .filter(|v| *v > 0 && !version.starts_with('0'))?;
-    Some((version, rest))
+    // Written as `k<version>`: no leading zero, so no version 0 either.
+    if version.starts_with('0') {
+        return None;
+    }
+    Some((version.parse().ok()?, rest))
 }
 
 fn cipher(generation: &Generation) -> Aes256Gcm {
