@@ -1028,3 +1028,54 @@ fn every_post_route_is_crash_tested() {
         }
     }
 }
+
+/// A roll retried through every fault rolls the secret once: the secret
+/// before the roll is the one the webhook was registered with (a second
+/// roll would have made the first roll's secret the one before).
+#[test]
+fn rolling_a_webhook_secret_happens_once() {
+    run(async {
+        let state = harness().await.state.clone();
+        let prepare: Prepare = Box::new(move |b: &Bench| {
+            Box::pin(async move {
+                let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
+                let made = b
+                    .send(
+                        Method::POST,
+                        "/api/v1/webhooks",
+                        Some(json!({"event": "surplus.delivered", "url": url})),
+                    )
+                    .await;
+                let hook: uuid::Uuid = made.body["data"]["id"].as_str().unwrap().parse().unwrap();
+                let org = b.t.id();
+                let store = harness().await.store().clone();
+                let original = store
+                    .webhooks()
+                    .require(org, hook)
+                    .await
+                    .unwrap()
+                    .sealed_secret;
+                Case {
+                    method: Method::POST,
+                    path: format!("/api/v1/webhooks/{hook}/roll-secret"),
+                    payload: Payload::Json(json!({"overlap_hours": 1})),
+                    effect: Box::new(move || {
+                        let (store, original) = (store.clone(), original.clone());
+                        Box::pin(async move {
+                            let record = store.webhooks().require(org, hook).await.unwrap();
+                            match record.previous_sealed_secret {
+                                None => BTreeSet::new(),
+                                Some(previous) if previous == original => {
+                                    BTreeSet::from(["rolled once".to_owned()])
+                                }
+                                Some(_) => BTreeSet::from(["rolled more than once".to_owned()]),
+                            }
+                        })
+                    }),
+                    named: |_| BTreeSet::from(["rolled once".to_owned()]),
+                }
+            })
+        });
+        exactly_once_on("POST /webhooks/{id}/roll-secret", &state, prepare).await;
+    });
+}

@@ -425,6 +425,11 @@ fn a_failed_call_in_any_write_leaves_nothing_half_done() {
                     json!({"event": "surplus.delivered", "url": "https://hooks.example.com/partial2"}),
                 ),
             ),
+            (
+                Method::POST,
+                format!("/api/v1/webhooks/{hook}/roll-secret"),
+                Some(json!({})),
+            ),
             (Method::DELETE, format!("/api/v1/webhooks/{hook}"), None),
         ];
         assert_covers_every_write(&cases);
