@@ -51,7 +51,10 @@ struct Tally {
     resealed: u64,
     /// Changed or gone between the read and the write: left to the next run.
     changed: u64,
-    /// Sealed with a version the keyring no longer holds.
+    /// Not a sealed value of any version (counted as needing an old one).
+    unversioned: u64,
+    /// Of a version found, but not opened (a generation no longer held,
+    /// or altered): already counted under its version.
     unopenable: u64,
 }
 
@@ -70,7 +73,7 @@ pub async fn run(config: &Config, sdk: &aws_config::SdkConfig, reseal: Reseal) -
         let (values, next) = state.store.sealed_values().page(start, items).await?;
         for value in &values {
             let Some((version, _)) = version_of(&value.sealed) else {
-                tally.unopenable += 1;
+                tally.unversioned += 1;
                 continue;
             };
             *tally.by_version.entry(version).or_default() += 1;
@@ -119,11 +122,11 @@ pub async fn run(config: &Config, sdk: &aws_config::SdkConfig, reseal: Reseal) -
         .map(|(v, c)| (v.to_string(), *c))
         .collect();
     let line = if reseal.check {
-        json!({"seals_with": current, "sealed": by_version, "need_an_old_version": old + tally.unopenable})
+        json!({"seals_with": current, "sealed": by_version, "need_an_old_version": old + tally.unversioned})
     } else {
         json!({"seals_with": current, "found": by_version, "resealed": tally.resealed,
                "changed_meanwhile": tally.changed, "unopenable": tally.unopenable,
-               "need_an_old_version": whole.then(|| old.saturating_sub(tally.resealed) + tally.unopenable),
+               "need_an_old_version": whole.then(|| old.saturating_sub(tally.resealed) + tally.unversioned),
                "resume": start.map(String::from)})
     };
     Ok(Done::line(line))
