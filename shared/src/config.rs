@@ -50,6 +50,36 @@ impl Default for ShortName {
     }
 }
 
+/// Where the metrics go: on or off, and their namespace (settings
+/// `METRICS_ENABLED`, `METRICS_NAMESPACE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricsConfig {
+    pub enabled: bool,
+    pub namespace: String,
+}
+
+/// The namespace when none is set.
+pub const DEFAULT_NAMESPACE: &str = "IntegrationApi";
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            enabled: true,
+            namespace: DEFAULT_NAMESPACE.into(),
+        }
+    }
+}
+
+/// Whether `namespace` is one CloudWatch takes: 1 to 255 characters of
+/// letters, digits and `. - _ / # :` or space, not starting with `AWS/`.
+pub fn valid_namespace(namespace: &str) -> bool {
+    (1..=255).contains(&namespace.len())
+        && !namespace.starts_with("AWS/")
+        && namespace
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_/#: ".contains(&b))
+}
+
 #[derive(Clone, Debug)]
 pub struct RateLimitConfig {
     pub enabled: bool,
@@ -144,6 +174,7 @@ pub struct Config {
     pub sdk_limits: crate::aws::SdkLimits,
     pub geocode: GeocodeConfig,
     pub support: SupportConfig,
+    pub metrics: MetricsConfig,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -256,6 +287,18 @@ impl Config {
             })?;
             sdk_limits = sdk_limits.with_attempt(Duration::from_millis(attempt));
         }
+        let namespace = get("METRICS_NAMESPACE")
+            .map(|n| n.trim().to_owned())
+            .unwrap_or_else(|| DEFAULT_NAMESPACE.into());
+        if !valid_namespace(&namespace) {
+            return Err(ConfigError(format!(
+                "METRICS_NAMESPACE must be 1 to 255 letters, digits or . - _ / # : and spaces, not starting with AWS/, got {namespace:?}"
+            )));
+        }
+        let metrics = MetricsConfig {
+            enabled: flag("METRICS_ENABLED", true)?,
+            namespace,
+        };
         let cursor_key = key("CURSOR_SIGNING_KEY", DEV_CURSOR_KEY)?;
         let webhook_seal_key = key("WEBHOOK_SEAL_KEY", DEV_WEBHOOK_SEAL_KEY)?;
         Ok(Self {
@@ -282,6 +325,7 @@ impl Config {
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
             warm_requests: flag("WARM_REQUESTS", true)?,
+            metrics,
             sdk_limits,
             geocode: GeocodeConfig {
                 api_key: credential("GEOCODE_API_KEY"),
@@ -365,6 +409,32 @@ mod tests {
         assert!(c.rate_limit.enabled);
         assert_eq!(c.rate_limit.limit, 100);
         assert_eq!(c.rate_limit.window, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn metrics_are_on_in_a_namespace_cloudwatch_takes() {
+        let c = config(&[LOCAL]).unwrap();
+        assert_eq!(c.metrics, MetricsConfig::default());
+        assert_eq!(
+            (c.metrics.enabled, c.metrics.namespace.as_str()),
+            (true, "IntegrationApi")
+        );
+        let c = config(&[
+            LOCAL,
+            ("METRICS_ENABLED", "false"),
+            ("METRICS_NAMESPACE", " IntegrationApi/prod-eu "),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.metrics.enabled, c.metrics.namespace.as_str()),
+            (false, "IntegrationApi/prod-eu")
+        );
+        for bad in ["AWS/Lambda", "api$", &"a".repeat(256)] {
+            let refused = config(&[LOCAL, ("METRICS_NAMESPACE", bad)]).unwrap_err();
+            assert!(refused.0.starts_with("METRICS_NAMESPACE must be"), "{bad}");
+        }
+        assert!(valid_namespace(&"a".repeat(255)) && valid_namespace("a #:._-/b"));
+        assert!(config(&[LOCAL, ("METRICS_ENABLED", "sometimes")]).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod gate;
 pub mod http;
 pub mod keyring;
 pub mod links;
+pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod outbound;

@@ -25,6 +25,7 @@ use tower::ServiceExt;
 
 pub mod cuts;
 pub mod logs;
+pub mod metrics;
 pub mod mutate;
 pub mod providers;
 pub mod webhooks;
@@ -143,6 +144,7 @@ fn ensure_engines() {
 
 async fn setup() -> Harness {
     logs::capture_logs();
+    metrics::capture_metrics();
     tokio::task::spawn_blocking(ensure_engines)
         .await
         .expect("engines");

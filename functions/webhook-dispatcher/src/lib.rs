@@ -338,6 +338,15 @@ impl Dispatcher {
         };
         store.deliveries().record(&after, &attempt).await?;
         log_attempt(&attempt, &outcome);
+        let dead_lettered = !attempt.succeeded && owner.is_some() && wait.is_none();
+        report(
+            &attempt,
+            &outcome,
+            &hook,
+            envelope.data.delivered_at,
+            dead_lettered,
+        )
+        .emit(&self.state.config.metrics);
 
         if attempt.succeeded || owner.is_none() {
             return Ok(Ok(()));
@@ -462,6 +471,55 @@ fn log_attempt(attempt: &DeliveryAttempt, outcome: &Outcome) {
         duration_ms = attempt.duration_ms,
         "webhook attempt"
     );
+}
+
+/// Why an attempt failed, as its metrics name it: the client's error, else
+/// the receiver's answer by class (`http_4xx`, ...); None when it
+/// succeeded.
+fn cause(outcome: &Outcome) -> Option<&'static str> {
+    if outcome.succeeded() {
+        return None;
+    }
+    Some(match (outcome.error, outcome.status) {
+        (Some(AttemptError::Timeout), _) => "timeout",
+        (Some(AttemptError::ConnectionFailed), _) => "connection_failed",
+        (Some(AttemptError::AddressRefused), _) => "address_refused",
+        (Some(AttemptError::Internal), _) => "internal",
+        (None, Some(400..=499)) => "http_4xx",
+        (None, Some(500..=599)) => "http_5xx",
+        (None, Some(_)) => "http_other",
+        (None, None) => "internal",
+    })
+}
+
+/// The attempt's metrics (`shared::metrics::delivery`): its lags measured
+/// from `committed`, when the load's status change was committed.
+fn report(
+    attempt: &DeliveryAttempt,
+    outcome: &Outcome,
+    hook: &WebhookRecord,
+    committed: Option<shared::model::Timestamp>,
+    dead_lettered: bool,
+) -> shared::metrics::delivery::Attempted {
+    let lag = |at: u64| {
+        committed.map(|committed| {
+            #[allow(clippy::cast_precision_loss)] // Milliseconds: far below 2^52.
+            let ms = at.saturating_sub(committed.unix_millis()) as f64;
+            ms
+        })
+    };
+    let started = attempt.attempted_at.unix_millis();
+    let ended = started.saturating_add(attempt.duration_ms);
+    shared::metrics::delivery::Attempted {
+        delivery_id: attempt.delivery_id,
+        webhook_id: hook.id,
+        org_id: hook.org_id,
+        failure: cause(outcome),
+        attempt: attempt.attempt,
+        dead_lettered,
+        lag_to_start_ms: lag(started),
+        lag_to_end_ms: lag(ended),
+    }
 }
 
 /// `messages` grouped by the delivery they make (in the order they came),

@@ -14,10 +14,12 @@ use http::HeaderValue;
 use tracing::Instrument;
 
 use super::body;
+use super::idempotency;
 use super::lifecycle::{self, Arriving, Returned, Settled};
 use super::multipart;
-use crate::error::{ApiError, InternalCause};
+use crate::error::{ApiError, ErrorCode, InternalCause};
 use crate::gate::WriteGate;
+use crate::metrics;
 use crate::state::AppState;
 use crate::store::calls::{CallCounter, DynamoCalls};
 use crate::store::outcome::Outcome;
@@ -28,12 +30,13 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
     let started = Instant::now();
     let request_id = request_id(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");
-    let route = request
+    let matched = request
         .extensions()
         .get::<MatchedPath>()
-        .map_or("(none)", MatchedPath::as_str)
-        .to_owned();
-    let span = tracing::info_span!("request", %request_id, method = %request.method(), %route);
+        .map(|path| path.as_str().to_owned());
+    let route = matched.as_deref().unwrap_or("(none)");
+    let method = request.method().clone();
+    let span = tracing::info_span!("request", %request_id, %method, %route);
     let calls = CallCounter::default();
     let time_left = time_left(&request);
     let (arriving, mut returned) = lifecycle::begin();
@@ -83,22 +86,43 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
             );
         });
     }
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let org_id = settled.org.map(|o| o.to_string());
+    let key_id = settled.admitted.map(|(key, _)| key.to_string());
     span.in_scope(|| {
         tracing::info!(
             status = response.status().as_u16(),
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            latency_ms,
             ddb_ms = calls.waited().as_secs_f64() * 1000.0,
             ddb_calls = cost.calls,
             round_trips = cost.round_trips,
             read_units = cost.units.read,
             write_units = cost.units.write,
             warm = cost.warm,
-            org_id = settled.org.map(|o| o.to_string()),
-            key_id = settled.admitted.map(|(key, _)| key.to_string()),
+            org_id,
+            key_id,
             rate_window = settled.admitted.and_then(|(_, window)| window),
             "request served"
         );
     });
+    metrics::request::Served {
+        method: method.as_str(),
+        route: matched.as_deref(),
+        status: response.status().as_u16(),
+        code: response
+            .extensions()
+            .get::<ErrorCode>()
+            .map(|c| c.0.as_str()),
+        latency_ms,
+        read_units: cost.units.read,
+        write_units: cost.units.write,
+        round_trips: cost.round_trips,
+        replayed: response.headers().contains_key(idempotency::REPLAYED),
+        request_id: &request_id,
+        org_id,
+        key_id,
+    }
+    .emit(&state.config.metrics);
     response
 }
 

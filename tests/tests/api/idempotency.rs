@@ -166,7 +166,7 @@ fn the_same_key_with_another_body_is_422_idempotency_key_reused_and_creates_noth
 
 /// Claims `idempotency_key` of `t`'s key straight in the store, as a
 /// request creating a site with `body` at `at` would, leased until `until`.
-async fn claim_site(
+pub(crate) async fn claim_site(
     t: &TestOrg,
     idempotency_key: &str,
     body: &Value,

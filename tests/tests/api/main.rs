@@ -22,6 +22,7 @@ mod isolation;
 mod key_items;
 mod layers;
 mod members;
+mod metrics;
 mod model;
 mod operator_authority;
 mod org_lifecycle;

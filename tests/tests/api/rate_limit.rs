@@ -10,7 +10,7 @@ async fn orgs(key: &str) -> Reply {
 
 /// Waits until at least `margin` remains in the current window, so a burst
 /// stays within one window.
-async fn away_from_window_edge(window: u64, margin: u64) {
+pub(crate) async fn away_from_window_edge(window: u64, margin: u64) {
     loop {
         let into = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -1,0 +1,77 @@
+//! What a webhook attempt reports (the dispatcher fills it in).
+
+use uuid::Uuid;
+
+use super::{Dimension, Document, Metric, MetricsConfig};
+
+/// The dispatcher, as its metrics name it.
+pub const DISPATCHER: &str = "webhook-dispatcher";
+
+/// One attempt of a delivery.
+#[derive(Debug)]
+pub struct Attempted {
+    pub delivery_id: Uuid,
+    pub webhook_id: Uuid,
+    pub org_id: Uuid,
+    /// Why it failed (`timeout`, `connection_failed`, `http_5xx`, ...),
+    /// None when it succeeded.
+    pub failure: Option<&'static str>,
+    /// The delivery's attempts so far, this one included.
+    pub attempt: u32,
+    /// Its attempts ran out with this one: to the dead-letter queue.
+    pub dead_lettered: bool,
+    /// From the commit of the status change to this attempt's start, and
+    /// to its end.
+    pub lag_to_start_ms: Option<f64>,
+    pub lag_to_end_ms: Option<f64>,
+}
+
+impl Attempted {
+    /// The attempt's metric line.
+    pub fn document(&self) -> Document {
+        use Dimension::{Cause, Service};
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        let mut doc = Document::new();
+        doc.dimension(Service, DISPATCHER)
+            .property("delivery_id", self.delivery_id.to_string())
+            .property("webhook_id", self.webhook_id.to_string())
+            .property("org_id", self.org_id.to_string())
+            .property("attempt", self.attempt)
+            .record(
+                &[&[Service]],
+                &[
+                    (Metric::DeliveryAttempts, 1.0),
+                    (Metric::DeliverySucceeded, flag(self.failure.is_none())),
+                    (Metric::DeadLettered, flag(self.dead_lettered)),
+                ],
+            );
+        match self.failure {
+            None => doc.record(&[&[Service]], &[(Metric::DeliveryFailed, 0.0)]),
+            Some(cause) => doc.dimension(Cause, cause).record(
+                &[&[Service], &[Service, Cause]],
+                &[(Metric::DeliveryFailed, 1.0)],
+            ),
+        };
+        let mut lags = Vec::new();
+        if let (1, Some(lag)) = (self.attempt, self.lag_to_start_ms) {
+            lags.push((Metric::LagToFirstAttempt, lag));
+        }
+        if let (None, Some(lag)) = (self.failure, self.lag_to_end_ms) {
+            lags.push((Metric::LagToSuccess, lag));
+        }
+        if !lags.is_empty() {
+            doc.record(&[&[Service]], &lags);
+        }
+        if super::cold_start() {
+            doc.record(&[&[Service]], &[(Metric::ColdStart, 1.0)]);
+        }
+        doc
+    }
+
+    /// Writes the attempt's metric line.
+    pub fn emit(&self, config: &MetricsConfig) {
+        if config.enabled {
+            self.document().emit(config);
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! What a served request reports (`http::middleware` fills it in).
+
+use super::{Dimension, Document, Metric, MetricsConfig, services};
+use crate::error::codes::IDEMPOTENCY_KEY_IN_FLIGHT;
+
+/// A served request, as its metric line sees it.
+#[derive(Debug)]
+pub struct Served<'a> {
+    pub method: &'a str,
+    /// The route's template (`/api/v1/sites/{siteId}`), None when no
+    /// route matched.
+    pub route: Option<&'a str>,
+    pub status: u16,
+    /// The contract's error code of an error answer.
+    pub code: Option<&'a str>,
+    pub latency_ms: f64,
+    pub read_units: f64,
+    pub write_units: f64,
+    pub round_trips: u32,
+    /// An `Idempotency-Key` replay.
+    pub replayed: bool,
+    pub request_id: &'a str,
+    /// Who: properties of the line, never dimensions.
+    pub org_id: Option<String>,
+    pub key_id: Option<String>,
+}
+
+/// The routes' dimension sets of the per-request metrics.
+const BY_ROUTE: &[&[Dimension]] = &[
+    &[Dimension::Service],
+    &[Dimension::Service, Dimension::Route],
+];
+
+impl Served<'_> {
+    /// The request's metric line.
+    pub fn document(&self) -> Document {
+        use Dimension::{Code, Route, Service, StatusClass};
+        let function = self
+            .route
+            .and_then(services::function_of)
+            .unwrap_or("(none)");
+        let route = format!("{} {}", self.method, self.route.unwrap_or("(none)"));
+        let class = match self.status {
+            100..=199 => "1xx",
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        let mut doc = Document::new();
+        doc.dimension(Service, function)
+            .dimension(Route, &route)
+            .dimension(StatusClass, class)
+            .property("request_id", self.request_id)
+            .property("status", self.status);
+        if let Some(org) = &self.org_id {
+            doc.property("org_id", org.as_str());
+        }
+        if let Some(key) = &self.key_id {
+            doc.property("key_id", key.as_str());
+        }
+        doc.record(
+            &[
+                &[Service],
+                &[Service, Route],
+                &[Service, StatusClass],
+                &[Service, Route, StatusClass],
+            ],
+            &[(Metric::Requests, 1.0)],
+        )
+        .record(
+            BY_ROUTE,
+            &[
+                (Metric::Latency, self.latency_ms),
+                (Metric::ReadUnits, self.read_units),
+                (Metric::WriteUnits, self.write_units),
+                (Metric::RoundTrips, f64::from(self.round_trips)),
+            ],
+        )
+        .record(
+            &[&[Service]],
+            &[
+                (Metric::Throttled, flag(self.status == 429)),
+                (Metric::Replayed, flag(self.replayed)),
+                (
+                    Metric::KeyInFlight,
+                    flag(self.code == Some(IDEMPOTENCY_KEY_IN_FLIGHT.code)),
+                ),
+            ],
+        );
+        if let Some(code) = self.code {
+            doc.dimension(Code, code)
+                .record(&[&[Service, Code]], &[(Metric::Errors, 1.0)]);
+        }
+        if super::cold_start() {
+            doc.record(&[&[Service]], &[(Metric::ColdStart, 1.0)]);
+        }
+        doc
+    }
+
+    /// Writes the request's metric line.
+    pub fn emit(&self, config: &MetricsConfig) {
+        if config.enabled {
+            self.document().emit(config);
+        }
+    }
+}

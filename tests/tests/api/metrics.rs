@@ -1,0 +1,382 @@
+//! Metrics in the embedded metric format (`shared::metrics`): every
+//! request and every webhook attempt writes one line whose metrics,
+//! dimensions and properties say what happened, within the format's
+//! rules, with no organization or key as a dimension.
+//! (`tests/metrics/check_emf.py` checks every line of the whole run.)
+
+use std::time::Duration;
+
+use api_tests::webhooks::{Receiver, Stack, quick_policy};
+use api_tests::{Reply, call, harness, key_id, metrics, org, run, send, unique};
+use http::Method;
+use serde_json::{Value, json};
+
+use crate::deliveries::webhook_and_delivered_load;
+use crate::sites::new_site;
+
+/// The dimension keys a line may use: none of them names who asked.
+const DIMENSIONS: [&str; 5] = ["Service", "Route", "StatusClass", "Code", "Cause"];
+
+/// Asserts the format's rules on `line`: metadata with a timestamp and
+/// directives, each with a namespace, dimension sets of known keys that
+/// are string members, and metric definitions (at most 100) whose values
+/// are numeric members.
+#[track_caller]
+fn well_formed(line: &Value) {
+    let aws = &line["_aws"];
+    assert!(aws["Timestamp"].as_u64().is_some(), "timestamp: {line}");
+    let directives = aws["CloudWatchMetrics"].as_array().expect("directives");
+    assert!(!directives.is_empty());
+    let mut seen = std::collections::HashSet::new();
+    for directive in directives {
+        assert!(
+            directive["Namespace"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty())
+        );
+        for set in directive["Dimensions"].as_array().expect("dimension sets") {
+            let set = set.as_array().expect("a dimension set");
+            assert!(!set.is_empty() && set.len() <= 30);
+            for key in set {
+                let key = key.as_str().unwrap();
+                assert!(DIMENSIONS.contains(&key), "dimension {key} in {line}");
+                assert!(
+                    line[key].as_str().is_some_and(|v| !v.is_empty()),
+                    "{key}: {line}"
+                );
+            }
+        }
+        let definitions = directive["Metrics"].as_array().expect("metrics");
+        assert!(!definitions.is_empty() && definitions.len() <= 100);
+        for definition in definitions {
+            let name = definition["Name"].as_str().unwrap();
+            assert!(line[name].is_number(), "{name}: {line}");
+            assert!(["Count", "Milliseconds"].contains(&definition["Unit"].as_str().unwrap()));
+            assert!(seen.insert(name.to_owned()), "{name} defined twice: {line}");
+        }
+    }
+}
+
+/// The line of `reply`'s request, checked well formed.
+fn line_of(reply: &Reply) -> Value {
+    let line = metrics::of_request(reply.header("x-request-id"));
+    well_formed(&line);
+    line
+}
+
+/// The dimension sets under which `metric` is recorded in `line`.
+fn sets_of(line: &Value, metric: &str) -> Vec<Vec<String>> {
+    line["_aws"]["CloudWatchMetrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            d["Metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["Name"] == metric)
+        })
+        .flat_map(|d| d["Dimensions"].as_array().unwrap().clone())
+        .map(|set| {
+            set.as_array()
+                .unwrap()
+                .iter()
+                .map(|k| k.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_request_reports_its_route_status_and_cost_and_who_asked_as_properties() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": unique("Metered")})).await;
+        let reply = send(&t, Method::GET, &format!("/api/v1/sites/{site}"), None).await;
+        reply.expect(200, None);
+        let line = line_of(&reply);
+
+        assert_eq!(line["Service"], "sites");
+        assert_eq!(line["Route"], "GET /api/v1/sites/{siteId}");
+        assert_eq!(line["StatusClass"], "2xx");
+        assert_eq!(line["Requests"], 1);
+        assert!(line["Latency"].as_f64().unwrap() > 0.0);
+        assert_eq!(line["RoundTrips"], reply.round_trips);
+        assert_eq!(line["ReadUnits"].as_f64().unwrap(), reply.units.read);
+        assert_eq!(line["WriteUnits"].as_f64().unwrap(), reply.units.write);
+        assert_eq!(
+            (line["Throttled"].as_u64(), line["Replayed"].as_u64()),
+            (Some(0), Some(0))
+        );
+        assert_eq!(line["KeyInFlight"], 0);
+        assert!(line.get("Errors").is_none() && line.get("Code").is_none());
+        // Who asked: properties for queries, never dimensions.
+        assert_eq!(line["org_id"], t.org.id.to_string());
+        assert_eq!(line["key_id"], key_id(&t).await.to_string());
+        assert_eq!(line["status"], 200);
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "IntegrationApi");
+        let by = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            sets_of(&line, "Requests"),
+            [
+                by(&["Service"]),
+                by(&["Service", "Route"]),
+                by(&["Service", "StatusClass"]),
+                by(&["Service", "Route", "StatusClass"]),
+            ]
+        );
+        for metric in ["Latency", "ReadUnits", "WriteUnits", "RoundTrips"] {
+            assert_eq!(
+                sets_of(&line, metric),
+                [by(&["Service"]), by(&["Service", "Route"])],
+                "{metric}"
+            );
+        }
+        // A write reports its write units.
+        let created = call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .json(&json!({"name": unique("Written")}))
+            .send()
+            .await;
+        created.expect(201, None);
+        let line = line_of(&created);
+        assert_eq!(line["Route"], "POST /api/v1/sites");
+        assert!(line["WriteUnits"].as_f64().unwrap() > 0.0);
+        assert_eq!(line["WriteUnits"].as_f64().unwrap(), created.units.write);
+    });
+}
+
+#[test]
+fn an_error_answer_is_counted_by_its_code() {
+    run(async {
+        let t = org().await;
+        let missing = uuid::Uuid::new_v4();
+        let reply = send(&t, Method::GET, &format!("/api/v1/sites/{missing}"), None).await;
+        reply.expect(404, Some("site_not_found"));
+        let line = line_of(&reply);
+        assert_eq!(
+            (line["StatusClass"].as_str(), line["Code"].as_str()),
+            (Some("4xx"), Some("site_not_found"))
+        );
+        assert_eq!(line["Errors"], 1);
+        assert_eq!(
+            sets_of(&line, "Errors"),
+            [vec!["Service".to_owned(), "Code".to_owned()]]
+        );
+
+        // A path no function routes: no function to name.
+        let reply = call(Method::GET, "/api/v1/nowhere")
+            .key(&t.key)
+            .send()
+            .await;
+        reply.expect(404, Some("not_found"));
+        let line = line_of(&reply);
+        assert_eq!(
+            (line["Service"].as_str(), line["Route"].as_str()),
+            (Some("(none)"), Some("GET (none)"))
+        );
+        assert_eq!(line["Code"], "not_found");
+    });
+}
+
+#[test]
+fn a_refused_request_is_counted_as_throttled() {
+    run(async {
+        let t = org().await;
+        let h = harness().await;
+        let small = h.router_with(|c| c.rate_limit.limit = 1);
+        crate::rate_limit::away_from_window_edge(60, 10).await;
+        let admitted = call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&small)
+            .await;
+        admitted.expect(200, None);
+        let refused = call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&small)
+            .await;
+        refused.expect(429, Some("rate_limited"));
+        assert_eq!(line_of(&admitted)["Throttled"], 0);
+        let line = line_of(&refused);
+        assert_eq!(
+            (line["Throttled"].as_u64(), line["Errors"].as_u64()),
+            (Some(1), Some(1))
+        );
+        assert_eq!(line["Code"], "rate_limited");
+    });
+}
+
+#[test]
+fn a_replay_and_a_key_in_flight_are_counted() {
+    run(async {
+        let t = org().await;
+        let body = json!({"name": unique("Replayed")});
+        let key = unique("metered");
+        let post = || {
+            call(Method::POST, "/api/v1/sites")
+                .key(&t.key)
+                .header("idempotency-key", &key)
+                .json(&body)
+                .send()
+        };
+        let first = post().await;
+        first.expect(201, None);
+        let again = post().await;
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(line_of(&first)["Replayed"], 0);
+        assert_eq!(line_of(&again)["Replayed"], 1);
+
+        let held = unique("held");
+        let body = json!({"name": unique("Held")});
+        let now = shared::clock::unix_ms();
+        crate::idempotency::claim_site(&t, &held, &body, now, now + 30_000).await;
+        let reply = call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .header("idempotency-key", &held)
+            .json(&body)
+            .send()
+            .await;
+        reply.expect(409, Some("idempotency_key_in_flight"));
+        let line = line_of(&reply);
+        assert_eq!(
+            (line["KeyInFlight"].as_u64(), line["Errors"].as_u64()),
+            (Some(1), Some(1))
+        );
+    });
+}
+
+#[test]
+fn the_namespace_is_the_settings_and_metrics_can_be_switched_off() {
+    run(async {
+        let t = org().await;
+        let h = harness().await;
+        let named = h.router_with(|c| c.metrics.namespace = "Api/staging".into());
+        let reply = call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&named)
+            .await;
+        reply.expect(200, None);
+        let line = line_of(&reply);
+        for directive in line["_aws"]["CloudWatchMetrics"].as_array().unwrap() {
+            assert_eq!(directive["Namespace"], "Api/staging");
+        }
+
+        let off = h.router_with(|c| c.metrics.enabled = false);
+        let reply = call(Method::GET, "/api/v1/orgs")
+            .key(&t.key)
+            .send_to(&off)
+            .await;
+        reply.expect(200, None);
+        let id = reply.header("x-request-id");
+        assert!(metrics::lines().iter().all(|line| line["request_id"] != id));
+    });
+}
+
+#[test]
+fn a_process_reports_one_cold_start() {
+    run(async {
+        let t = org().await;
+        send(&t, Method::GET, "/api/v1/orgs", None)
+            .await
+            .expect(200, None);
+        let cold: Vec<Value> = metrics::lines()
+            .into_iter()
+            .filter(|line| line.get("ColdStart").is_some())
+            .collect();
+        assert_eq!(cold.len(), 1, "the process's first line only");
+        assert_eq!(cold[0]["ColdStart"], 1);
+        assert_eq!(sets_of(&cold[0], "ColdStart"), [vec!["Service".to_owned()]]);
+    });
+}
+
+#[test]
+fn a_webhook_attempt_reports_its_outcome_cause_and_lag() {
+    run(async {
+        let stack = Stack::new(quick_policy(3), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![503, 200]).await;
+        let before = shared::clock::unix_ms();
+        let (hook, _) = webhook_and_delivered_load(&stack, &t, &receiver).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
+            .await;
+        let delivery = receiver.requests()[0].json()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let lines = metrics::of_delivery(&delivery);
+        assert_eq!(lines.len(), 2, "one line an attempt: {lines:?}");
+        for line in &lines {
+            well_formed(line);
+            assert_eq!(line["Service"], "webhook-dispatcher");
+            assert_eq!(line["webhook_id"], hook);
+            assert_eq!(line["org_id"], t.org.id.to_string());
+            assert_eq!(line["DeliveryAttempts"], 1);
+            assert_eq!(line["DeadLettered"], 0);
+        }
+        let (failed, succeeded) = (&lines[0], &lines[1]);
+        assert_eq!(
+            (failed["attempt"].as_u64(), succeeded["attempt"].as_u64()),
+            (Some(1), Some(2))
+        );
+        assert_eq!(
+            (
+                failed["DeliveryFailed"].as_u64(),
+                failed["DeliverySucceeded"].as_u64()
+            ),
+            (Some(1), Some(0))
+        );
+        assert_eq!(failed["Cause"], "http_5xx");
+        assert_eq!(
+            sets_of(failed, "DeliveryFailed"),
+            [
+                vec!["Service".to_owned()],
+                vec!["Service".to_owned(), "Cause".to_owned()]
+            ]
+        );
+        assert_eq!(
+            (
+                succeeded["DeliveryFailed"].as_u64(),
+                succeeded["DeliverySucceeded"].as_u64()
+            ),
+            (Some(0), Some(1))
+        );
+        assert!(succeeded.get("Cause").is_none());
+        // Lags from the load's delivery: to the first attempt, to the success.
+        let elapsed = (shared::clock::unix_ms() - before) as f64;
+        let first = failed["LagToFirstAttempt"].as_f64().unwrap();
+        let success = succeeded["LagToSuccess"].as_f64().unwrap();
+        assert!(
+            0.0 <= first && first <= success && success <= elapsed,
+            "{first} {success} {elapsed}"
+        );
+        assert!(
+            failed.get("LagToSuccess").is_none() && succeeded.get("LagToFirstAttempt").is_none()
+        );
+    });
+}
+
+#[test]
+fn an_attempt_that_runs_out_is_counted_dead_lettered() {
+    run(async {
+        let stack = Stack::new(quick_policy(2), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![500, 500]).await;
+        webhook_and_delivered_load(&stack, &t, &receiver).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
+            .await;
+        stack.drain().await;
+        let delivery = receiver.requests()[0].json()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let dead: Vec<u64> = metrics::of_delivery(&delivery)
+            .iter()
+            .map(|line| line["DeadLettered"].as_u64().unwrap())
+            .collect();
+        assert_eq!(dead, [0, 1]);
+    });
+}
