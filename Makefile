@@ -19,7 +19,7 @@ FUNCTIONS ?= $(sort $(notdir $(wildcard functions/*)))
 # brings Zig, its cross-linker, as the ziglang package).
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1' 'aiohttp==3.*' 'matplotlib==3.*' 'standardwebhooks==1.1.0'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1' 'aiohttp==3.*' 'matplotlib==3.*' 'standardwebhooks==1.1.0' 'jsonschema==4.*'
 	touch $@
 
 # checkov (the template's security checks), in a virtualenv of its own:
@@ -130,6 +130,7 @@ lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	$(VENV)/bin/python -m unittest discover -s infra/checks
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 	$(VENV)/bin/python -m unittest discover -s tests/docs
+	$(VENV)/bin/python -m unittest discover -s tools/metrics
 	@# The deliberate bugs of the soak and the model test still apply.
 	@for patch in tools/soak/mutations/*.patch tests/model-mutations/*.patch; do \
 		git apply --check "$$patch" || { echo "$$patch no longer applies: regenerate it"; exit 1; }; done

@@ -19,7 +19,7 @@ trap 'tools/local/scripts/engines.sh stop $started' EXIT
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).
-rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/model.json" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
+rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/metrics.json" "$STATE_DIR/model.json" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
     "$STATE_DIR/rolled-deliveries" "$STATE_DIR/receivers.json"
 # The model test's seeded, bounded run writes its counts here (totals).
 MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
@@ -38,6 +38,10 @@ export PAYLOADS_STATUS=$?
 echo "==> receivers through a roll of their webhook's secret (Standard Webhooks library, docs/webhooks.md)"
 "$VENV/bin/python" tests/receivers.py "$STATE_DIR/rolled-deliveries" docs/webhooks.md "$STATE_DIR/receivers.json"
 export RECEIVERS_STATUS=$?
+
+echo "==> the tests' metric lines against the embedded metric format (tools/metrics/emf.py)"
+"$VENV/bin/python" tools/metrics/check_emf.py "$STATE_DIR/metrics.json" "$STATE_DIR"/test-logs/metrics-*
+export METRICS_STATUS=$?
 
 echo "==> contract gate"
 tests/conformance/run.sh

@@ -126,7 +126,8 @@ def main():
     total_failed = failed + secrets_failed + cases_failed + browser_failed + clients_failed + checks_failed + soak_failed
     # Checks run on what the tests kept, after them: the tests' webhook
     # deliveries against the baseline (tools/compat/payloads.py) and
-    # receivers through a roll of their webhook's secret (tests/receivers.py).
+    # receivers through a roll of their webhook's secret (tests/receivers.py),
+    # and every metric line of the tests (tools/metrics/check_emf.py).
     after_the_tests = [
         ("payloads", "PAYLOADS_STATUS", "deliveries",
          lambda kept: f"webhook deliveries of the tests checked against {kept.get('baseline', 'the baseline')}'s "
@@ -134,6 +135,8 @@ def main():
         ("receivers", "RECEIVERS_STATUS", "checks",
          lambda kept: "a rolled webhook's deliveries verified by the Standard Webhooks library and "
                       "docs/webhooks.md's receivers, with the old and the new secret"),
+        ("metrics", "METRICS_STATUS", "lines",
+         lambda kept: "the tests' metric lines checked against the embedded metric format"),
     ]
     for name, status, counted, what in after_the_tests:
         if not os.environ.get(status):
