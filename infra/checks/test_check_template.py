@@ -371,5 +371,87 @@ class Functions(Fails, unittest.TestCase):
         self.assertEqual(template, before)
 
 
+NS = {"Fn::Sub": "IntegrationApi/${AWS::StackName}"}
+WRITTEN = ct.Written(metrics={"Requests", "Latency"}, dimensions={"Service", "Route"}, properties={"org_id", "status"})
+
+
+def latency_alarm(service):
+    return {
+        "Type": "AWS::CloudWatch::Alarm",
+        "Properties": {
+            "Metrics": [
+                {"Id": "within", "MetricStat": {"Metric": {"Namespace": NS, "MetricName": "Latency",
+                                                           "Dimensions": [{"Name": "Service", "Value": service}]}}},
+            ]
+        },
+    }
+
+
+def observed_template():
+    """The small template with metrics: a namespace, a latency alarm on each
+    HTTP function, a dashboard that shows every metric written, a rule."""
+    template = good_template()
+    template["Globals"] = {"Function": {"Environment": {"Variables": {"METRICS_NAMESPACE": NS}}}}
+    resources = template["Resources"]
+    resources["DocsFunctionLatencyAlarm"] = latency_alarm("docs")
+    resources["OrgsFunctionLatencyAlarm"] = latency_alarm("orgs")
+    search = """SEARCH('{"IntegrationApi/${AWS::StackName}",Service,Route} MetricName="Requests" Service="orgs"', 'Sum', 60)"""
+    body = {"widgets": [{"type": "metric", "properties": {"title": "t", "metrics": [
+        [{"expression": search, "id": "e"}],
+        ["IntegrationApi/${AWS::StackName}", "Latency", "Service", "orgs", {"stat": "p99"}],
+        ["AWS/Lambda", "Throttles"],
+    ]}}]}
+    import json
+    resources["Dashboard"] = {"Type": "AWS::CloudWatch::Dashboard",
+                              "Properties": {"DashboardBody": {"Fn::Sub": json.dumps(body)}}}
+    rule = {"Contribution": {"Keys": ["$.org_id"], "Filters": [{"Match": "$.status", "EqualTo": 429}]}}
+    resources["Rule"] = {"Type": "AWS::CloudWatch::InsightRule",
+                         "Properties": {"RuleBody": {"Fn::Sub": json.dumps(rule)}}}
+    return template
+
+
+class Metrics(Fails, unittest.TestCase):
+    def test_the_small_template_passes(self):
+        self.assertEqual(ct.metric_problems(observed_template(), WRITTEN), [])
+
+    def test_the_code_says_what_it_writes(self):
+        written = ct.read_written(ROOT)
+        self.assertIn("LagToFirstAttempt", written.metrics)
+        self.assertIn("Cause", written.dimensions)
+        self.assertIn("org_id", written.properties)
+
+    def test_a_metric_the_code_does_not_write_fails_wherever_it_is_named(self):
+        template = observed_template()
+        alarm = template["Resources"]["OrgsFunctionLatencyAlarm"]["Properties"]["Metrics"][0]
+        alarm["MetricStat"]["Metric"]["MetricName"] = "Latencies"
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "OrgsFunctionLatencyAlarm: metric Latencies")
+        template = observed_template()
+        body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]
+        body["Fn::Sub"] = body["Fn::Sub"].replace('MetricName=\\"Requests\\"', 'MetricName=\\"Request\\"')
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "metric Request is not", "metric Requests, which the code writes, is on no widget")
+
+    def test_an_unknown_dimension_or_service_fails(self):
+        template = observed_template()
+        body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]
+        body["Fn::Sub"] = body["Fn::Sub"].replace('"Service", "orgs"', '"Function", "orgs"')
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "dimension Function of Latency")
+        template = observed_template()
+        template["Resources"]["OrgsFunctionLatencyAlarm"] = latency_alarm("organisations")
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "Service organisations is no function", "OrgsFunction: no latency alarm")
+
+    def test_a_rule_reading_a_field_no_line_carries_fails(self):
+        template = observed_template()
+        rule = template["Resources"]["Rule"]["Properties"]["RuleBody"]
+        rule["Fn::Sub"] = rule["Fn::Sub"].replace("$.org_id", "$.organization")
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "Rule: $.organization")
+
+    def test_other_namespaces_are_not_ours_to_check(self):
+        template = observed_template()
+        template["Resources"]["OrgsFunctionLatencyAlarm"]["Properties"]["Metrics"][0]["MetricStat"]["Metric"]["Namespace"] = "AWS/Lambda"
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "OrgsFunction: no latency alarm")
+        del template["Globals"]
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "no METRICS_NAMESPACE")
+
+
 if __name__ == "__main__":
     unittest.main()
