@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
+.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -135,6 +135,10 @@ lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	@for patch in tools/soak/mutations/*.patch tests/model-mutations/*.patch; do \
 		git apply --check "$$patch" || { echo "$$patch no longer applies: regenerate it"; exit 1; }; done
 	$(VENV)/bin/python infra/checks/run_checkov.py --checkov $(CHECKOV_VENV)/bin/checkov infra/template.yaml $(TRANSLATED)
+
+## dashboard: the template's dashboard drawn from the local stack's metric lines (after make run with traffic, make load or make soak; LOGS=... for others) to .local/dashboard/dashboard.png and index.html
+dashboard: $(VENV)/.installed
+	$(VENV)/bin/python tools/metrics/dashboard.py --out .local/dashboard $${LOGS:-$$(ls .local/*.log .local/*/logs/*.log .local/test-logs/metrics-* 2>/dev/null)}
 
 ## bench: per route (read, list, create, PATCH, surplus page, summary, nearby) DynamoDB calls, round trips, latency and the code's own share; data-size checks; every function's binary size and start time (BINARIES=0 skips the release build)
 bench: $(ENGINES)

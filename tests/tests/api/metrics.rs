@@ -116,7 +116,10 @@ fn a_request_reports_its_route_status_and_cost_and_who_asked_as_properties() {
         assert_eq!(line["key_id"], key_id(&t).await.to_string());
         assert_eq!(line["status"], 200);
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
-        assert_eq!(directive["Namespace"], "IntegrationApi");
+        // The settings' namespace (`IntegrationApi` unless set: the local
+        // stack's scripts set `IntegrationApi/local`).
+        let namespace = &harness().await.state.config.metrics.namespace;
+        assert_eq!(directive["Namespace"], namespace.as_str());
         let by = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
         assert_eq!(
             sets_of(&line, "Requests"),

@@ -12,6 +12,10 @@
 : "${AWS_REGION:=eu-north-1}"
 : "${AWS_ACCESS_KEY_ID:=local}"
 : "${AWS_SECRET_ACCESS_KEY:=local}"
+# The local stack's metrics, in the namespace a stack named `local` has
+# (the template's METRICS_NAMESPACE): what `make dashboard` draws.
+: "${METRICS_NAMESPACE:=IntegrationApi/local}"
+export METRICS_NAMESPACE
 export LOCAL_HOST MOTO_PORT DYNAMODB_PORT AWS_ENDPOINT_URL AWS_ENDPOINT_URL_DYNAMODB AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 VENV=${VENV:-.venv}
 # DynamoDB Local, installed from the npm registry by the Makefile.

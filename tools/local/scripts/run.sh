@@ -29,7 +29,10 @@ stack_prepare
 stack_demo
 key=$DEMO_KEY
 
-LOCAL_ADDR=$ADDR LOG_FORMAT=${LOG_FORMAT:-text} $TARGET_DIR/debug/local &
+# Its metric lines are kept for `make dashboard` (.local/run-server.log),
+# and kept off the terminal.
+LOCAL_ADDR=$ADDR LOG_FORMAT=${LOG_FORMAT:-text} $TARGET_DIR/debug/local \
+    > >(tee -a "$STATE_DIR/run-server.log" | grep --line-buffered -v '^{"_aws"') 2>&1 &
 server=$!
 for _ in $(seq 1 100); do
     in_use "$PORT" && break

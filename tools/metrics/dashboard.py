@@ -1,0 +1,279 @@
+"""`make dashboard`: the template's dashboard, drawn from the local stack's
+metric lines.
+
+Reads the `Dashboard` resource of infra/template.yaml (its body, with
+`${AWS::StackName}` as `local` and `${AWS::Region}` as `local`: the local
+stack writes to `IntegrationApi/local`, tools/local/scripts/env.sh) and
+the metric lines of the given logs (emf.py: the same lines CloudWatch
+Logs reads), then draws each widget as CloudWatch would compute it:
+- metric widgets: `SEARCH('{"<ns>",<keys>} MetricName="<m>" <K>="<v>"', '<stat>', <period>)`
+  (one series per metric with exactly those dimension keys) and plain
+  `[<ns>, <metric>, <key>, <value>, ..., {stat, label}]` entries, with
+  the statistics Sum, Average, SampleCount, Minimum, Maximum, pNN and
+  PR(:x); CloudWatch's own namespaces (`AWS/...`) and math over them are
+  not in the local lines: the widget says so;
+- Contributor Insights widgets: the template's rule of that name applied
+  to the lines (its filters and keys), its top contributors by count;
+- alarm and text widgets: their text.
+Buckets are the lines' time span in about 30 steps (a local run lasts
+minutes, not the widgets' periods).
+
+    dashboard.py [--template T] [--out DIR] LOG...
+
+Writes DIR/dashboard.png and DIR/index.html; prints what it read.
+"""
+
+import argparse
+import html
+import json
+import math
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import emf  # noqa: E402
+
+STACK = "local"
+SEARCH = re.compile(r"""SEARCH\('\{"([^"]+)",([^}]*)\}\s*MetricName="(\w+)"([^']*)',\s*'([^']+)'""")
+FILTER = re.compile(r'(\w+)="([^"]*)"')
+PERCENTILE = re.compile(r"^p(\d+(?:\.\d+)?)$")
+RANK = re.compile(r"^PR\(:(\d+(?:\.\d+)?)\)$")
+
+
+def cfn_loader():
+    """A YAML loader that reads CloudFormation's short tags as their long
+    form (`!Sub x` as {"Fn::Sub": x}, and so on)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct(loader, suffix, node):
+        name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+        if isinstance(node, yaml.ScalarNode):
+            value = loader.construct_scalar(node)
+        elif isinstance(node, yaml.SequenceNode):
+            value = loader.construct_sequence(node, deep=True)
+        else:
+            value = loader.construct_mapping(node, deep=True)
+        return {name: value}
+
+    Loader.add_multi_constructor("!", construct)
+    return Loader
+
+
+def substitute(text):
+    text = text.replace("${AWS::StackName}", STACK).replace("${AWS::Region}", "local")
+    return re.sub(r"\$\{([^}]+)\}", lambda m: f"({m.group(1)})", text)
+
+
+def read_template(path):
+    """The dashboard's widgets and the Contributor Insights rules by name."""
+    import yaml
+
+    template = yaml.load(Path(path).read_text(), Loader=cfn_loader())
+    widgets, rules = [], {}
+    for resource in template["Resources"].values():
+        props = resource.get("Properties") or {}
+        if resource["Type"] == "AWS::CloudWatch::Dashboard":
+            widgets = json.loads(substitute(props["DashboardBody"]["Fn::Sub"]))["widgets"]
+        elif resource["Type"] == "AWS::CloudWatch::InsightRule":
+            name = substitute(props["RuleName"]["Fn::Sub"])
+            rules[name] = json.loads(substitute(props["RuleBody"]["Fn::Sub"]))
+    return widgets, rules
+
+
+def statistic(values, stat):
+    """`stat` of `values` (non-empty), as CloudWatch computes it."""
+    ordered = sorted(values)
+    if stat == "Sum":
+        return sum(values)
+    if stat == "Average":
+        return sum(values) / len(values)
+    if stat == "SampleCount":
+        return float(len(values))
+    if stat == "Minimum":
+        return ordered[0]
+    if stat == "Maximum":
+        return ordered[-1]
+    if m := PERCENTILE.match(stat):
+        rank = max(math.ceil(float(m.group(1)) / 100 * len(ordered)) - 1, 0)
+        return ordered[rank]
+    if m := RANK.match(stat):
+        return 100.0 * sum(1 for v in values if v <= float(m.group(1))) / len(values)
+    raise ValueError(f"statistic {stat} is not drawn locally")
+
+
+def bucketed(points, step_ms, stat):
+    """[(bucket start ms, value)] of `points` by bucket."""
+    buckets = defaultdict(list)
+    for point in points:
+        buckets[point.timestamp_ms // step_ms * step_ms].append(point.value)
+    return [(start, statistic(values, stat)) for start, values in sorted(buckets.items())]
+
+
+def series(widget, points, step_ms):
+    """A metric widget's series: {label: [(ms, value)]}, and a note when
+    some of it is not in the local lines."""
+    props = widget["properties"]
+    drawn, missing = {}, []
+    for entry in props.get("metrics", []):
+        options = entry[-1] if entry and isinstance(entry[-1], dict) else {}
+        if entry and isinstance(entry[0], dict):
+            expression = entry[0].get("expression", "")
+            m = SEARCH.search(expression)
+            if not m:
+                missing.append("math over CloudWatch's own metrics")
+                continue
+            namespace, keys, name, filters, stat = m.groups()
+            keys = tuple(k.strip() for k in keys.split(",") if k.strip())
+            wanted = dict(FILTER.findall(filters))
+            groups = defaultdict(list)
+            for p in points:
+                if p.namespace != namespace or p.name != name or tuple(k for k, _ in p.dimensions) != keys:
+                    continue
+                dims = dict(p.dimensions)
+                if all(dims.get(k) == v for k, v in wanted.items()):
+                    groups[p.dimensions].append(p)
+            for dimensions, grouped in sorted(groups.items()):
+                label = " ".join(v for _, v in dimensions)
+                drawn[f"{name} {label}"] = bucketed(grouped, step_ms, stat)
+            continue
+        plain = [x for x in entry if isinstance(x, str)]
+        if options.get("visible") is False:
+            continue
+        namespace, name, dims = plain[0], plain[1], tuple(zip(plain[2::2], plain[3::2]))
+        if namespace.startswith("AWS/"):
+            missing.append(f"{namespace} {name}")
+            continue
+        chosen = [p for p in points if p.namespace == namespace and p.name == name and p.dimensions == dims]
+        stat = options.get("stat", props.get("stat", "Average"))
+        label = options.get("label") or f"{name} {stat}"
+        if chosen:
+            drawn[label] = bucketed(chosen, step_ms, stat)
+    note = ("not in the local lines: " + ", ".join(sorted(set(missing)))) if missing else ""
+    return drawn, note
+
+
+def matches(document, condition):
+    """One Contributor Insights filter over a parsed line."""
+    field = condition["Match"].removeprefix("$.")
+    present = field in document
+    value = document.get(field)
+    if "IsPresent" in condition:
+        return present == condition["IsPresent"]
+    if not present:
+        return False
+    if "EqualTo" in condition:
+        return value == condition["EqualTo"]
+    if "GreaterThan" in condition:
+        return isinstance(value, (int, float)) and value > condition["GreaterThan"]
+    if "LessThan" in condition:
+        return isinstance(value, (int, float)) and value < condition["LessThan"]
+    if "In" in condition:
+        return value in condition["In"]
+    if "NotIn" in condition:
+        return value not in condition["NotIn"]
+    raise ValueError(f"filter {condition} is not drawn locally")
+
+
+def contributors(rule, documents, top=10):
+    """The rule's top contributors: [(key text, count)], largest first."""
+    contribution = rule["Contribution"]
+    counts = defaultdict(int)
+    for document in documents:
+        if all(matches(document, c) for c in contribution.get("Filters", [])):
+            key = tuple(str(document.get(k.removeprefix("$."), "")) for k in contribution["Keys"])
+            counts[key] += 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return [(" ".join(k), n) for k, n in ranked]
+
+
+def render(widgets, rules, documents, out):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.gridspec import GridSpec
+
+    points = [p for d in documents for p in emf.points(d)]
+    times = [d["_aws"]["Timestamp"] for d in documents] or [0]
+    span = max(times) - min(times)
+    step_ms = max(1000, math.ceil(span / 30 / 1000) * 1000)
+    t0 = min(times)
+    rows = max(w["y"] + w["height"] for w in widgets)
+    figure = plt.figure(figsize=(24, rows * 0.62))
+    grid = GridSpec(rows, 24, figure=figure, hspace=1.6, wspace=1.4, left=0.06, right=0.99, top=0.99, bottom=0.02)
+    for widget in widgets:
+        ax = figure.add_subplot(grid[widget["y"]:widget["y"] + widget["height"], widget["x"]:widget["x"] + widget["width"]])
+        props = widget["properties"]
+        ax.set_title(props.get("title", ""), fontsize=9, loc="left")
+        if widget["type"] == "text":
+            ax.axis("off")
+            ax.text(0, 0.5, props["markdown"].replace("# ", ""), fontsize=9, va="center", wrap=True)
+        elif widget["type"] == "alarm":
+            ax.axis("off")
+            names = "\n".join(a.strip("()").removesuffix(".Arn") for a in props["alarms"])
+            ax.text(0, 1, names + "\n\n(evaluated by CloudWatch only)", fontsize=8, va="top")
+        elif "insightRule" in props:
+            rule = rules.get(props["insightRule"]["ruleName"])
+            top = contributors(rule, documents, props["insightRule"].get("maxContributorCount", 10)) if rule else []
+            if top:
+                # Ids shortened to their first 8 characters, as the console does.
+                labels = ["/".join(part[:8] for part in k.split(" ")) for k, _ in top][::-1]
+                ax.barh(labels, [n for _, n in top][::-1])
+                ax.tick_params(labelsize=6)
+            else:
+                ax.text(0.5, 0.5, "no contributor in the local lines", ha="center", fontsize=8)
+        else:
+            drawn, note = series(widget, points, step_ms)
+            for label, values in drawn.items():
+                ax.plot([(t - t0) / 1000 for t, _ in values], [v for _, v in values], marker=".", label=label[:40])
+            if drawn:
+                ax.legend(fontsize=6, loc="upper left")
+            elif not note:
+                note = "no data in the local lines"
+            if note:
+                ax.text(0.5, 0.5, note, ha="center", va="center", fontsize=8, transform=ax.transAxes, wrap=True)
+            ax.set_xlabel(f"seconds (buckets of {step_ms // 1000} s)", fontsize=7)
+            ax.tick_params(labelsize=7)
+    out.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out / "dashboard.png", dpi=60)
+    plt.close(figure)
+    return step_ms
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--template", default="infra/template.yaml")
+    parser.add_argument("--out", type=Path, default=Path(".local/dashboard"))
+    parser.add_argument("logs", nargs="*")
+    args = parser.parse_args()
+    widgets, rules = read_template(args.template)
+    documents, bad = [], 0
+    for _, _, document in emf.read(args.logs):
+        if emf.check(document):
+            bad += 1
+        else:
+            documents.append(document)
+    if not documents:
+        print("dashboard: no metric line in " + (", ".join(args.logs) or "no log") +
+              ": run make run (and send requests), make load or make soak first")
+        return 1
+    step_ms = render(widgets, rules, documents, args.out)
+    span_s = (max(d["_aws"]["Timestamp"] for d in documents) - min(d["_aws"]["Timestamp"] for d in documents)) / 1000
+    rows = "".join(f"<li>{html.escape(str(p))}</li>" for p in args.logs)
+    (args.out / "index.html").write_text(
+        "<!doctype html><meta charset=utf-8><title>Integration API: local dashboard</title>"
+        f"<h1>Integration API: the dashboard, locally</h1><p>{len(documents)} metric lines over {span_s:.0f} s, "
+        f"buckets of {step_ms // 1000} s, from:</p><ul>{rows}</ul><img src=dashboard.png style='max-width:100%'>",
+        encoding="utf-8")
+    print(f"dashboard: {len(documents)} metric lines ({bad} malformed, left out) over {span_s:.0f} s from "
+          f"{len(args.logs)} logs: {args.out / 'dashboard.png'} and {args.out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""dashboard.py computes each widget as CloudWatch would from the metric
+lines, and draws the template's dashboard."""
+
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import dashboard  # noqa: E402
+import emf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "IntegrationApi/local"
+
+
+def line(at, service, route, latency, status=200, **extra):
+    document = {
+        "_aws": {"Timestamp": at, "CloudWatchMetrics": [
+            {"Namespace": NS, "Dimensions": [["Service"], ["Service", "Route"]],
+             "Metrics": [{"Name": "Latency", "Unit": "Milliseconds"}, {"Name": "Requests", "Unit": "Count"}]},
+            {"Namespace": NS, "Dimensions": [["Service", "StatusClass"]],
+             "Metrics": [{"Name": "Errors", "Unit": "Count"}]}]},
+        "Service": service, "Route": route, "StatusClass": f"{status // 100}xx",
+        "Latency": latency, "Requests": 1, "Errors": int(status >= 400), "status": status, "request_id": "r",
+    }
+    document.update(extra)
+    return document
+
+
+DOCUMENTS = [
+    line(0, "sites", "GET /s", 10, org_id="a"),
+    line(500, "sites", "GET /s", 30, org_id="a"),
+    line(1500, "orgs", "GET /o", 20, status=429, org_id="b"),
+    line(2500, "sites", "GET /s", 40, status=503, org_id="a"),
+]
+POINTS = [p for d in DOCUMENTS for p in emf.points(d)]
+
+
+def widget(*metrics, stat="Sum"):
+    return {"type": "metric", "properties": {"stat": stat, "metrics": list(metrics)}}
+
+
+def search(metric, stat, keys="Service", extra=""):
+    return [{"expression": f"SEARCH('{{\"{NS}\",{keys}}} MetricName=\"{metric}\"{extra}', '{stat}', 60)", "id": "e"}]
+
+
+class Series(unittest.TestCase):
+    def test_a_search_draws_one_series_per_metric_with_exactly_its_keys(self):
+        drawn, note = dashboard.series(widget(search("Requests", "Sum")), POINTS, 1000)
+        self.assertEqual(note, "")
+        self.assertEqual(drawn, {"Requests sites": [(0, 2.0), (2000, 1.0)], "Requests orgs": [(1000, 1.0)]})
+        drawn, _ = dashboard.series(widget(search("Requests", "Sum", "Service,Route")), POINTS, 1000)
+        self.assertEqual(set(drawn), {"Requests sites GET /s", "Requests orgs GET /o"})
+
+    def test_a_search_filters_on_dimension_values(self):
+        drawn, _ = dashboard.series(widget(search("Errors", "Sum", "Service,StatusClass", ' StatusClass="5xx"')), POINTS, 10_000)
+        self.assertEqual(drawn, {"Errors sites 5xx": [(0, 1.0)]})
+
+    def test_statistics_are_cloudwatchs(self):
+        values = [10, 30, 40, 20]
+        self.assertEqual(dashboard.statistic(values, "p50"), 20)
+        self.assertEqual(dashboard.statistic(values, "p99"), 40)
+        self.assertEqual(dashboard.statistic(values, "Average"), 25)
+        self.assertEqual(dashboard.statistic(values, "SampleCount"), 4)
+        self.assertEqual(dashboard.statistic(values, "PR(:30)"), 75)
+        with self.assertRaises(ValueError):
+            dashboard.statistic(values, "TM(10%:90%)")
+
+    def test_plain_entries_and_cloudwatchs_own_metrics(self):
+        drawn, note = dashboard.series(widget(
+            [NS, "Latency", "Service", "sites", {"stat": "Maximum", "label": "slowest"}],
+            ["AWS/Lambda", "Throttles"],
+            [{"expression": "100 * errors / all", "id": "share"}]), POINTS, 10_000)
+        self.assertEqual(drawn, {"slowest": [(0, 40.0)]})
+        self.assertIn("AWS/Lambda Throttles", note)
+        self.assertIn("math over CloudWatch's own metrics", note)
+
+
+class Contributors(unittest.TestCase):
+    def test_a_rule_counts_its_keys_over_the_lines_it_filters(self):
+        rule = {"Contribution": {"Keys": ["$.org_id"], "Filters": [
+            {"Match": "$.request_id", "IsPresent": True}, {"Match": "$.status", "GreaterThan": 399}]}}
+        self.assertEqual(dashboard.contributors(rule, DOCUMENTS), [("a", 1), ("b", 1)])
+        rule["Contribution"]["Filters"] = [{"Match": "$.status", "EqualTo": 200}]
+        self.assertEqual(dashboard.contributors(rule, DOCUMENTS), [("a", 2)])
+        rule["Contribution"]["Filters"] = [{"Match": "$.org_id", "In": ["b"]}]
+        self.assertEqual(dashboard.contributors(rule, DOCUMENTS), [("b", 1)])
+
+
+class TheTemplate(unittest.TestCase):
+    def test_the_templates_dashboard_is_drawn(self):
+        widgets, rules = dashboard.read_template(ROOT / "infra/template.yaml")
+        self.assertGreater(len(widgets), 10)
+        for widget in widgets:
+            name = (widget["properties"].get("insightRule") or {}).get("ruleName")
+            if name:
+                self.assertIn(name, rules)
+        with tempfile.TemporaryDirectory() as out:
+            dashboard.render(widgets, rules, DOCUMENTS, Path(out))
+            self.assertTrue((Path(out) / "dashboard.png").stat().st_size > 10_000)
+
+    def test_the_cli_refuses_logs_without_metric_lines(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as log, tempfile.TemporaryDirectory() as out:
+            log.write('{"message":"request served"}\n')
+            log.flush()
+            sys.argv = ["dashboard.py", "--template", str(ROOT / "infra/template.yaml"), "--out", out, log.name]
+            self.assertEqual(dashboard.main(), 1)
+            log.write(json.dumps(DOCUMENTS[0]) + "\n")
+            log.flush()
+            self.assertEqual(dashboard.main(), 0)
+            self.assertIn("1 metric lines", (Path(out) / "index.html").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
