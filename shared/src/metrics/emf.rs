@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 use serde::ser::SerializeSeq;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{Dimension, Metric, MetricsConfig, output};
 
@@ -18,13 +18,15 @@ use super::{Dimension, Metric, MetricsConfig, output};
 pub struct Document {
     timestamp_ms: u64,
     directives: Vec<Directive>,
-    members: Map<String, Value>,
+    /// The root's members in the order set (a name set again replaces
+    /// its value): a line has a couple of dozen, fewer than a map needs.
+    members: Vec<(&'static str, Value)>,
 }
 
 /// Metrics recorded under dimension sets.
 #[derive(Debug)]
 struct Directive {
-    dimension_sets: Vec<Vec<Dimension>>,
+    dimension_sets: &'static [&'static [Dimension]],
     metrics: Vec<Metric>,
 }
 
@@ -34,22 +36,28 @@ impl Document {
         Document {
             timestamp_ms: crate::clock::unix_ms(),
             directives: Vec::new(),
-            members: Map::new(),
+            members: Vec::with_capacity(24),
+        }
+    }
+
+    fn set(&mut self, name: &'static str, value: Value) {
+        match self.members.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, old)) => *old = value,
+            None => self.members.push((name, value)),
         }
     }
 
     /// Sets dimension `dimension` to `value` (for the directives that
     /// name it).
     pub fn dimension(&mut self, dimension: Dimension, value: &str) -> &mut Self {
-        self.members
-            .insert(dimension.name().to_owned(), Value::from(value));
+        self.set(dimension.name(), Value::from(value));
         self
     }
 
     /// A property that is no metric and no dimension (searchable in the
     /// logs: a request id, an organization).
-    pub fn property(&mut self, name: &str, value: impl Into<Value>) -> &mut Self {
-        self.members.insert(name.to_owned(), value.into());
+    pub fn property(&mut self, name: &'static str, value: impl Into<Value>) -> &mut Self {
+        self.set(name, value.into());
         self
     }
 
@@ -57,15 +65,14 @@ impl Document {
     /// `dimension_sets`. A metric is recorded in one directive only.
     pub fn record(
         &mut self,
-        dimension_sets: &[&[Dimension]],
+        dimension_sets: &'static [&'static [Dimension]],
         metrics: &[(Metric, f64)],
     ) -> &mut Self {
         for (metric, value) in metrics {
-            self.members
-                .insert(metric.name().to_owned(), number(*value));
+            self.set(metric.name(), number(*value));
         }
         self.directives.push(Directive {
-            dimension_sets: dimension_sets.iter().map(|set| set.to_vec()).collect(),
+            dimension_sets,
             metrics: metrics.iter().map(|(metric, _)| *metric).collect(),
         });
         self
@@ -81,7 +88,7 @@ impl Document {
                     .iter()
                     .map(|directive| Directed {
                         namespace,
-                        dimensions: Names(&directive.dimension_sets),
+                        dimensions: Names(directive.dimension_sets),
                         metrics: directive
                             .metrics
                             .iter()
@@ -112,12 +119,22 @@ impl Default for Document {
     }
 }
 
-#[derive(Serialize)]
+/// The document: `_aws`, then its members.
 struct Line<'a> {
-    #[serde(rename = "_aws")]
     aws: Aws<'a>,
-    #[serde(flatten)]
-    members: &'a Map<String, Value>,
+    members: &'a [(&'static str, Value)],
+}
+
+impl Serialize for Line<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.members.len() + 1))?;
+        map.serialize_entry("_aws", &self.aws)?;
+        for (name, value) in self.members {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -132,7 +149,7 @@ struct Aws<'a> {
 #[serde(rename_all = "PascalCase")]
 struct Directed<'a> {
     namespace: &'a str,
-    dimensions: Names<'a>,
+    dimensions: Names,
     metrics: Vec<Definition>,
 }
 
@@ -144,16 +161,24 @@ struct Definition {
 }
 
 /// Dimension sets, as arrays of their keys' names.
-struct Names<'a>(&'a [Vec<Dimension>]);
+struct Names(&'static [&'static [Dimension]]);
 
-impl Serialize for Names<'_> {
+impl Serialize for Names {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut sets = serializer.serialize_seq(Some(self.0.len()))?;
         for set in self.0 {
-            let names: Vec<&str> = set.iter().map(|d| d.name()).collect();
-            sets.serialize_element(&names)?;
+            sets.serialize_element(&Keys(set))?;
         }
         sets.end()
+    }
+}
+
+/// One dimension set's keys.
+struct Keys(&'static [Dimension]);
+
+impl Serialize for Keys {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|d| d.name()))
     }
 }
 

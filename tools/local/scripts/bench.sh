@@ -28,6 +28,8 @@
 #      an invocation) and the start to first response; budgets 5 MB zipped,
 #      30 ms init (BINARIES=0 skips the release build, which takes a while).
 #   5. The load test of `make load` (tools/local/scripts/load.sh).
+#   Beside 2., what a request's metric line costs (`bench metrics`:
+#   built, serialised, written), as a share of each read's own time.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 # Engines of the bench's own, emptied first, so that what tests and other
@@ -227,7 +229,18 @@ print(json.dumps({"deliveries": n, "received": len(got),
 PY
 
 echo "==> from the server's log: per route, successful requests only"
-py tools/local/scripts/bench_log.py "$log" "$labels" "$marks"
+py tools/local/scripts/bench_log.py "$log" "$labels" "$marks" | tee "$STATE_DIR/bench-routes.jsonl"
+echo "==> a request's metric line (bench metrics): its CPU time, and as a share of each read's own time"
+metrics=$($bin/bench metrics 20000)
+echo "$metrics"
+py - "$metrics" "$STATE_DIR/bench-routes.jsonl" <<'PY'
+import json, sys
+line = json.loads(sys.argv[1])["us_per_line_p50"]
+for row in map(json.loads, open(sys.argv[2])):
+    if row.get("route", "").startswith("GET ") and row.get("own_p50_ms"):
+        print(json.dumps({"route": row["route"], "data": row["data"], "own_p50_us": round(row["own_p50_ms"] * 1000, 1),
+                          "metric_line_us": line, "metric_line_share_of_own": round(line / (row["own_p50_ms"] * 1000), 3)}))
+PY
 echo "==> before (WARM_REQUESTS=false), from its server's log"
 py tools/local/scripts/bench_log.py "$cold_log" "$labels"
 stop_local

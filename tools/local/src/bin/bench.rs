@@ -13,6 +13,12 @@
 //! p50, p99 and write units per request; then one key's writes at once,
 //! with the admission before and inside the write's transaction.
 //!
+//! `bench metrics <lines>`: what one request's metric line costs
+//! (`shared::metrics`): its document built, serialised and written to
+//! `/dev/null` (a write system call, as to Lambda's standard output), one
+//! line after another on one thread; prints microseconds per line (p50 of
+//! batches of 1,000, and the mean).
+//!
 //! `bench cold <binary> <event.json> <key> [METHOD path[?query]]`: starts a
 //! Lambda binary against a minimal Lambda Runtime API served here, hands it
 //! the event (an API Gateway request for the path, or the event file as it
@@ -65,8 +71,9 @@ async fn main() -> Result<()> {
         ["getitem", requests] => getitem(requests.parse()?).await,
         ["engine", requests] => engine(requests.parse()?).await,
         ["cold", binary, event, key, rest @ ..] => cold(binary, event, key, rest).await,
+        ["metrics", lines] => metric_lines(lines.parse()?),
         _ => bail!(
-            "usage: bench load <host:port> <METHOD> <path> <key> <requests> <concurrency> [body] | bench getitem <requests> | bench engine <requests> | bench cold <binary> <event.json> <key> [METHOD path]"
+            "usage: bench load <host:port> <METHOD> <path> <key> <requests> <concurrency> [body] | bench getitem <requests> | bench engine <requests> | bench metrics <lines> | bench cold <binary> <event.json> <key> [METHOD path]"
         ),
     }
 }
@@ -74,6 +81,56 @@ async fn main() -> Result<()> {
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let at = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
     sorted.get(at).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// `lines` metric lines of a typical request (a read with its key and
+/// organization), each built, serialised and written to `/dev/null`.
+fn metric_lines(lines: usize) -> Result<()> {
+    use std::io::Write;
+    let mut null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    let config = shared::config::MetricsConfig::default();
+    // Ids of the length real ones have.
+    let org = "0194f8a2-7c1e-7d3a-9b1f-2a6c4e8d0f13".to_owned();
+    let key = "0194f8a2-7c1e-7d3a-9b1f-2a6c4e8d0f14".to_owned();
+    let request_id = "0194f8a2-7c1e-7d3a-9b1f-2a6c4e8d0f15";
+    let mut batches = Vec::new();
+    let mut total = Duration::ZERO;
+    for _ in 0..lines.div_ceil(1000) {
+        let started = Instant::now();
+        for i in 0..1000 {
+            let served = shared::metrics::request::Served {
+                method: "GET",
+                route: Some("/api/v1/sites/{siteId}"),
+                status: 200,
+                code: None,
+                latency_ms: 4.25 + f64::from(i % 7),
+                read_units: 1.5,
+                write_units: 1.0,
+                round_trips: 1,
+                replayed: false,
+                request_id,
+                org_id: Some(org.clone()),
+                key_id: Some(key.clone()),
+            };
+            let mut line = served.document().line(&config.namespace);
+            line.push('\n');
+            null.write_all(line.as_bytes())?;
+        }
+        let took = started.elapsed();
+        total += took;
+        batches.push(took);
+    }
+    batches.sort();
+    let per_line = |d: Duration| d.as_secs_f64() * 1e6 / 1000.0;
+    println!(
+        "{}",
+        serde_json::json!({
+            "metric_lines": batches.len() * 1000,
+            "us_per_line_p50": (per_line(batches[batches.len() / 2]) * 100.0).round() / 100.0,
+            "us_per_line_mean": (per_line(total / u32::try_from(batches.len())?) * 100.0).round() / 100.0,
+        })
+    );
+    Ok(())
 }
 
 /// GetItem round trips to DynamoDB (the local stack's DynamoDB Local), one
