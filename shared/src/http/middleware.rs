@@ -2,8 +2,9 @@
 //! the request's lifecycle around its handler (`lifecycle.rs`: arrival
 //! before routing, settlement after, with the `X-RateLimit-*` headers on
 //! `/api/v1/*`), panics as 500, a 500 before Lambda's deadline rather than
-//! none at all, and one log line (with `ddb_ms`, the time spent waiting on
-//! DynamoDB, and `round_trips`, the sequential round trips to it).
+//! none at all, one log line (with `ddb_ms`, the time spent waiting on
+//! DynamoDB, and `round_trips`, the sequential round trips to it) and one
+//! metric line (`metrics::request`).
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -22,7 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "store", "files", "sealed", "cursor", "config", "outbound", "queue",
     ],
-    &["ratelimit", "state"],
+    &["ratelimit", "state", "metrics"],
     &["http", "webhooks"],
 ];
 
