@@ -55,6 +55,10 @@ echo "==> soak, short (${SOAK_SECONDS:-50} s of traffic under faults; make soak 
 SOAK_PROFILE=dev tools/soak/run.sh --duration "${SOAK_SECONDS:-50}" --out "$STATE_DIR/soak-short"
 soak=$?
 
+echo "==> the dashboard, drawn from the run's metric lines (make dashboard; not counted)"
+"$VENV/bin/python" tools/metrics/dashboard.py --out "$STATE_DIR/dashboard" \
+    "$STATE_DIR"/test-logs/metrics-* "$STATE_DIR"/soak-short/logs/*.log || echo "the dashboard could not be drawn"
+
 if [[ -n ${MUTANTS_BASE:-} ]]; then
     echo "==> mutants of the lines the change touches, for at most ${MUTANTS_MINUTES:-15} minutes (make mutants runs them all)"
     MUTANTS_MINUTES=${MUTANTS_MINUTES:-15} tools/mutants/run.sh
