@@ -90,8 +90,10 @@ impl Served<'_> {
             ],
         );
         if let Some(code) = self.code {
-            doc.dimension(Code, code)
-                .record(&[&[Service, Code]], &[(Metric::Errors, 1.0)]);
+            doc.dimension(Code, code).record(
+                &[&[Service, Code], &[Service, Route, Code]],
+                &[(Metric::Errors, 1.0)],
+            );
         }
         if super::cold_start() {
             doc.record(&[&[Service]], &[(Metric::ColdStart, 1.0)]);

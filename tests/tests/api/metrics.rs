@@ -166,7 +166,10 @@ fn an_error_answer_is_counted_by_its_code() {
         assert_eq!(line["Errors"], 1);
         assert_eq!(
             sets_of(&line, "Errors"),
-            [vec!["Service".to_owned(), "Code".to_owned()]]
+            [
+                vec!["Service".to_owned(), "Code".to_owned()],
+                vec!["Service".to_owned(), "Route".to_owned(), "Code".to_owned()]
+            ]
         );
 
         // A path no function routes: no function to name.
