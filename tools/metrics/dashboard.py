@@ -36,32 +36,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 import emf  # noqa: E402
 
 STACK = "local"
+MOST_SERIES = 8  # series drawn in one widget
 SEARCH = re.compile(r"""SEARCH\('\{"([^"]+)",([^}]*)\}\s*MetricName="(\w+)"([^']*)',\s*'([^']+)'""")
 FILTER = re.compile(r'(\w+)="([^"]*)"')
 PERCENTILE = re.compile(r"^p(\d+(?:\.\d+)?)$")
 RANK = re.compile(r"^PR\(:(\d+(?:\.\d+)?)\)$")
-
-
-def cfn_loader():
-    """A YAML loader that reads CloudFormation's short tags as their long
-    form (`!Sub x` as {"Fn::Sub": x}, and so on)."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def construct(loader, suffix, node):
-        name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-        if isinstance(node, yaml.ScalarNode):
-            value = loader.construct_scalar(node)
-        elif isinstance(node, yaml.SequenceNode):
-            value = loader.construct_sequence(node, deep=True)
-        else:
-            value = loader.construct_mapping(node, deep=True)
-        return {name: value}
-
-    Loader.add_multi_constructor("!", construct)
-    return Loader
 
 
 def substitute(text):
@@ -71,9 +50,10 @@ def substitute(text):
 
 def read_template(path):
     """The dashboard's widgets and the Contributor Insights rules by name."""
-    import yaml
+    # cfn-lint's reader: `!Sub x` as {"Fn::Sub": x}, as check_template.py reads it.
+    from cfnlint.decode import cfn_yaml
 
-    template = yaml.load(Path(path).read_text(), Loader=cfn_loader())
+    template = cfn_yaml.load(str(path))
     widgets, rules = [], {}
     for resource in template["Resources"].values():
         props = resource.get("Properties") or {}
@@ -221,14 +201,20 @@ def render(widgets, rules, documents, out):
             rule = rules.get(props["insightRule"]["ruleName"])
             top = contributors(rule, documents, props["insightRule"].get("maxContributorCount", 10)) if rule else []
             if top:
-                # Ids shortened to their first 8 characters, as the console does.
-                labels = ["/".join(part[:8] for part in k.split(" ")) for k, _ in top][::-1]
+                # Ids shortened to their last 8 characters (UUIDv7's random
+                # tail: their heads are the time, alike within a run).
+                labels = ["/".join(part[-8:] for part in k.split(" ")) for k, _ in top][::-1]
                 ax.barh(labels, [n for _, n in top][::-1])
                 ax.tick_params(labelsize=6)
             else:
                 ax.text(0.5, 0.5, "no contributor in the local lines", ha="center", fontsize=8)
         else:
             drawn, note = series(widget, points, step_ms)
+            if len(drawn) > MOST_SERIES:
+                # The largest, so that the picture stays legible.
+                ax.set_title(f"{props.get('title', '')} ({MOST_SERIES} largest of {len(drawn)})", fontsize=9, loc="left")
+                largest = sorted(drawn, key=lambda label: -sum(v for _, v in drawn[label]))[:MOST_SERIES]
+                drawn = {label: drawn[label] for label in largest}
             for label, values in drawn.items():
                 ax.plot([(t - t0) / 1000 for t, _ in values], [v for _, v in values], marker=".", label=label[:40])
             if drawn:

@@ -18,6 +18,7 @@ pub mod signature;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
+use shared::metrics::Report;
 use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, DeliveryStatus};
 use shared::model::webhook::{VerificationMode, WebhookRecord};
 use shared::queue::QueueMessage;

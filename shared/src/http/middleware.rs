@@ -20,7 +20,7 @@ use super::lifecycle::{self, Arriving, Returned, Settled};
 use super::multipart;
 use crate::error::{ApiError, ErrorCode, InternalCause};
 use crate::gate::WriteGate;
-use crate::metrics;
+use crate::metrics::{self, Report};
 use crate::state::AppState;
 use crate::store::calls::{CallCounter, DynamoCalls};
 use crate::store::outcome::Outcome;

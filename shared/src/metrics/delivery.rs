@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Dimension, Document, Metric, MetricsConfig};
+use super::{Dimension, Document, Metric, Report};
 
 /// The dispatcher, as its metrics name it.
 pub const DISPATCHER: &str = "webhook-dispatcher";
@@ -26,9 +26,9 @@ pub struct Attempted {
     pub lag_to_end_ms: Option<f64>,
 }
 
-impl Attempted {
+impl Report for Attempted {
     /// The attempt's metric line.
-    pub fn document(&self) -> Document {
+    fn document(&self) -> Document {
         use Dimension::{Cause, Service};
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         let mut doc = Document::new();
@@ -62,16 +62,6 @@ impl Attempted {
         if !lags.is_empty() {
             doc.record(&[&[Service]], &lags);
         }
-        if super::cold_start() {
-            doc.record(&[&[Service]], &[(Metric::ColdStart, 1.0)]);
-        }
         doc
-    }
-
-    /// Writes the attempt's metric line.
-    pub fn emit(&self, config: &MetricsConfig) {
-        if config.enabled {
-            self.document().emit(config);
-        }
     }
 }

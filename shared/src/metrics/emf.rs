@@ -105,11 +105,20 @@ impl Document {
         serde_json::to_string(&line).unwrap_or_default()
     }
 
-    /// Writes the document (when metrics are on).
-    pub fn emit(&self, config: &MetricsConfig) {
-        if config.enabled && !self.directives.is_empty() {
-            output::write(self.line(&config.namespace));
+    /// Writes the document (when metrics are on). The process's first
+    /// line says it is a cold start, by the function it names.
+    pub fn emit(mut self, config: &MetricsConfig) {
+        if !config.enabled || self.directives.is_empty() {
+            return;
         }
+        let named = self
+            .members
+            .iter()
+            .any(|(n, _)| *n == Dimension::Service.name());
+        if named && super::cold_start() {
+            self.record(&[&[Dimension::Service]], &[(Metric::ColdStart, 1.0)]);
+        }
+        output::write(self.line(&config.namespace));
     }
 }
 

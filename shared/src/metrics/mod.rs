@@ -154,6 +154,19 @@ impl Dimension {
     }
 }
 
+/// What writes a metric line: a served request, a webhook attempt.
+pub trait Report {
+    /// The line's document.
+    fn document(&self) -> Document;
+
+    /// Writes the line (nothing is built when metrics are off).
+    fn emit(&self, config: &MetricsConfig) {
+        if config.enabled {
+            self.document().emit(config);
+        }
+    }
+}
+
 /// True the first time it is asked in this process (a Lambda
 /// environment's first invocation: its cold start), false after.
 pub fn cold_start() -> bool {

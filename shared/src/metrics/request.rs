@@ -1,6 +1,6 @@
 //! What a served request reports (`http::middleware` fills it in).
 
-use super::{Dimension, Document, Metric, MetricsConfig, services};
+use super::{Dimension, Document, Metric, Report, services};
 use crate::error::codes::IDEMPOTENCY_KEY_IN_FLIGHT;
 
 /// A served request, as its metric line sees it.
@@ -31,9 +31,9 @@ const BY_ROUTE: &[&[Dimension]] = &[
     &[Dimension::Service, Dimension::Route],
 ];
 
-impl Served<'_> {
+impl Report for Served<'_> {
     /// The request's metric line.
-    pub fn document(&self) -> Document {
+    fn document(&self) -> Document {
         use Dimension::{Code, Route, Service, StatusClass};
         let function = self
             .route
@@ -95,16 +95,6 @@ impl Served<'_> {
                 &[(Metric::Errors, 1.0)],
             );
         }
-        if super::cold_start() {
-            doc.record(&[&[Service]], &[(Metric::ColdStart, 1.0)]);
-        }
         doc
-    }
-
-    /// Writes the request's metric line.
-    pub fn emit(&self, config: &MetricsConfig) {
-        if config.enabled {
-            self.document().emit(config);
-        }
     }
 }

@@ -86,6 +86,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 /// `lines` metric lines of a typical request (a read with its key and
 /// organization), each built, serialised and written to `/dev/null`.
 fn metric_lines(lines: usize) -> Result<()> {
+    use shared::metrics::Report;
     use std::io::Write;
     let mut null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
     let config = shared::config::MetricsConfig::default();
