@@ -16,7 +16,8 @@ Logs reads), then draws each widget as CloudWatch would compute it:
   to the lines (its filters and keys), its top contributors by count;
 - alarm and text widgets: their text.
 Buckets are the lines' time span in about 30 steps (a local run lasts
-minutes, not the widgets' periods).
+minutes, not the widgets' periods); lines stamped far outside the run (a
+test's moved clock) are left out.
 
     dashboard.py [--template T] [--out DIR] LOG...
 
@@ -171,6 +172,18 @@ def contributors(rule, documents, top=10):
     return [(" ".join(k), n) for k, n in ranked]
 
 
+def within_the_run(documents, margin_ms=600_000):
+    """The documents stamped within the run, and how many were not: tests
+    move their clock hours ahead, and a line stamped then would stretch
+    the picture. The run is the 1st to the 99th percentile of the stamps,
+    widened by `margin_ms` each way."""
+    stamps = sorted(d["_aws"]["Timestamp"] for d in documents)
+    low = stamps[len(stamps) // 100] - margin_ms
+    high = stamps[max(len(stamps) * 99 // 100 - 1, 0)] + margin_ms
+    kept = [d for d in documents if low <= d["_aws"]["Timestamp"] <= high]
+    return kept, len(documents) - len(kept)
+
+
 def render(widgets, rules, documents, out):
     import matplotlib
 
@@ -248,6 +261,7 @@ def main():
         print("dashboard: no metric line in " + (", ".join(args.logs) or "no log") +
               ": run make run (and send requests), make load or make soak first")
         return 1
+    documents, moved = within_the_run(documents)
     step_ms = render(widgets, rules, documents, args.out)
     span_s = (max(d["_aws"]["Timestamp"] for d in documents) - min(d["_aws"]["Timestamp"] for d in documents)) / 1000
     rows = "".join(f"<li>{html.escape(str(p))}</li>" for p in args.logs)
@@ -256,7 +270,8 @@ def main():
         f"<h1>Integration API: the dashboard, locally</h1><p>{len(documents)} metric lines over {span_s:.0f} s, "
         f"buckets of {step_ms // 1000} s, from:</p><ul>{rows}</ul><img src=dashboard.png style='max-width:100%'>",
         encoding="utf-8")
-    print(f"dashboard: {len(documents)} metric lines ({bad} malformed, left out) over {span_s:.0f} s from "
+    print(f"dashboard: {len(documents)} metric lines ({bad} malformed, {moved} stamped by a moved clock, "
+          f"left out) over {span_s:.0f} s from "
           f"{len(args.logs)} logs: {args.out / 'dashboard.png'} and {args.out / 'index.html'}")
     return 0
 

@@ -89,6 +89,14 @@ class Contributors(unittest.TestCase):
         self.assertEqual(dashboard.contributors(rule, DOCUMENTS), [("b", 1)])
 
 
+class TheRun(unittest.TestCase):
+    def test_lines_of_a_moved_clock_are_left_out(self):
+        run = [line(1_000_000 + i * 1000, "sites", "GET /s", 10) for i in range(200)]
+        moved = line(1_000_000 + 86_400_000, "sites", "GET /s", 10)
+        kept, left_out = dashboard.within_the_run(run + [moved])
+        self.assertEqual((len(kept), left_out), (200, 1))
+
+
 class TheTemplate(unittest.TestCase):
     def test_the_templates_dashboard_is_drawn(self):
         widgets, rules = dashboard.read_template(ROOT / "infra/template.yaml")
