@@ -68,11 +68,14 @@ java:
 
 # What the local engines need: moto's server (.venv), DynamoDB Local, Java.
 # cargo-mutants (make mutants, and the CI's step over a change's lines),
-# built from crates.io once, at this version.
+# built from crates.io once, at this version; it runs the tests with
+# cargo-nextest, which the machine's toolchain has (else built from
+# crates.io too).
 MUTANTS_VERSION := 27.1.0
 cargo-mutants:
 	@cargo mutants --version 2>/dev/null | grep -qx 'cargo-mutants $(MUTANTS_VERSION)' \
 		|| cargo install --locked --quiet cargo-mutants@$(MUTANTS_VERSION)
+	@command -v cargo-nextest >/dev/null || cargo install --locked --quiet cargo-nextest
 
 ENGINES := $(VENV)/.installed $(DYNAMODB_LOCAL)/node_modules/.installed java
 

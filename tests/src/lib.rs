@@ -154,7 +154,10 @@ async fn setup() -> Harness {
     let sdk = shared::aws::sdk_config(config.sdk_limits).await;
     // A table of this run's own: runs against reused engines stay
     // independent (nearby search reads every organization's public points).
-    config.table_name = format!("test-{}", uuid::Uuid::new_v4());
+    // A nextest run (`make mutants`: a process a test) shares one table
+    // by its run's id; a `cargo test` process has one of its own.
+    let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| uuid::Uuid::new_v4().to_string());
+    config.table_name = format!("test-{run}");
     let db = shared::store::Store::client(&sdk);
     shared::store::schema::ensure_table(&db, &config.table_name)
         .await

@@ -2,8 +2,10 @@
 # `make mutants`: cargo-mutants over the critical modules
 # (tools/mutants/critical.txt), each with the tests that cover it, in
 # place (one build, reused: do not edit the tree while it runs), one
-# mutant at a time, a mutant whose tests take three times the unmutated
-# ones' time counted as hung. Every mutant no test caught must be listed, with its
+# mutant at a time, its tests run by cargo-nextest and stopped at the
+# first failure (a caught mutant costs its build and a second or so, not
+# the whole set's run), a mutant whose tests take three times the
+# unmutated ones' time counted as hung. Every mutant no test caught must be listed, with its
 # reason, in tools/mutants/explained.txt; any other fails the run.
 #
 #   make mutants                                   every critical module (hours)
@@ -24,10 +26,12 @@ source tools/local/scripts/env.sh
 out=$STATE_DIR/mutants
 rm -rf "$out"
 mkdir -p "$out"
-command -v cargo-mutants >/dev/null || {
-    echo "cargo-mutants is missing: make cargo-mutants"
-    exit 2
-}
+for tool in cargo-mutants cargo-nextest; do
+    command -v $tool >/dev/null || {
+        echo "$tool is missing: make cargo-mutants"
+        exit 2
+    }
+done
 # In place: the tree is put back from git after an interrupted run.
 if ! git diff --quiet HEAD -- shared functions; then
     echo "mutants run in place: commit or stash your changes under shared/ and functions/ first"
@@ -65,7 +69,10 @@ while read -r path filters; do
     [[ $path == */ ]] && files="$path*"
     packages=(--test-package shared --test-package api-tests)
     [[ $path == functions/webhook-dispatcher/* ]] && packages+=(--test-package webhook-dispatcher)
-    args=(--in-place --no-shuffle --colors never --file "$files" "${packages[@]}" "${diff_args[@]}" --output "$out/$name")
+    # Each test in a process of its own (nextest), the run stopped at its
+    # first failure.
+    args=(--in-place --no-shuffle --colors never --file "$files" "${packages[@]}" "${diff_args[@]}"
+        --test-tool nextest --cargo-test-arg=--max-fail=1:immediate --output "$out/$name")
     if [[ -n ${diff_args[*]} ]] && ! cargo mutants --list "${args[@]}" 2>/dev/null | grep -q .; then
         continue
     fi
@@ -84,7 +91,7 @@ while read -r path filters; do
     for ((i = 1; i < ${#packages[@]}; i += 2)); do test_packages+=(-p "${packages[i]}"); done
     began=$SECONDS
     # shellcheck disable=SC2086 # the filters are words
-    if ! cargo test --locked "${test_packages[@]}" -- $filters >"$out/$name.baseline.log" 2>&1; then
+    if ! cargo nextest run --locked --no-fail-fast "${test_packages[@]}" $filters >"$out/$name.baseline.log" 2>&1; then
         echo "    the unmutated tests fail: $out/$name.baseline.log"
         total[unexplained]=$((total[unexplained] + 1))
         continue
@@ -94,7 +101,7 @@ while read -r path filters; do
     args+=(--baseline skip --timeout "$limit")
     # Interrupted (out of time), cargo-mutants puts the file back.
     # shellcheck disable=SC2086 # the filters are words
-    timeout -s INT -k 60 "$left" cargo mutants "${args[@]}" -- -- $filters 2>&1 |
+    timeout -s INT -k 60 "$left" cargo mutants "${args[@]}" -- $filters 2>&1 |
         grep -E '^(MISSED|TIMEOUT|Found|Unmutated|ERROR|error)|mutants tested' | sed 's/^/    /'
     results=$out/$name/mutants.out
     row=()
