@@ -107,12 +107,20 @@ pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<bool
                 .build(),
         );
     }
-    request
-        .send()
-        .await
-        .map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
+    let created = match request.send().await {
+        Ok(_) => true,
+        // Another process created it at the same moment (a nextest run's
+        // first tests, each a process, over fresh engines).
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_bucket_already_owned_by_you()) =>
+        {
+            false
+        }
+        Err(e) => return Err(aws_sdk_s3::error::DisplayErrorContext(e).to_string().into()),
+    };
     version(s3, bucket).await?;
-    Ok(true)
+    Ok(created)
 }
 
 async fn version(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), SetupError> {

@@ -38,6 +38,7 @@ mod rollups;
 mod rotation;
 mod round_trips;
 mod scopes;
+mod setup;
 mod side_effects;
 mod site_people;
 mod sites;
