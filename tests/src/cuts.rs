@@ -13,6 +13,10 @@
 //!   container, thawed later); `Cuts::stalled` tells when it waits.
 //! - `Freeze`: the call takes effect, then its caller is frozen until
 //!   `Cuts::go` before it hears the answer; `Cuts::stalled` tells when.
+//! - `Cancel(reason)`: the call (a `TransactWriteItems`) never leaves, and
+//!   the caller hears DynamoDB cancel the transaction for `reason` on its
+//!   first action (`TransactionConflict`: another transaction held the
+//!   item).
 //!
 //! Calls are counted from arming, every service together, so a request's
 //! calls can be broken one after the other. The SDK's own retries are off
@@ -23,14 +27,16 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
 };
-use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
 use tokio::sync::Notify;
 
 /// How long `Cuts::stalled` waits for the armed call (a request reaches
@@ -45,16 +51,19 @@ pub enum Cut {
     Die,
     Stall,
     Freeze,
+    Cancel(&'static str),
 }
 
 #[derive(Debug, Default)]
 struct Plan {
     calls: AtomicUsize,
     armed: Mutex<Option<(Cut, At)>>,
+    /// How many more calls the armed cut breaks after the next.
+    again: AtomicUsize,
     /// The call that was broken: its number and what it was.
     broken: Mutex<Option<String>>,
-    /// Every call's operation since `Cuts::mark`.
-    log: Mutex<Vec<String>>,
+    /// Every call's operation since `Cuts::mark`, and when it was made.
+    log: Mutex<Vec<(Instant, String)>>,
     died: Notify,
     stalled: Notify,
     go: Notify,
@@ -79,6 +88,7 @@ impl Cuts {
     /// Breaks the `at`-th call from now (1 is the next) by `cut`.
     pub fn arm(&self, cut: Cut, at: usize) {
         self.0.calls.store(0, Ordering::SeqCst);
+        self.0.again.store(0, Ordering::SeqCst);
         *self.0.broken.lock().unwrap() = None;
         *self.0.armed.lock().unwrap() = Some((cut, At::Nth(at)));
     }
@@ -95,6 +105,15 @@ impl Cuts {
     pub fn arm_on(&self, cut: Cut, operation: &'static str, body: &'static str) {
         self.arm(cut, 0);
         *self.0.armed.lock().unwrap() = Some((cut, At::FirstWith(operation, body)));
+    }
+
+    /// Breaks the next `times` calls whose operation contains
+    /// `operation`, each by `cut`.
+    pub fn arm_each(&self, cut: Cut, operation: &'static str, times: usize) {
+        self.arm_first(cut, operation);
+        self.0
+            .again
+            .store(times.saturating_sub(1), Ordering::SeqCst);
     }
 
     /// Breaks nothing more.
@@ -123,8 +142,19 @@ impl Cuts {
     pub fn outside(&self) -> Vec<String> {
         let log = self.0.log.lock().unwrap();
         log.iter()
+            .map(|(_, op)| op)
             .filter(|op| !op.starts_with("DynamoDB_") && !op.starts_with("secretsmanager."))
             .cloned()
+            .collect()
+    }
+
+    /// When the calls since `mark` whose operation contains `operation`
+    /// were made (broken or not), in order.
+    pub fn made(&self, operation: &str) -> Vec<Instant> {
+        let log = self.0.log.lock().unwrap();
+        log.iter()
+            .filter(|(_, op)| op.contains(operation))
+            .map(|(at, _)| *at)
             .collect()
     }
 
@@ -211,7 +241,10 @@ impl HttpConnector for FaultyConnector {
         let plan = self.plan.clone();
         let n = plan.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let what = operation(&request);
-        plan.log.lock().unwrap().push(what.clone());
+        plan.log
+            .lock()
+            .unwrap()
+            .push((Instant::now(), what.clone()));
         let cut = {
             let mut armed = plan.armed.lock().unwrap();
             let body = || {
@@ -231,7 +264,11 @@ impl HttpConnector for FaultyConnector {
                 }
                 _ => return self.inner.call(request),
             };
-            *armed = None;
+            if plan.again.load(Ordering::SeqCst) > 0 {
+                plan.again.fetch_sub(1, Ordering::SeqCst);
+            } else {
+                *armed = None;
+            }
             cut
         };
         *plan.broken.lock().unwrap() = Some(format!("call {n}: {what}"));
@@ -262,6 +299,7 @@ impl HttpConnector for FaultyConnector {
                     answer
                 })
             }
+            Cut::Cancel(reason) => HttpConnectorFuture::ready(Ok(cancelled(&request, reason))),
             Cut::Die => {
                 let sent = self.inner.call(request);
                 HttpConnectorFuture::new(async move {
@@ -272,4 +310,34 @@ impl HttpConnector for FaultyConnector {
             }
         }
     }
+}
+
+/// DynamoDB's answer to a `TransactWriteItems` it cancelled for `reason`
+/// on the first of its actions (the others' reason `None`).
+fn cancelled(request: &HttpRequest, reason: &str) -> HttpResponse {
+    let body: serde_json::Value = request
+        .body()
+        .bytes()
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .unwrap_or_default();
+    let actions = body["TransactItems"].as_array().map_or(1, Vec::len);
+    let reasons: Vec<serde_json::Value> = (0..actions)
+        .map(|i| match i {
+            0 => serde_json::json!({"Code": reason, "Message": "injected"}),
+            _ => serde_json::json!({"Code": "None"}),
+        })
+        .collect();
+    let answer = serde_json::json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "Message": format!("Transaction cancelled, please refer cancellation reasons for specific reasons [{reason}]"),
+        "CancellationReasons": reasons,
+    });
+    let mut response = HttpResponse::new(
+        400.try_into().expect("a status"),
+        SdkBody::from(answer.to_string()),
+    );
+    response
+        .headers_mut()
+        .insert("content-type", "application/x-amz-json-1.0");
+    response
 }

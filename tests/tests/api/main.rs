@@ -5,6 +5,7 @@
 mod audit;
 mod auth;
 mod billing;
+mod conflicts;
 mod conformance;
 mod contract;
 mod deliveries;
