@@ -408,6 +408,66 @@ fn a_request_thawed_after_its_lease_commits_nothing() {
     });
 }
 
+/// A request that reaches an effect outside the table late in its claim's
+/// lease (here a waybill's object, 10 s allowed, with 10 s of the lease
+/// left) holds its key for a new lease before the effect goes: a retry
+/// sent after the first lease ran out, while the effect is under way,
+/// finds the key in flight instead of taking it over and making the
+/// effect a second time.
+#[test]
+fn an_effect_late_in_the_lease_holds_the_key_before_it_goes() {
+    run(async {
+        let b = Bench::new().await;
+        let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
+        let load = b
+            .create(
+                "/api/v1/surpluses",
+                json!({"site_id": site, "volume_m3": 2}),
+            )
+            .await;
+        let case = Case {
+            method: Method::POST,
+            path: format!("/api/v1/surpluses/{load}/waybill"),
+            payload: Payload::Form(multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG)))),
+            effect: waybills(&b, &load),
+            named: waybill_name,
+        };
+        let idempotency_key = unique("late");
+        // Paused at the handler's read of the load, after the claim.
+        b.cuts.arm_on(
+            Cut::Stall,
+            "GetItem",
+            Box::leak(load.clone().into_boxed_str()),
+        );
+        let late = tokio::spawn({
+            let (request, faulty) = (case.request(&b, &idempotency_key), b.faulty.clone());
+            async move { request.send_to(&faulty).await }
+        });
+        b.cuts.stalled().await;
+        b.clock.advance(LEASE - Duration::from_secs(10));
+        b.cuts.arm_first(Cut::Stall, "PUT ");
+        b.cuts.go();
+        // Paused as its object is written, past the first lease.
+        b.cuts.stalled().await;
+        b.clock.advance(Duration::from_secs(15));
+        let retry = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+        retry.expect(409, Some("idempotency_key_in_flight"));
+        b.cuts.go();
+        let made = late.await.unwrap();
+        b.cuts.disarm();
+        made.expect(200, None);
+        let objects: BTreeSet<String> = (case.effect)()
+            .await
+            .iter()
+            .map(|m| m.rsplit('/').next().unwrap_or(m).to_owned())
+            .collect();
+        assert_eq!(objects, waybill_name(&made), "one object, the answer's");
+        let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
+        assert_eq!(again.header("idempotent-replayed"), "true");
+        assert_eq!(again.text, made.text);
+    });
+}
+
 #[test]
 fn creating_an_organization_happens_once() {
     run(async {
