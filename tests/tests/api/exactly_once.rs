@@ -408,6 +408,47 @@ fn a_request_thawed_after_its_lease_commits_nothing() {
     });
 }
 
+/// A new load's id, and its waybill's upload (an object put in the bucket).
+async fn waybill_upload(b: &Bench) -> (String, Case) {
+    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
+    let load = b
+        .create(
+            "/api/v1/surpluses",
+            json!({"site_id": site, "volume_m3": 2}),
+        )
+        .await;
+    let form = multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG)));
+    let case = Case {
+        method: Method::POST,
+        path: format!("/api/v1/surpluses/{load}/waybill"),
+        payload: Payload::Form(form),
+        effect: waybills(b, &load),
+        named: waybill_name,
+    };
+    (load, case)
+}
+
+/// The write that holds a claim for a new lease before an effect
+/// (`store::idempotency::hold`, not acting): the end of its update
+/// expression.
+const HOLD: &str = r#"#ttl = :ttl""#;
+
+/// A request early in its claim's lease, with more of it left than its
+/// effect needs, makes the effect without a write on its claim first.
+#[test]
+fn an_effect_early_in_the_lease_goes_without_holding_the_key_again() {
+    run(async {
+        let b = Bench::new().await;
+        let (_, case) = waybill_upload(&b).await;
+        b.cuts.arm_on(Cut::Fail, "UpdateItem", HOLD);
+        let made = case.request(&b, &unique("early")).send_to(&b.faulty).await;
+        let held = b.cuts.broken();
+        b.cuts.disarm();
+        made.expect(200, None);
+        assert_eq!(held, None, "no hold before the object");
+    });
+}
+
 /// A request that reaches an effect outside the table late in its claim's
 /// lease (here a waybill's object, 10 s allowed, with 10 s of the lease
 /// left) holds its key for a new lease before the effect goes: a retry
@@ -418,20 +459,7 @@ fn a_request_thawed_after_its_lease_commits_nothing() {
 fn an_effect_late_in_the_lease_holds_the_key_before_it_goes() {
     run(async {
         let b = Bench::new().await;
-        let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
-        let load = b
-            .create(
-                "/api/v1/surpluses",
-                json!({"site_id": site, "volume_m3": 2}),
-            )
-            .await;
-        let case = Case {
-            method: Method::POST,
-            path: format!("/api/v1/surpluses/{load}/waybill"),
-            payload: Payload::Form(multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG)))),
-            effect: waybills(&b, &load),
-            named: waybill_name,
-        };
+        let (load, case) = waybill_upload(&b).await;
         let idempotency_key = unique("late");
         // Paused at the handler's read of the load, after the claim.
         b.cuts.arm_on(
@@ -712,25 +740,7 @@ fn a_waybill_is_uploaded_once() {
     run(async {
         exactly_once(
             "POST /surpluses/{id}/waybill",
-            Box::new(|b: &Bench| {
-                Box::pin(async move {
-                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
-                    let load = b
-                        .create(
-                            "/api/v1/surpluses",
-                            json!({"site_id": site, "volume_m3": 2}),
-                        )
-                        .await;
-                    let form = multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG)));
-                    Case {
-                        method: Method::POST,
-                        path: format!("/api/v1/surpluses/{load}/waybill"),
-                        payload: Payload::Form(form),
-                        effect: waybills(b, &load),
-                        named: waybill_name,
-                    }
-                })
-            }),
+            Box::new(|b: &Bench| Box::pin(async move { waybill_upload(b).await.1 })),
         )
         .await;
     });
