@@ -81,6 +81,18 @@ impl Bench {
         request.send_to(&self.plain).await
     }
 
+    /// A new load's id (of 2 m³, at a new site).
+    async fn new_load(&self) -> String {
+        let site = self
+            .create("/api/v1/sites", json!({"name": "Origin"}))
+            .await;
+        self.create(
+            "/api/v1/surpluses",
+            json!({"site_id": site, "volume_m3": 2}),
+        )
+        .await
+    }
+
     /// The id of a record made by `POST path` with `body`.
     async fn create(&self, path: &str, body: Value) -> String {
         let reply = self.send(Method::POST, path, Some(body)).await;
@@ -410,13 +422,7 @@ fn a_request_thawed_after_its_lease_commits_nothing() {
 
 /// A new load's id, and its waybill's upload (an object put in the bucket).
 async fn waybill_upload(b: &Bench) -> (String, Case) {
-    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
-    let load = b
-        .create(
-            "/api/v1/surpluses",
-            json!({"site_id": site, "volume_m3": 2}),
-        )
-        .await;
+    let load = b.new_load().await;
     let form = multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG)));
     let case = Case {
         method: Method::POST,
@@ -753,13 +759,7 @@ fn an_uploaded_waybill_is_confirmed_once() {
             "POST /surpluses/{id}/waybill/confirm",
             Box::new(|b: &Bench| {
                 Box::pin(async move {
-                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
-                    let load = b
-                        .create(
-                            "/api/v1/surpluses",
-                            json!({"site_id": site, "volume_m3": 2}),
-                        )
-                        .await;
+                    let load = b.new_load().await;
                     let granted = b
                         .send(
                             Method::POST,
@@ -799,13 +799,7 @@ fn an_upload_form_is_answered_once() {
             "POST /surpluses/{id}/waybill/upload",
             Box::new(|b: &Bench| {
                 Box::pin(async move {
-                    let site = b.create("/api/v1/sites", json!({"name": "Origin"})).await;
-                    let load = b
-                        .create(
-                            "/api/v1/surpluses",
-                            json!({"site_id": site, "volume_m3": 2}),
-                        )
-                        .await;
+                    let load = b.new_load().await;
                     Case {
                         method: Method::POST,
                         path: format!("/api/v1/surpluses/{load}/waybill/upload"),
