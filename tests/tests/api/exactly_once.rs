@@ -437,7 +437,11 @@ async fn waybill_upload(b: &Bench) -> (String, Case) {
 /// The write that holds a claim for a new lease before an effect
 /// (`store::idempotency::hold`, not acting): the end of its update
 /// expression.
-const HOLD: &str = r#"#ttl = :ttl""#;
+const HOLD: &str = r#""SET #until = :until, #ttl = :ttl""#;
+
+/// The write that claims a key (`store::idempotency::claim`): the end of
+/// its update expression.
+const CLAIM: &str = "#rid = if_not_exists(#rid, :rid)";
 
 /// A request early in its claim's lease, with more of it left than its
 /// effect needs, makes the effect without a write on its claim first.
@@ -1069,6 +1073,69 @@ fn a_geocode_is_answered_once() {
             })
         });
         exactly_once_on("POST /geocode", &state, prepare).await;
+    });
+}
+
+/// A geocode whose claim was made (then its container frozen) with less of
+/// the lease left, when it thaws, than its provider's call may take.
+/// Its `Idempotency-Key`, and the frozen attempt's handle.
+async fn geocode_late_in_its_lease(b: &Bench) -> (String, tokio::task::JoinHandle<Reply>) {
+    let idempotency_key = unique("late-geocode");
+    b.cuts.arm_on(Cut::Freeze, "UpdateItem", CLAIM);
+    let late = tokio::spawn({
+        let (request, faulty) = (geocode(b, &idempotency_key), b.faulty.clone());
+        async move { request.send_to(&faulty).await }
+    });
+    b.cuts.stalled().await;
+    b.clock.advance(LEASE - Duration::from_secs(1));
+    (idempotency_key, late)
+}
+
+fn geocode(b: &Bench, idempotency_key: &str) -> api_tests::Call {
+    call(Method::POST, "/api/v1/geocode")
+        .key(&b.t.key)
+        .header("idempotency-key", idempotency_key)
+        .json(&json!({"address": "Mannerheimintie 1, Helsinki"}))
+}
+
+/// Late in its lease, a geocode holds its key for a new lease and calls
+/// its provider within that hold.
+#[test]
+fn a_geocode_late_in_its_lease_holds_its_key_and_asks_the_provider() {
+    run(async {
+        let (provider, _, state) = geocoding().await;
+        let b = Bench::on(&state).await;
+        let (_, late) = geocode_late_in_its_lease(&b).await;
+        b.cuts.go();
+        let answered = late.await.unwrap();
+        answered.expect(200, None);
+        assert_eq!(provider.count(), 1);
+    });
+}
+
+/// A geocode frozen as it holds its key (the hold written), thawed after
+/// that hold ran out, asks its provider nothing: another attempt may hold
+/// the key by then. It answers 409 and keeps nothing; a retry runs.
+#[test]
+fn a_geocode_thawed_past_its_hold_asks_the_provider_nothing() {
+    run(async {
+        let (provider, _, state) = geocoding().await;
+        let b = Bench::on(&state).await;
+        let (idempotency_key, late) = geocode_late_in_its_lease(&b).await;
+        b.cuts.arm_on(Cut::Freeze, "UpdateItem", HOLD);
+        b.cuts.go();
+        b.cuts.stalled().await;
+        b.clock.advance(LEASE);
+        b.cuts.go();
+        let thawed = late.await.unwrap();
+        b.cuts.disarm();
+        thawed.expect(409, Some("idempotency_key_in_flight"));
+        assert_eq!(provider.count(), 0);
+        geocode(&b, &idempotency_key)
+            .send_to(&b.plain)
+            .await
+            .expect(200, None);
+        assert_eq!(provider.count(), 1);
     });
 }
 
