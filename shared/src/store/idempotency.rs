@@ -516,3 +516,20 @@ impl Claim {
         }
     }
 }
+
+#[cfg(test)]
+impl Claim {
+    /// A claim on key `k` of a new API key, as a unit test holds one.
+    pub(crate) fn example() -> Claim {
+        Claim {
+            pk: idempotency_pk(Uuid::new_v4()),
+            sk: idempotency_sk("k"),
+            token: Uuid::new_v4(),
+            fingerprint: Fingerprints(vec!["f".into()]),
+            lease_until: 0,
+            keep_until: 0,
+            request: Uuid::now_v7(),
+            acted: false,
+        }
+    }
+}

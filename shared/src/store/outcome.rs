@@ -260,3 +260,68 @@ pub(crate) fn action(
 ) -> Result<TransactWriteItem, ApiError> {
     super::idempotency::answer_action(table, claim, &kept.stored)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A route's render for a `u32` that counts its calls.
+    fn counting(calls: &Arc<AtomicUsize>) -> Render {
+        let calls = calls.clone();
+        Arc::new(move |_, _| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let answer = Answer {
+                status: 201,
+                headers: Vec::new(),
+                body: b"{}".to_vec(),
+                sealed: false,
+            };
+            Box::pin(async move {
+                Ok(Kept {
+                    plain: answer.clone(),
+                    stored: answer,
+                })
+            })
+        })
+    }
+
+    /// A write of another type than the route's (a record written before
+    /// the one the route answers for) goes alone: nothing is rendered for
+    /// it, and no copy of it is asked for; the route's own type is.
+    #[tokio::test]
+    async fn only_a_value_of_the_routes_type_is_rendered() {
+        Outcome::default()
+            .scope(async {
+                with(|phase| phase.claim = Some(Claim::example()));
+                let calls = Arc::new(AtomicUsize::new(0));
+                assert!(answering::<u32>(counting(&calls)));
+                assert!(!wants::<String>());
+                render(&"another record".to_owned()).await.unwrap();
+                assert_eq!(calls.load(Ordering::SeqCst), 0);
+                assert!(take_pending().is_none());
+                assert!(wants::<u32>());
+                render(&7u32).await.unwrap();
+                assert_eq!(calls.load(Ordering::SeqCst), 1);
+                assert!(take_pending().is_some());
+            })
+            .await;
+    }
+
+    /// Without a claim (no `Idempotency-Key`) nothing is rendered or
+    /// copied, whatever the type.
+    #[tokio::test]
+    async fn without_a_claim_nothing_is_rendered() {
+        Outcome::default()
+            .scope(async {
+                let calls = Arc::new(AtomicUsize::new(0));
+                assert!(!answering::<u32>(counting(&calls)));
+                assert!(!wants::<u32>());
+                render(&7u32).await.unwrap();
+                assert_eq!(calls.load(Ordering::SeqCst), 0);
+                assert!(take_pending().is_none());
+            })
+            .await;
+    }
+}
