@@ -255,6 +255,30 @@ mod tests {
         assert_eq!(refused.code(), "invalid_cursor");
     }
 
+    /// The limit is on the token as sent: a genuine cursor of exactly
+    /// `MAX_TOKEN_LEN` characters pages on, the next longer one is refused
+    /// before anything of it is read.
+    #[test]
+    fn a_genuine_token_of_the_largest_length_decodes_and_a_longer_one_does_not() {
+        let codec = codec('k');
+        let org = Uuid::new_v4();
+        let token_of = |filler: usize| {
+            let position = BTreeMap::from([("pk".to_owned(), "x".repeat(filler))]);
+            (codec.encode(org, "", &position), position)
+        };
+        let lengths = (1..2000).map(|filler| (filler, token_of(filler).0.len()));
+        let (largest, longer): (Vec<_>, Vec<_>) = lengths
+            .filter(|(_, len)| *len >= MAX_TOKEN_LEN)
+            .partition(|(_, len)| *len == MAX_TOKEN_LEN);
+        let (token, position) = token_of(largest[0].0);
+        assert_eq!(token.len(), MAX_TOKEN_LEN);
+        assert_eq!(decode(&codec, org, "", &token).unwrap(), position);
+        let (token, _) = token_of(longer[0].0);
+        assert!(token.len() > MAX_TOKEN_LEN);
+        let refused = decode(&codec, org, "", &token).unwrap_err();
+        assert_eq!(refused.code(), "invalid_cursor");
+    }
+
     #[test]
     fn refuses_other_org_filters_key_and_tampering() {
         let codec = codec('k');
