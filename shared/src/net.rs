@@ -157,6 +157,13 @@ mod tests {
             "100.63.255.255",
             "100.128.0.1",
             "172.32.0.1",
+            "172.15.255.255",
+            // Beside the refused ranges' parts: the second octet of the
+            // shared (CGNAT) and private 172 ranges under another first,
+            // a third octet of 0, 192.0.1.0/24.
+            "8.64.0.1",
+            "8.20.1.1",
+            "192.0.1.1",
             "2606:4700:4700::1111",
             "2a00:1450:4010:c05::8a",
             "::ffff:8.8.8.8",
