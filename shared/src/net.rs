@@ -158,12 +158,21 @@ mod tests {
             "100.128.0.1",
             "172.32.0.1",
             "172.15.255.255",
-            // Beside the refused ranges' parts: the second octet of the
-            // shared (CGNAT) and private 172 ranges under another first,
-            // a third octet of 0, 192.0.1.0/24.
+            // Beside each refused range: its second and third octets
+            // under another first, and its first with others.
             "8.64.0.1",
             "8.20.1.1",
+            "8.0.0.1",
             "192.0.1.1",
+            "8.88.99.1",
+            "192.0.99.1",
+            "192.88.98.1",
+            "8.18.1.1",
+            "198.20.0.1",
+            "8.8.100.1",
+            "198.51.101.1",
+            "203.0.114.1",
+            "8.8.113.1",
             "2606:4700:4700::1111",
             "2a00:1450:4010:c05::8a",
             "::ffff:8.8.8.8",
