@@ -100,10 +100,8 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     // NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::).
     let embedded =
         |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    // (::, ::1 and the rest of ::/96's low end carry 0.0.x.x, refused.)
     if segments[..5] == [0; 5] && (segments[5] == 0xffff || segments[5] == 0) {
-        if segments[5] == 0 && segments[6] == 0 {
-            return false; // ::, ::1 and the rest of ::/96's low end
-        }
         return is_public_v4(embedded(segments[6], segments[7]));
     }
     if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
@@ -176,6 +174,7 @@ mod tests {
             "2606:4700:4700::1111",
             "2a00:1450:4010:c05::8a",
             "::ffff:8.8.8.8",
+            "::8.8.8.8",
             "64:ff9b::808:808",
             "2002:808:808::1",
         ] {
@@ -213,6 +212,8 @@ mod tests {
             "::ffff:10.1.2.3",
             "::ffff:169.254.169.254",
             "::127.0.0.1",
+            "::ffff:203.0.113.5",
+            "::1234:808:808",
             "64:ff9b::7f00:1",
             "2002:7f00:1::1",
             "2002:a9fe:a9fe::",
