@@ -111,15 +111,13 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         return is_public_v4(embedded(segments[1], segments[2]));
     }
     let first = segments[0];
-    let refused = (first & 0xfe00) == 0xfc00 // unique local (fd00:ec2::254 metadata)
-        || (first & 0xffc0) == 0xfe80 // link-local
-        || (first & 0xffc0) == 0xfec0 // site-local (deprecated)
-        || (first & 0xff00) == 0xff00 // multicast
-        || (first == 0x2001 && segments[1] == 0x0db8) // documentation
+    // Global unicast lives in 2000::/3. Outside it, and so refused: unique
+    // local (fc00::/7, the metadata service's fd00:ec2::254), link-local
+    // (fe80::/10), site-local (fec0::/10), multicast (ff00::/8) and
+    // discard-only (100::/64). Inside it, these:
+    let refused = (first == 0x2001 && segments[1] == 0x0db8) // documentation
         || (first == 0x2001 && segments[1] < 0x0200) // IETF protocol assignments (Teredo, ORCHID, ...)
-        || (first == 0x3fff && segments[1] < 0x1000) // documentation (3fff::/20)
-        || (first == 0x0100 && segments[1..4] == [0, 0, 0]); // discard-only
-    // Global unicast lives in 2000::/3.
+        || (first == 0x3fff && segments[1] < 0x1000); // documentation (3fff::/20)
     !refused && (first & 0xe000) == 0x2000
 }
 
@@ -173,6 +171,11 @@ mod tests {
             "8.8.113.1",
             "2606:4700:4700::1111",
             "2a00:1450:4010:c05::8a",
+            // Beside the refused ranges inside 2000::/3.
+            "2001:200::1",
+            "2a00:db8::1",
+            "2a00:100::1",
+            "3fff:1000::1",
             "::ffff:8.8.8.8",
             "::8.8.8.8",
             "64:ff9b::808:808",
@@ -226,6 +229,9 @@ mod tests {
             "2001::1",
             "100::1",
             "3fff::1",
+            "3fff:fff::1",
+            "2001:1ff::1",
+            "100::1:2",
         ] {
             assert!(!public(ip), "{ip}");
         }
