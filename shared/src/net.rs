@@ -157,6 +157,8 @@ mod tests {
             // Beside each refused range: its second and third octets
             // under another first, and its first with others.
             "8.64.0.1",
+            "169.1.1.1",
+            "8.254.1.1",
             "8.20.1.1",
             "8.0.0.1",
             "192.0.1.1",
