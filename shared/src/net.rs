@@ -115,9 +115,14 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     // local (fc00::/7, the metadata service's fd00:ec2::254), link-local
     // (fe80::/10), site-local (fec0::/10), multicast (ff00::/8) and
     // discard-only (100::/64). Inside it, these:
-    let refused = (first == 0x2001 && segments[1] == 0x0db8) // documentation
-        || (first == 0x2001 && segments[1] < 0x0200) // IETF protocol assignments (Teredo, ORCHID, ...)
-        || (first == 0x3fff && segments[1] < 0x1000); // documentation (3fff::/20)
+    let refused = match first {
+        // Documentation (2001:db8::/32), IETF protocol assignments
+        // (2001::/23: Teredo, ORCHID, ...).
+        0x2001 => segments[1] == 0x0db8 || segments[1] < 0x0200,
+        // Documentation (3fff::/20).
+        0x3fff => segments[1] < 0x1000,
+        _ => false,
+    };
     !refused && (first & 0xe000) == 0x2000
 }
 
