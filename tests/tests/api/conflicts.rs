@@ -40,6 +40,18 @@ impl Bench {
         }
     }
 
+    /// `POST /sites` through the faulty client, with `idempotency_key`.
+    async fn create_site(&self, idempotency_key: Option<&str>) -> api_tests::Reply {
+        let mut request = call(Method::POST, "/api/v1/sites").key(&self.t.key);
+        if let Some(idempotency_key) = idempotency_key {
+            request = request.header("idempotency-key", idempotency_key);
+        }
+        request
+            .json(&json!({"name": "Contested yard"}))
+            .send_to(&self.faulty)
+            .await
+    }
+
     async fn sites(&self) -> usize {
         let reply = send(&self.t, Method::GET, "/api/v1/sites", None).await;
         reply.expect(200, None);
@@ -70,18 +82,12 @@ fn a_transaction_cancelled_by_conflicts_is_tried_again_and_commits_once() {
         b.cuts.mark();
         b.cuts
             .arm_each(Cut::Cancel("TransactionConflict"), TRANSACT, 3);
-        let create = || {
-            call(Method::POST, "/api/v1/sites")
-                .key(&b.t.key)
-                .header("idempotency-key", "conflicted-site")
-                .json(&json!({"name": "Contested yard"}))
-        };
-        let made = create().send_to(&b.faulty).await;
+        let made = b.create_site(Some("conflicted-site")).await;
         made.expect(201, None);
         assert_eq!(b.attempts(), 4, "three conflicts, then the commit");
         assert_eq!(b.sites().await, 1);
         // The answer committed with the record is the one its key replays.
-        let replay = create().send_to(&b.faulty).await;
+        let replay = b.create_site(Some("conflicted-site")).await;
         replay.expect(201, None);
         assert_eq!(replay.body, made.body);
         assert_eq!(b.sites().await, 1);
@@ -95,10 +101,7 @@ fn a_transaction_that_keeps_conflicting_is_tried_four_times_then_a_clean_500() {
         b.cuts.mark();
         b.cuts
             .arm_each(Cut::Cancel("TransactionConflict"), TRANSACT, 10);
-        call(Method::POST, "/api/v1/sites")
-            .key(&b.t.key)
-            .json(&json!({"name": "Contested yard"}))
-            .send_to(&b.faulty)
+        b.create_site(None)
             .await
             .expect(500, Some("internal_error"));
         b.cuts.disarm();
@@ -113,10 +116,7 @@ fn a_transaction_cancelled_for_another_reason_is_not_tried_again() {
         let b = Bench::new().await;
         b.cuts.mark();
         b.cuts.arm_first(Cut::Cancel("ValidationError"), TRANSACT);
-        call(Method::POST, "/api/v1/sites")
-            .key(&b.t.key)
-            .json(&json!({"name": "Refused yard"}))
-            .send_to(&b.faulty)
+        b.create_site(None)
             .await
             .expect(500, Some("internal_error"));
         assert_eq!(b.attempts(), 1);
