@@ -101,7 +101,7 @@ pub struct Answer {
     pub sealed: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Claimed {
     /// This request runs; it saves or releases the claim when answered.
     Ours(Claim),
@@ -129,13 +129,6 @@ pub fn item_of(key_id: Uuid, idempotency_key: &str) -> String {
 pub(crate) fn item_name(pk: &str, sk: &str) -> String {
     format!("idempotency\0{pk}\0{sk}")
 }
-
-impl PartialEq for Claim {
-    fn eq(&self, other: &Self) -> bool {
-        self.token == other.token
-    }
-}
-impl Eq for Claim {}
 
 const FINGERPRINT: &str = "fp";
 const UNTIL: &str = "until";

@@ -352,6 +352,45 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
     });
 }
 
+#[test]
+fn a_sealed_answer_copied_under_another_key_does_not_open() {
+    run(async {
+        let t = org().await;
+        let key_id = key_id(&t, &t.key).await;
+        let key = unique("hook");
+        let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
+        let body = json!({"event": "surplus.delivered", "url": url});
+        let first = post(&t.key, "/api/v1/webhooks", &key, &body).await;
+        first.expect(201, None);
+        let secret = first.body["data"]["secret"].as_str().unwrap().to_owned();
+
+        // Someone with the table's write access copies the kept answer,
+        // fingerprint and all, to another key of the same API key: the
+        // answer is sealed for its own item, so it does not open there.
+        let mut copy = kept_item(key_id, &key).await;
+        let other = unique("copied");
+        copy.insert(
+            "sk".into(),
+            aws_sdk_dynamodb::types::AttributeValue::S(shared::store::keys::idempotency_sk(&other)),
+        );
+        let h = harness().await;
+        shared::store::Store::client(&h.sdk)
+            .put_item()
+            .table_name(&h.state.config.table_name)
+            .set_item(Some(copy))
+            .send()
+            .await
+            .unwrap();
+        let moved = post(&t.key, "/api/v1/webhooks", &other, &body).await;
+        moved.expect(500, Some("internal_error"));
+        assert!(!moved.text.contains(&secret), "{}", moved.text);
+        // Under its own key it still opens.
+        let again = post(&t.key, "/api/v1/webhooks", &key, &body).await;
+        again.expect(201, None);
+        assert_eq!(again.text, first.text);
+    });
+}
+
 /// Sets a kept answer's retention to have ended a second ago.
 async fn age(key_id: uuid::Uuid, idempotency_key: &str) {
     let h = harness().await;
