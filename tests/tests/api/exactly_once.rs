@@ -459,6 +459,62 @@ fn an_effect_early_in_the_lease_goes_without_holding_the_key_again() {
     });
 }
 
+/// A hold renews the lease the request goes on with: after an effect held
+/// its key for a new lease, the next effect of the same request goes
+/// within that lease, by the same deadline, without holding it again.
+#[test]
+fn after_a_hold_the_next_effect_goes_within_the_new_lease() {
+    use shared::store::idempotency::Claimed;
+    use shared::store::outcome::{self, Outcome};
+    run(async {
+        let store = harness().await.state.store.clone();
+        let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        let key_id = uuid::Uuid::new_v4();
+        let lease = shared::clock::millis(LEASE);
+        let margin = shared::clock::millis(outcome::MARGIN);
+        let now = u64::try_from(clock.now().timestamp_millis()).unwrap();
+        let until = || async {
+            let item = store.idempotency().get(key_id, "k").await.unwrap().unwrap();
+            item["until"].as_n().unwrap().parse::<u64>().unwrap()
+        };
+        // A claim with 10 s of its lease left.
+        let Claimed::Ours(claim) = store
+            .idempotency()
+            .claim(
+                key_id,
+                "k",
+                &"f".to_owned().into(),
+                now,
+                now + 10_000,
+                now + 86_400_000,
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("the key was free");
+        };
+        let scope = Outcome::default();
+        let (first, second) = clock
+            .scope(scope.scope(async {
+                outcome::claimed(claim, &store);
+                // 10 s needed and the margin: more than is left, so held.
+                let first = outcome::fence(Duration::from_secs(10), false)
+                    .await
+                    .unwrap();
+                assert_eq!(until().await, now + lease, "held for a new lease");
+                clock.advance(Duration::from_secs(1));
+                let second = outcome::fence(Duration::from_secs(10), false)
+                    .await
+                    .unwrap();
+                (first, second)
+            }))
+            .await;
+        assert_eq!(first, Some(now + lease - margin));
+        assert_eq!(second, first, "the same deadline: not held again");
+        assert_eq!(until().await, now + lease, "the item's lease as held");
+    });
+}
+
 /// A request that reaches an effect outside the table late in its claim's
 /// lease (here a waybill's object, 10 s allowed, with 10 s of the lease
 /// left) holds its key for a new lease before the effect goes: a retry
