@@ -30,6 +30,7 @@ mod org_lifecycle;
 mod orgs;
 mod partial_writes;
 mod places;
+mod quotas;
 mod rate_limit;
 mod receiving_points;
 mod report_rows;
