@@ -1,14 +1,32 @@
-//! The fixed-window quotas of one API key (`store::quotas::WindowQuota`,
-//! behind `Ctx::spend`: geocoding calls, password hashes), counted in the
-//! table at times the test chooses.
+//! The quotas of one subject, counted in the table at times the test
+//! chooses: the fixed-window ones of an API key (`WindowQuota`, behind
+//! `Ctx::spend`: geocoding calls, password hashes) and the sliding ones
+//! with a slot per use (`Quota`: support tickets).
 
 use std::time::Duration;
 
+use api_tests::cuts::{Cut, Cuts};
 use api_tests::{harness, run};
-use shared::store::item::s;
-use shared::store::quotas::{Counted, WindowQuota};
+use shared::store::Store;
+use shared::store::item::{Item, s};
+use shared::store::quotas::{Counted, Quota, Reserved, WindowQuota};
 
 const HOUR: u64 = 3_600_000;
+
+/// The stored item `pk`/`sk`.
+async fn item(store: &Store, pk: &str, sk: &str) -> Item {
+    let h = harness().await;
+    aws_sdk_dynamodb::Client::new(&h.sdk)
+        .get_item()
+        .table_name(store.table())
+        .key("pk", s(pk.to_owned()))
+        .key("sk", s(sk.to_owned()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the quota's item")
+}
 
 /// A full window is refused until the window ends, `Retry-After` the
 /// seconds left (a part of one counted whole); the next window counts
@@ -41,16 +59,7 @@ fn a_full_window_is_refused_until_it_ends_and_its_item_outlives_it() {
         );
         assert_eq!(count(start + HOUR).await, Counted::Within { remaining: 1 });
 
-        let item = aws_sdk_dynamodb::Client::new(&h.sdk)
-            .get_item()
-            .table_name(store.table())
-            .key("pk", s(quota.pk.clone()))
-            .key("sk", s(format!("W#{window}")))
-            .send()
-            .await
-            .unwrap()
-            .item
-            .expect("the window's item");
+        let item = item(&store, &quota.pk, &format!("W#{window}")).await;
         assert_eq!(
             item["uses"].as_n().unwrap(),
             "2",
@@ -61,6 +70,47 @@ fn a_full_window_is_refused_until_it_ends_and_its_item_outlives_it() {
             ttl,
             (start + 2 * HOUR) / 1000,
             "kept a period past its window"
+        );
+    });
+}
+
+/// A slot's write whose answer was lost is sent again by the SDK and
+/// refused (the slot is no longer free): it is the use's own slot, and the
+/// use holds that one, not a second. The item is kept a period past the
+/// use (its TTL only clears it).
+#[test]
+fn a_slot_whose_write_was_answered_late_is_the_uses_one_slot() {
+    run(async {
+        let h = harness().await;
+        let cuts = Cuts::default();
+        let state = shared::AppState::new((*h.state.config).clone(), &cuts.sdk_retrying(&h.sdk));
+        let quota = Quota {
+            pk: format!("TEST#slots#{}", uuid::Uuid::now_v7()),
+            uses: 3,
+            period: Duration::from_millis(HOUR),
+        };
+        let now = 490_000 * HOUR + 1_234;
+        cuts.arm_on(Cut::Cut, "UpdateItem", "TEST#slots#");
+        let reserved = state
+            .store
+            .quotas()
+            .reserve(&quota, now, None)
+            .await
+            .unwrap();
+        cuts.disarm();
+        assert!(cuts.broken().is_some(), "the slot's answer was lost");
+        let Reserved::Held(slot) = reserved else {
+            panic!("{reserved:?}");
+        };
+        assert_eq!(slot.remaining, 2);
+        let item = item(&state.store, &quota.pk, shared::store::keys::QUOTA_SK).await;
+        assert_eq!(item["s0"].as_n().unwrap(), &now.to_string());
+        assert!(!item.contains_key("s1"), "one slot: {item:?}");
+        let ttl: u64 = item["ttl"].as_n().unwrap().parse().unwrap();
+        assert_eq!(
+            ttl,
+            now.div_ceil(1000) + 3_600,
+            "kept a period past the use"
         );
     });
 }
