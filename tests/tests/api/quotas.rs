@@ -59,7 +59,7 @@ fn a_full_window_is_refused_until_it_ends_and_its_item_outlives_it() {
         );
         assert_eq!(count(start + HOUR).await, Counted::Within { remaining: 1 });
 
-        let item = item(&store, &quota.pk, &format!("W#{window}")).await;
+        let item = item(store, &quota.pk, &format!("W#{window}")).await;
         assert_eq!(
             item["uses"].as_n().unwrap(),
             "2",
