@@ -67,6 +67,17 @@ async fn kept_item(key_id: uuid::Uuid, idempotency_key: &str) -> shared::store::
     item.unwrap().expect("the key's item")
 }
 
+/// A webhook registered with `idempotency_key`: the request's body, its
+/// answer, and the secret the answer shows.
+async fn register_hook(t: &TestOrg, idempotency_key: &str) -> (Value, Reply, String) {
+    let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
+    let body = json!({"event": "surplus.delivered", "url": url});
+    let first = post(&t.key, "/api/v1/webhooks", idempotency_key, &body).await;
+    first.expect(201, None);
+    let secret = first.body["data"]["secret"].as_str().unwrap().to_owned();
+    (body, first, secret)
+}
+
 /// The id of the record an answer holds.
 fn id(reply: &Reply) -> String {
     reply.body["data"]["id"]
@@ -267,11 +278,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
         // A webhook's secret, shown once: a retry of the same request gets
         // the same answer, secret included; at rest it is sealed.
         let key = unique("hook");
-        let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
-        let body = json!({"event": "surplus.delivered", "url": url});
-        let first = post(&t.key, "/api/v1/webhooks", &key, &body).await;
-        first.expect(201, None);
-        let secret = first.body["data"]["secret"].as_str().unwrap().to_owned();
+        let (body, first, secret) = register_hook(&t, &key).await;
         let again = post(&t.key, "/api/v1/webhooks", &key, &body).await;
         again.expect(201, None);
         assert_eq!(again.header("idempotent-replayed"), "true");
@@ -358,11 +365,7 @@ fn a_sealed_answer_copied_under_another_key_does_not_open() {
         let t = org().await;
         let key_id = key_id(&t, &t.key).await;
         let key = unique("hook");
-        let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
-        let body = json!({"event": "surplus.delivered", "url": url});
-        let first = post(&t.key, "/api/v1/webhooks", &key, &body).await;
-        first.expect(201, None);
-        let secret = first.body["data"]["secret"].as_str().unwrap().to_owned();
+        let (body, first, secret) = register_hook(&t, &key).await;
 
         // Someone with the table's write access copies the kept answer,
         // fingerprint and all, to another key of the same API key: the
