@@ -439,6 +439,21 @@ pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
     key
 }
 
+/// An item straight from the table (a consistent read), if there is one.
+pub async fn stored(pk: String, sk: &str) -> Option<shared::store::item::Item> {
+    let h = harness().await;
+    aws_sdk_dynamodb::Client::new(&h.sdk)
+        .get_item()
+        .table_name(h.store().table())
+        .key("pk", shared::store::item::s(pk))
+        .key("sk", shared::store::item::s(sk.to_owned()))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("the table answers")
+        .item
+}
+
 /// The id of `t`'s key.
 pub async fn key_id(t: &TestOrg) -> uuid::Uuid {
     let hash = shared::auth::key::KeyHash::of(&t.key).to_hex();

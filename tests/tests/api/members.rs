@@ -1,5 +1,4 @@
-use api_tests::{Reply, TestOrg, harness, org, person, run, send, unique_phone};
-use aws_sdk_dynamodb::types::AttributeValue;
+use api_tests::{Reply, TestOrg, harness, org, person, run, send, stored, unique_phone};
 use http::Method;
 use serde_json::{Value, json};
 use shared::model::member::Role;
@@ -21,21 +20,6 @@ async fn member(t: &TestOrg, id: impl std::fmt::Display) -> Reply {
 
 async fn list(t: &TestOrg, query: &str) -> Reply {
     send(t, Method::GET, &format!("/api/v1/members{query}"), None).await
-}
-
-/// An item straight from the table.
-async fn stored(pk: String, sk: &str) -> Option<std::collections::HashMap<String, AttributeValue>> {
-    let h = harness().await;
-    aws_sdk_dynamodb::Client::new(&h.sdk)
-        .get_item()
-        .table_name(h.store().table())
-        .key("pk", AttributeValue::S(pk))
-        .key("sk", AttributeValue::S(sk.into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
 }
 
 async fn truck_driver(t: &TestOrg, truck: &str) -> Value {

@@ -6,27 +6,10 @@
 use std::time::Duration;
 
 use api_tests::cuts::{Cut, Cuts};
-use api_tests::{harness, run};
-use shared::store::Store;
-use shared::store::item::{Item, s};
+use api_tests::{harness, run, stored};
 use shared::store::quotas::{Counted, Quota, Reserved, WindowQuota};
 
 const HOUR: u64 = 3_600_000;
-
-/// The stored item `pk`/`sk`.
-async fn item(store: &Store, pk: &str, sk: &str) -> Item {
-    let h = harness().await;
-    aws_sdk_dynamodb::Client::new(&h.sdk)
-        .get_item()
-        .table_name(store.table())
-        .key("pk", s(pk.to_owned()))
-        .key("sk", s(sk.to_owned()))
-        .send()
-        .await
-        .unwrap()
-        .item
-        .expect("the quota's item")
-}
 
 /// A full window is refused until the window ends, `Retry-After` the
 /// seconds left (a part of one counted whole); the next window counts
@@ -43,8 +26,8 @@ fn a_full_window_is_refused_until_it_ends_and_its_item_outlives_it() {
             period: Duration::from_millis(HOUR),
         };
         let count = |now: u64| {
-            let (store, quota) = (store.clone(), quota.clone());
-            async move { store.quotas().count(&quota, now).await.unwrap() }
+            let quota = &quota;
+            async move { store.quotas().count(quota, now).await.unwrap() }
         };
         let window = 490_000;
         let start = window * HOUR;
@@ -59,7 +42,9 @@ fn a_full_window_is_refused_until_it_ends_and_its_item_outlives_it() {
         );
         assert_eq!(count(start + HOUR).await, Counted::Within { remaining: 1 });
 
-        let item = item(store, &quota.pk, &format!("W#{window}")).await;
+        let item = stored(quota.pk.clone(), &format!("W#{window}"))
+            .await
+            .unwrap();
         assert_eq!(
             item["uses"].as_n().unwrap(),
             "2",
@@ -103,7 +88,9 @@ fn a_slot_whose_write_was_answered_late_is_the_uses_one_slot() {
             panic!("{reserved:?}");
         };
         assert_eq!(slot.remaining, 2);
-        let item = item(&state.store, &quota.pk, shared::store::keys::QUOTA_SK).await;
+        let item = stored(quota.pk.clone(), shared::store::keys::QUOTA_SK)
+            .await
+            .unwrap();
         assert_eq!(item["s0"].as_n().unwrap(), &now.to_string());
         assert!(!item.contains_key("s1"), "one slot: {item:?}");
         let ttl: u64 = item["ttl"].as_n().unwrap().parse().unwrap();
