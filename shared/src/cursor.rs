@@ -54,6 +54,17 @@ fn first() -> u32 {
     1
 }
 
+/// The generation `token` names, if it reads as a cursor at all (not
+/// checked: only to choose the key that checks it).
+fn signer_of(token: &str) -> Option<u32> {
+    if token.len() > MAX_TOKEN_LEN {
+        return None;
+    }
+    let (payload, _) = token.split_once('.')?;
+    let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
+    serde_json::from_slice::<Signer>(&payload).ok().map(|s| s.k)
+}
+
 /// The deployment's cursor keyring.
 #[derive(Clone, Debug)]
 pub struct Cursors(Keyring);
@@ -150,6 +161,7 @@ impl CursorCodec {
 /// One keyset listing of an organization's (a list and its filters): where
 /// the page a client asks for starts, and the cursor of the page after it.
 pub struct Listing {
+    cursors: Cursors,
     codec: CursorCodec,
     org: Uuid,
     filters: String,
@@ -163,6 +175,7 @@ impl Cursors {
         filters: String,
     ) -> Result<Listing, crate::error::ApiError> {
         Ok(Listing {
+            cursors: self.clone(),
             codec: self.codec().await?,
             org,
             filters,
@@ -172,11 +185,22 @@ impl Cursors {
 
 impl Listing {
     /// Where the page of `cursor` starts (the first page without one); 422
-    /// `invalid_cursor` for a cursor of another listing.
-    pub fn start<T: DeserializeOwned>(&self, cursor: Option<&str>) -> Result<Option<T>, ApiError> {
-        cursor
-            .map(|token| self.codec.decode(self.org, &self.filters, token))
-            .transpose()
+    /// `invalid_cursor` for a cursor of another listing. A cursor signed by
+    /// a generation newer than this instance's ring lists (one that began
+    /// to sign at once, `admin keys rotate --now`) has the ring read again
+    /// first.
+    pub async fn start<T: DeserializeOwned>(
+        &mut self,
+        cursor: Option<&str>,
+    ) -> Result<Option<T>, ApiError> {
+        let Some(token) = cursor else {
+            return Ok(None);
+        };
+        if let Some(newer) = signer_of(token).filter(|k| *k > self.codec.keys.newest()) {
+            let keys = self.cursors.0.holding(Some(newer)).await?;
+            self.codec = CursorCodec::new(keys, crate::clock::now())?;
+        }
+        self.codec.decode(self.org, &self.filters, token).map(Some)
     }
 
     /// The cursor of the page starting at `next` (None: the last page).

@@ -45,7 +45,7 @@ impl Sealer {
     pub async fn open(&self, owner: &[u8], sealed: &str) -> Result<String, ApiError> {
         let broken = || ApiError::internal("a sealed secret does not open");
         let (version, sealed) = version_of(sealed).ok_or_else(broken)?;
-        let keys = self.0.keys().await?;
+        let keys = self.0.holding(Some(version)).await?;
         let generation = keys.held(version, clock::now()).ok_or_else(broken)?;
         open(&cipher(generation), owner, sealed)
     }

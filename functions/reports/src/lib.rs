@@ -87,8 +87,8 @@ async fn loads(
     let window = query.window()?;
     let limit = query.limit()?;
     let filters = format!("report=loads&{}", window.filters());
-    let listing = ctx.cursors.listing(ctx.org_id, filters).await?;
-    let start = listing.start(query.cursor.as_deref())?;
+    let mut listing = ctx.cursors.listing(ctx.org_id, filters).await?;
+    let start = listing.start(query.cursor.as_deref()).await?;
     let reports = ctx.store.reports();
     let page = reports
         .delivered_page(ctx.org_id, window, start, limit)
@@ -131,8 +131,8 @@ async fn billed_loads(
     let window = query.window()?;
     let limit = query.limit()?;
     let filters = format!("report=billed&{}", window.filters());
-    let listing = ctx.cursors.listing(ctx.org_id, filters).await?;
-    let start = listing.start(query.cursor.as_deref())?;
+    let mut listing = ctx.cursors.listing(ctx.org_id, filters).await?;
+    let start = listing.start(query.cursor.as_deref()).await?;
     let page = ctx
         .store
         .reports()

@@ -60,8 +60,8 @@ async fn list(
     QueryParams(query): QueryParams<ListSurpluses>,
 ) -> ApiResult<Json<Page<Surplus>>> {
     let limit = query.limit()? as usize;
-    let listing = ctx.cursors.listing(ctx.org_id, query.filters()).await?;
-    let start = listing.start(query.cursor.as_deref())?;
+    let mut listing = ctx.cursors.listing(ctx.org_id, query.filters()).await?;
+    let start = listing.start(query.cursor.as_deref()).await?;
     let page = ctx
         .store
         .surpluses()

@@ -131,11 +131,11 @@ async fn deliveries(
     QueryParams(query): QueryParams<ListDeliveries>,
 ) -> ApiResult<Json<Page<DeliveryAttempt>>> {
     let limit = query.limit()? as usize;
-    let listing = ctx
+    let mut listing = ctx
         .cursors
         .listing(ctx.org_id, format!("webhook={id}"))
         .await?;
-    let start = listing.start(query.cursor.as_deref())?;
+    let start = listing.start(query.cursor.as_deref()).await?;
     // One round trip: the attempts are shown only if the webhook is ours.
     let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
     let (webhook, attempts) = CallCounter::together(async {

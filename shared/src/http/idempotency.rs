@@ -44,7 +44,7 @@ use crate::clock::millis;
 use crate::cursor::Cursors;
 use crate::error::codes;
 use crate::error::{ApiError, ErrorCode};
-use crate::keyring::Keys;
+use crate::keyring::{Generation, Keys};
 use crate::sealed::Sealer;
 use crate::store::Store;
 use crate::store::idempotency::{Answer, Claim, Claimed, Fingerprints, Lost, item_of};
@@ -121,7 +121,7 @@ pub async fn read(
     }
     let (parts, sent) = request.into_parts();
     let bytes = body::at_most(sent, limit).await?;
-    let fingerprint = fingerprints(&*cursors.keys().await?, &parts, &bytes);
+    let fingerprint = fingerprints(&*cursors.keys().await?, &parts, &bytes)?;
     let presented = Presented::Valid { key, fingerprint };
     Ok((
         Request::from_parts(parts, Body::from(bytes)),
@@ -177,20 +177,31 @@ pub fn fingerprint(key: &[u8], parts: &http::request::Parts, body: &[u8]) -> Str
 }
 
 /// A request's fingerprints under every generation of the cursor key the
-/// ring holds now, the one that signs first: a retry after the key rotated
-/// is still the request it was. Version 1's is the bare hex (as every
+/// ring lists, the one that signs now first: a retry after the key
+/// rotated is still the request it was, also once the generation before
+/// no longer verifies cursors (`admin keys drop` keeps it while what it
+/// fingerprinted may be retried). Version 1's is the bare hex (as every
 /// fingerprint was before the key rotated); a later one's is
-/// `k<version>:<hex>`.
-pub fn fingerprints(keys: &Keys, parts: &http::request::Parts, body: &[u8]) -> Fingerprints {
-    let mut all =
-        keys.verifying(crate::clock::now())
-            .into_iter()
-            .map(|generation| match generation.version {
-                1 => fingerprint(generation.key(), parts, body),
-                version => format!("k{version}:{}", fingerprint(generation.key(), parts, body)),
-            });
-    let current = all.next().unwrap_or_default();
-    Fingerprints::new(current, all)
+/// `k<version>:<hex>`. 500 when no generation signs now: a keyed request
+/// is never let in without a fingerprint of its own.
+pub fn fingerprints(
+    keys: &Keys,
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> Result<Fingerprints, ApiError> {
+    let signing = keys
+        .signing(crate::clock::now())
+        .ok_or_else(|| ApiError::internal("no cursor key generation signs now"))?;
+    let of = |generation: &Generation| match generation.version {
+        1 => fingerprint(generation.key(), parts, body),
+        version => format!("k{version}:{}", fingerprint(generation.key(), parts, body)),
+    };
+    let earlier = keys
+        .generations()
+        .iter()
+        .filter(|g| g.version != signing.version)
+        .map(of);
+    Ok(Fingerprints::new(of(signing), earlier))
 }
 
 /// The fingerprint `read` takes of a request, for a caller that holds the
@@ -201,7 +212,7 @@ pub async fn fingerprint_of(
     body: &[u8],
 ) -> Result<String, ApiError> {
     let keys = cursors.keys().await?;
-    Ok(fingerprints(&keys, parts, body).current().to_owned())
+    Ok(fingerprints(&keys, parts, body)?.current().to_owned())
 }
 
 /// `body` cut at every occurrence of `separator`.

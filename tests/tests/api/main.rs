@@ -20,6 +20,7 @@ mod grants;
 mod health;
 mod idempotency;
 mod isolation;
+mod key_commands;
 mod key_items;
 mod layers;
 mod members;

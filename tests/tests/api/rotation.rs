@@ -47,7 +47,10 @@ pub(crate) async fn admin_on(
 }
 
 /// An instance whose settings `change` makes, running by `clock`.
-async fn instance(clock: &Clock, change: impl FnOnce(&mut Config)) -> (Router, AppState) {
+pub(crate) async fn instance(
+    clock: &Clock,
+    change: impl FnOnce(&mut Config),
+) -> (Router, AppState) {
     let (_, mut state) = harness().await.instance_with(change);
     state.clock = clock.clone();
     (shared::http::app(local::routes(), state.clone()), state)
@@ -149,15 +152,30 @@ fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_keyed_requests_
         let shown = admin_on(&config, &clock, &["keys", "show", "--key", "cursor"])
             .await
             .expect("keys show");
+        // Version 1 may go once no instance signs with it (ten minutes
+        // after version 2 took over) and a day more, while what it
+        // fingerprinted may be retried.
+        let started: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(generations[0]["from"].clone()).unwrap();
+        let droppable = started + chrono::TimeDelta::minutes(10) + chrono::TimeDelta::days(1);
         assert_eq!(
             shown.lines[0]["generations"],
             json!([
                 {"version": 2, "signs": true, "held": true,
-                 "from": generations[0]["from"], "until": null},
+                 "from": generations[0]["from"], "until": null, "droppable_from": null},
                 {"version": 1, "signs": false, "held": false,
-                 "from": null, "until": generations[1]["until"]},
+                 "from": null, "until": generations[1]["until"], "droppable_from": droppable},
             ])
         );
+        let early = admin_on(
+            &config,
+            &clock,
+            &["keys", "drop", "--key", "cursor", "--version", "1"],
+        )
+        .await
+        .expect_err("a day and ten minutes after version 2 took over, not before");
+        assert!(early.to_string().contains("drop it from"), "{early}");
+        clock.advance(Duration::from_secs(10 * 60));
         // Version 1 dropped: everything still works.
         admin_on(
             &config,
@@ -180,7 +198,7 @@ fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_keyed_requests_
 /// A stack (`api_tests::webhooks::Stack`, a table of its own: `admin
 /// reseal` walks all of it) whose API and dispatcher both read the seal
 /// key from `source` and run by `clock`.
-async fn sealed_stack(clock: &Clock, source: &KeySource) -> Stack {
+pub(crate) async fn sealed_stack(clock: &Clock, source: &KeySource) -> Stack {
     let source = source.clone();
     stack_by(clock, true, move |c| c.webhook_seal_key = Some(source)).await
 }
@@ -199,7 +217,7 @@ async fn stack_by(clock: &Clock, own_table: bool, change: impl FnOnce(&mut Confi
 }
 
 /// A load of `t` moved to `delivered` through `stack`'s API.
-async fn deliver_a_load(stack: &Stack, t: &TestOrg) {
+pub(crate) async fn deliver_a_load(stack: &Stack, t: &TestOrg) {
     let send = |method: Method, path: String, body: Value| {
         call(method, &path)
             .key(&t.key)
@@ -234,7 +252,7 @@ async fn deliver_a_load(stack: &Stack, t: &TestOrg) {
 }
 
 /// `admin reseal --check`'s line.
-async fn check(config: &Config, clock: &Clock) -> Value {
+pub(crate) async fn check(config: &Config, clock: &Clock) -> Value {
     let done = admin_on(config, clock, &["reseal", "--check"])
         .await
         .expect("reseal --check");
@@ -330,7 +348,9 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
             json!({"seals_with": 2, "sealed": {"1": 3, "2": 1}, "need_an_old_version": 3})
         );
 
-        // The old generation cannot go while values need it.
+        // The old generation cannot go while values need it (ten minutes
+        // after the new one took over, no instance seals with it).
+        clock.advance(Duration::from_secs(10 * 60));
         let refused = admin_on(
             &config,
             &clock,
@@ -702,7 +722,7 @@ fn an_instance_reads_the_keyring_again_after_five_minutes_and_keeps_it_when_a_re
         assert_eq!(versions().await.unwrap(), [1]);
         let rotated = shared::keyring::Keys::parse(&"r".repeat(40))
             .unwrap()
-            .rotated("n".repeat(40), clock.now(), None)
+            .rotated("n".repeat(40), clock.now(), None, false)
             .unwrap();
         shared::secrets::put(sdk, arn, &rotated.to_json())
             .await

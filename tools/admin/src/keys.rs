@@ -1,8 +1,14 @@
 //! `admin keys ...`: the deployment's rotating keys (`shared::keyring`),
 //! the seal key and the cursor key, as their Secrets Manager secrets hold
 //! them: show their generations (never a key), rotate one (a new
-//! generation that signs after `ROLLOUT`), drop an old one. Rotating and
-//! dropping are audited (`crate::audit`), naming versions and times only.
+//! generation that signs after `ROLLOUT`, or at once for a leaked key),
+//! drop an old one. No flags and no order of these commands can leave a
+//! sealed value unopenable, a kept answer unrecognised, or a time with
+//! no generation that signs: what would is refused, saying what to do
+//! instead. Rotating and dropping are audited (`crate::audit`), naming
+//! versions and times only.
+
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
@@ -32,6 +38,17 @@ impl Which {
         }
     }
 
+    /// How long after a generation last signs what it made may still be
+    /// asked for: the cursor key's fingerprints of keyed requests, for a
+    /// kept answer's retention. The seal key's values are resealed before
+    /// its generations go (`admin reseal`), so nothing waits for them.
+    fn keep(self) -> Duration {
+        match self {
+            Which::Seal => Duration::ZERO,
+            Which::Cursor => shared::http::idempotency::RETENTION,
+        }
+    }
+
     /// The secret that holds it, from the configuration.
     fn secret(self, config: &Config) -> Result<&str> {
         let (source, variable) = match self {
@@ -58,21 +75,32 @@ pub enum KeysCommand {
     },
     /// Add a new generation of the key: it opens and verifies at once and
     /// signs and seals from 10 minutes on (every instance has read it by
-    /// then). With `--overlap-hours`, the generations in use now are
-    /// refused that long after (the cursor key: 24 by default); the seal
-    /// key's old generations stay until `admin keys drop`.
+    /// then), or at once with `--now`. The cursor key's generations in use
+    /// now stop verifying cursors after `--overlap-hours` (24 by default);
+    /// the seal key's old generations stay until `admin keys drop`, after
+    /// `admin reseal`.
     Rotate {
         #[arg(long, value_enum)]
         key: Which,
-        /// Hours the generations in use now stay valid after the new one
-        /// starts (cursor key: default 24; seal key: none, drop them after
-        /// `admin reseal --check` reports 0).
+        /// Cursor key only: hours the generations in use now go on
+        /// verifying cursors after the new one starts (default 24; 0 if
+        /// it leaked). Keyed requests are recognised until it is dropped.
         #[arg(long)]
         overlap_hours: Option<u32>,
+        /// A leaked key: the new generation signs and seals at once, and
+        /// (cursor key, with no `--overlap-hours`) the ones before stop
+        /// verifying cursors at once. Instances that read the keyring
+        /// before switch when they meet the new version or read it again
+        /// (within 5 minutes).
+        #[arg(long)]
+        now: bool,
     },
-    /// Remove an old generation (never the one that signs now). The seal
-    /// key's is removed only when `admin reseal --check` finds no value
-    /// sealed with it.
+    /// Remove an old generation: refused while an instance may still sign
+    /// with it (10 minutes after a newer one took over), while what it
+    /// signed may be retried (the cursor key: 24 hours more), while a
+    /// value is sealed with it (the seal key: `admin reseal` first), and
+    /// when nothing would sign after it (`admin keys show` says from when
+    /// each can go).
     Drop {
         #[arg(long, value_enum)]
         key: Which,
@@ -86,10 +114,14 @@ impl KeysCommand {
     pub fn action(&self) -> Option<Action> {
         match self {
             KeysCommand::Show { .. } => None,
-            KeysCommand::Rotate { key, overlap_hours } => Some(Action::new(
+            KeysCommand::Rotate {
+                key,
+                overlap_hours,
+                now,
+            } => Some(Action::new(
                 "keys rotate",
                 None,
-                json!({"key": key.name(), "overlap_hours": overlap_hours}),
+                json!({"key": key.name(), "overlap_hours": overlap_hours, "now": now}),
             )),
             KeysCommand::Drop { key, version } => Some(Action::new(
                 "keys drop",
@@ -100,8 +132,9 @@ impl KeysCommand {
     }
 }
 
-/// The generations as the output shows them (never a key).
-fn shown(keys: &Keys, now: DateTime<Utc>) -> Vec<Value> {
+/// The generations as the output shows them (never a key), with the
+/// first time each may be dropped (null while it signs for good).
+fn shown(keys: &Keys, key: Which, now: DateTime<Utc>) -> Vec<Value> {
     let signing = keys.signing(now).map(|g| g.version);
     keys.generations()
         .iter()
@@ -112,6 +145,7 @@ fn shown(keys: &Keys, now: DateTime<Utc>) -> Vec<Value> {
                 "held": keys.held(g.version, now).is_some(),
                 "from": g.from,
                 "until": g.until,
+                "droppable_from": keys.droppable_from(g.version, key.keep()).map(|t| t.max(now)),
             })
         })
         .collect()
@@ -145,26 +179,42 @@ pub async fn run(
     match command {
         KeysCommand::Show { key } => {
             let keys = read(sdk, key.secret(config)?).await?;
-            lines.push(json!({"key": key.name(), "generations": shown(&keys, now)}));
+            lines.push(json!({"key": key.name(), "generations": shown(&keys, key, now)}));
         }
-        KeysCommand::Rotate { key, overlap_hours } => {
+        KeysCommand::Rotate {
+            key,
+            overlap_hours,
+            now: at_once,
+        } => {
             let arn = key.secret(config)?;
-            let overlap = match (key, overlap_hours) {
-                (_, Some(hours)) => Some(std::time::Duration::from_secs(u64::from(hours) * 3600)),
-                (Which::Cursor, None) => Some(std::time::Duration::from_secs(24 * 3600)),
-                (Which::Seal, None) => None,
+            let hours = |h: u32| Duration::from_secs(u64::from(h) * 3600);
+            let overlap = match (key, overlap_hours, at_once) {
+                (Which::Seal, Some(_), _) => bail!(shared::ApiError::validation(
+                    "overlap_hours",
+                    "the seal key takes no overlap: a generation refused while values are sealed with it would lose them. \
+                     Rotate without it, run `admin reseal` once the new generation seals, then `admin keys drop --key seal --version <old>` \
+                     (refused while any value needs it); for a leaked seal key, rotate with --now"
+                )),
+                (Which::Seal, None, _) => None,
+                (Which::Cursor, Some(h), _) => Some(hours(h)),
+                (Which::Cursor, None, true) => Some(Duration::ZERO),
+                (Which::Cursor, None, false) => Some(hours(24)),
             };
             let rotated = read(sdk, arn)
                 .await?
-                .rotated(new_key(), now, overlap)
+                .rotated(new_key(), now, overlap, at_once)
                 .map_err(anyhow::Error::msg)?;
             shared::secrets::put(sdk, arn, &rotated.to_json()).await?;
-            let version = rotated.versions()[0];
+            let version = rotated.newest();
             made = Some(json!({"key": key.name(), "version": version}));
-            lines.push(json!({"key": key.name(), "generations": shown(&rotated, now)}));
+            lines.push(json!({"key": key.name(), "generations": shown(&rotated, key, now)}));
         }
         KeysCommand::Drop { key, version } => {
             let arn = key.secret(config)?;
+            let dropped = read(sdk, arn)
+                .await?
+                .without(version, now, key.keep())
+                .map_err(|e| shared::ApiError::validation("version", e))?;
             if key == Which::Seal {
                 let left = crate::reseal::count(config, sdk, version).await?;
                 if left > 0 {
@@ -176,12 +226,8 @@ pub async fn run(
                     ));
                 }
             }
-            let dropped = read(sdk, arn)
-                .await?
-                .without(version, now)
-                .map_err(anyhow::Error::msg)?;
             shared::secrets::put(sdk, arn, &dropped.to_json()).await?;
-            lines.push(json!({"key": key.name(), "generations": shown(&dropped, now)}));
+            lines.push(json!({"key": key.name(), "generations": shown(&dropped, key, now)}));
         }
     }
     Ok(Done {
