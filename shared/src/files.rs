@@ -9,6 +9,7 @@
 //! goes only while its `Idempotency-Key` claim is its own
 //! (`outcome::effect_may_go`).
 
+pub mod paths;
 pub mod post_policy;
 pub mod promote;
 
@@ -80,6 +81,17 @@ impl ImageKind {
 
 /// Bytes enough to tell the kinds apart.
 pub const SNIFF_BYTES: usize = 12;
+
+/// What `Files::copy_new` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Copied {
+    Done,
+    /// An object was at the name already: nothing written.
+    AlreadyThere,
+    /// The source is not the version or ETag named any more: nothing
+    /// written.
+    SourceChanged,
+}
 
 /// What `Files::peek` read of one version of an object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,18 +191,23 @@ impl Files {
 
     /// Copies exactly `version` of `from` (when the bucket is versioned;
     /// the object as it stands otherwise), on condition that its ETag is
-    /// `etag` when one is given, to `to`, typed as `kind`'s content type.
-    /// `false` when `from` is not that object any more (nothing copied).
-    /// Both keys are the API's own (ASCII, no characters to escape).
-    pub async fn copy_version(
+    /// `etag` when one is given, to `to`, typed as `content_type`, unless
+    /// an object is at `to` already: nothing is ever written over (S3's
+    /// `If-None-Match: *`, and a look first, for engines that ignore it on
+    /// a copy). Both keys are the API's own (ASCII, no characters to
+    /// escape).
+    pub async fn copy_new(
         &self,
         from: &str,
         version: Option<&str>,
         etag: Option<&str>,
         to: &str,
         content_type: &str,
-    ) -> ApiResult<bool> {
+    ) -> ApiResult<Copied> {
         effect_may_go().await?;
+        if self.exists(to).await? {
+            return Ok(Copied::AlreadyThere);
+        }
         let source = match version {
             Some(version) => format!("{}/{from}?versionId={version}", self.bucket),
             None => format!("{}/{from}", self.bucket),
@@ -201,14 +218,45 @@ impl Files {
             .bucket(&self.bucket)
             .copy_source(source)
             .set_copy_source_if_match(etag.map(str::to_owned))
+            .if_none_match("*")
             .key(to)
             .content_type(content_type)
             .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
             .send()
             .await;
         match copied {
+            Ok(_) => Ok(Copied::Done),
+            // Either condition: the source changed, or another copy got
+            // there first.
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => {
+                Ok(match self.exists(to).await? {
+                    true => Copied::AlreadyThere,
+                    false => Copied::SourceChanged,
+                })
+            }
+            Err(e) => Err(s3_error(e)),
+        }
+    }
+
+    /// Whether an object is at `key` (for a role that may read it).
+    pub async fn exists(&self, key: &str) -> ApiResult<bool> {
+        let head = self
+            .s3
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await;
+        match head {
             Ok(_) => Ok(true),
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(false),
+            // S3 answers 403 for a missing object to a role that may read
+            // it but not list the bucket.
+            Err(e)
+                if e.raw_response()
+                    .is_some_and(|r| matches!(r.status().as_u16(), 403 | 404)) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(s3_error(e)),
         }
     }

@@ -12,7 +12,7 @@ a running `cargo lambda watch` that serves the workspace's router table.
    to a function waits for cargo lambda watch to build it (debug).
 3. webhook-dispatcher, which has no route: `cargo lambda invoke` with the
    scheduled sweep's event (events/sweep.json) answers {"announced": N,
-   "files_promoted": N, "files_dropped": N, "files_failed": N}.
+   "files_promoted": N, "files_dropped": N, "files_refused": N, "files_failed": N}.
 4. Every path of the router table reaches its function: its first
    documented operation (GET where there is one; POST, PUT and PATCH with
    `{}`), ids made up, answers one of the statuses the contract documents
@@ -243,11 +243,11 @@ def main():
             answer = json.loads(invoke.stdout)
         except ValueError:
             answer = None
-        keys = {"announced", "files_promoted", "files_dropped", "files_failed"}
+        keys = {"announced", "files_promoted", "files_dropped", "files_refused", "files_failed"}
         if not (isinstance(answer, dict) and set(answer) == keys
                 and all(isinstance(answer[k], int) for k in keys)):
             problems.append(f"answer {invoke.stdout.strip()[:300]!r}, expected {{\"announced\": N, \"files_promoted\": N, "
-                            f"\"files_dropped\": N, \"files_failed\": N}}")
+                            f"\"files_dropped\": N, \"files_refused\": N, \"files_failed\": N}}")
     smoke.record("webhook-dispatcher: cargo lambda invoke (events/sweep.json)", began, problems,
                  " ".join(invoke.stdout.split())[:60])
 

@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shared::auth::WriteData;
 use shared::error::codes;
+use shared::files::paths::{self, Area};
 use shared::files::post_policy::UploadForm;
 use shared::files::{ImageKind, MAX_FILE_BYTES, Peeked, SNIFF_BYTES, promote};
 use shared::http::Ctx;
@@ -36,34 +37,6 @@ use uuid::Uuid;
 /// How long a presigned upload form stays valid.
 const FORM_LIFETIME: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// Where kept waybills live, and where files are uploaded before their
-/// load commits (forms' uploads and the API's alike).
-const KEPT: &str = "waybills";
-const UPLOADS: &str = "uploads";
-
-/// `<area>/<org>/<surplus>/<name>`.
-fn path(area: &str, org: Uuid, surplus: Uuid, name: &str) -> String {
-    format!("{area}/{org}/{surplus}/{name}")
-}
-
-/// A new file's name, its kind's extension after a fresh id: every
-/// attempt of every request names its files anew.
-fn new_name(kind: ImageKind) -> String {
-    format!("{}.{}", Uuid::now_v7(), kind.extension())
-}
-
-/// The name of one of this load's form uploads, when `storage_path` is one:
-/// `uploads/<org>/<surplus>/<id>.<jpg|png|webp>` and nothing else.
-fn upload_name(storage_path: &str, org: Uuid, surplus: Uuid) -> Option<&str> {
-    let name = storage_path.strip_prefix(&path(UPLOADS, org, surplus, ""))?;
-    let (id, extension) = name.split_once('.')?;
-    let known = ImageKind::ALL
-        .iter()
-        .any(|kind| kind.extension() == extension);
-    let canonical = Uuid::try_parse(id).is_ok_and(|parsed| parsed.to_string() == id);
-    (known && canonical).then_some(name)
-}
-
 /// An upload checked to become load `id`'s waybill.
 struct Checked {
     upload: String,
@@ -80,7 +53,7 @@ struct Checked {
 /// then the upload is copied there; the waybill it replaced is deleted
 /// once the load no longer names it.
 async fn keep<S>(ctx: &Ctx<S>, id: Uuid, checked: Checked) -> ApiResult<Response> {
-    let kept = path(KEPT, ctx.org_id, id, &new_name(checked.kind));
+    let kept = paths::new(Area::Waybills, ctx.org_id, id, checked.kind);
     let content_type = checked.kind.content_type().to_owned();
     let waybill = StoredWaybill {
         storage_path: kept.clone(),
@@ -150,7 +123,7 @@ pub async fn upload(
 ) -> ApiResult<Response> {
     let load = ctx.store.surpluses().require(ctx.org_id, id).await?;
     load.waybill_open()?;
-    let staged = path(UPLOADS, ctx.org_id, id, &new_name(upload.kind));
+    let staged = paths::new(Area::Uploads, ctx.org_id, id, upload.kind);
     let size = upload.bytes.len() as u64;
     let version = ctx.files.put(&staged, upload.bytes, upload.kind).await?;
     let checked = Checked {
@@ -193,7 +166,7 @@ pub async fn upload_form(
         )
     })?;
     ctx.store.surpluses().require(ctx.org_id, id).await?;
-    let path = path(UPLOADS, ctx.org_id, id, &new_name(kind));
+    let path = paths::new(Area::Uploads, ctx.org_id, id, kind);
     let form = ctx.files.upload_form(&path, kind, FORM_LIFETIME).await?;
     // The form carries signed temporary credentials: kept for a retry
     // only sealed.
@@ -239,7 +212,9 @@ pub async fn confirm(
     let not_found = || {
         codes::UPLOAD_NOT_FOUND.with("storage_path names no upload of this load's forms (nothing uploaded yet, or another load's)")
     };
-    upload_name(&body.storage_path, ctx.org_id, id).ok_or_else(not_found)?;
+    paths::parse(&body.storage_path)
+        .filter(|upload| upload.is(Area::Uploads, ctx.org_id, id))
+        .ok_or_else(not_found)?;
     let upload = body.storage_path;
     let confirmed = load.waybill.as_ref().and_then(|w| w.source.as_deref());
     if confirmed == Some(upload.as_str()) {

@@ -92,6 +92,7 @@ impl Dispatcher {
                 "announced": announced,
                 "files_promoted": files.promoted,
                 "files_dropped": files.dropped,
+                "files_refused": files.refused,
                 "files_failed": files.failed,
             }))
         }

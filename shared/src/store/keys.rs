@@ -190,8 +190,11 @@ pub fn outbox_hour_pk(at: chrono::DateTime<chrono::Utc>) -> String {
 /// A file its record names whose copy to that place is pending
 /// (`store::staged`).
 pub fn staged_file_pk(path: &str) -> String {
-    format!("FILE#{path}")
+    format!("{STAGED_FILE_PK_PREFIX}{path}")
 }
+/// Only the functions that stage files and the sweeper that finishes them
+/// may write under it (`StagedFilesByTheirStagers` in the template).
+pub const STAGED_FILE_PK_PREFIX: &str = "FILE#";
 pub const STAGED_SK: &str = "STAGED";
 /// `gsi1` partition of the files staged in one hour and not yet in place
 /// (the sweeper reads it).

@@ -123,8 +123,8 @@ impl Staged<'_> {
         found.into_iter().map(from_item).collect()
     }
 
-    /// Whether the record that staged `file` still names it (a later
-    /// upload may have replaced it before it was copied).
+    /// Whether the record that staged `file` still names it, as the type
+    /// it has (a later upload may have replaced it before it was copied).
     pub async fn still_named(&self, file: &StagedFile) -> ApiResult<bool> {
         let store = self.0;
         Ok(match file.owner {
@@ -133,7 +133,9 @@ impl Staged<'_> {
                 .get(org_id, id)
                 .await?
                 .and_then(|load| load.waybill)
-                .is_some_and(|waybill| waybill.storage_path == file.path),
+                .is_some_and(|waybill| {
+                    waybill.storage_path == file.path && waybill.content_type == file.content_type
+                }),
             Owner::ReceivingPoint { org_id, id } => store
                 .receiving_points()
                 .get(org_id, id)

@@ -257,6 +257,94 @@ fn every_function_with_table_access_may_not_write_api_keys_or_audit_records() {
     }
 }
 
+/// Staged files (`FILE#`): the sweeper copies the upload such an item
+/// names, so only the function that stages them and the dispatcher whose
+/// sweep finishes them may write one; every other function touching the
+/// table carries the deny.
+#[test]
+fn only_the_stagers_of_files_may_write_staged_file_items() {
+    let template = template();
+    let deny = &template["Resources"]["StagedFilesByTheirStagers"]["Properties"]["PolicyDocument"]
+        ["Statement"][0];
+    assert_eq!(deny["Effect"].as_str(), Some("Deny"));
+    let actions: BTreeSet<&str> = deny["Action"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let writes = [
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:BatchWriteItem",
+    ];
+    assert_eq!(actions, writes.into_iter().collect());
+    let denied: Vec<&str> = deny["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        denied,
+        [format!("{}*", shared::store::keys::STAGED_FILE_PK_PREFIX)]
+    );
+    let mut free = BTreeSet::new();
+    for (name, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let policies = resource["Properties"]["Policies"].as_sequence().unwrap();
+        let touches_table = serde_yaml_ng::to_string(policies)
+            .unwrap()
+            .contains("dynamodb:");
+        let attached = policies.iter().any(|p| {
+            serde_yaml_ng::to_string(p).unwrap().trim() == "!Ref StagedFilesByTheirStagers"
+        });
+        if touches_table && !attached {
+            free.insert(name.as_str().unwrap().to_owned());
+        }
+        assert!(touches_table || !attached, "{name:?}");
+    }
+    assert_eq!(
+        free,
+        ["SurplusesFunction", "WebhookDispatcherFunction"]
+            .map(String::from)
+            .into()
+    );
+}
+
+/// The link signer's key signs links to kept files only: it cannot read
+/// an upload (which no record vouches for yet), list, write or delete.
+#[test]
+fn the_link_signer_reads_kept_files_only() {
+    let template = template();
+    let policies = template["Resources"]["LinkSignerUser"]["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap();
+    assert_eq!(policies.len(), 1);
+    let statements = policies[0]["PolicyDocument"]["Statement"]
+        .as_sequence()
+        .unwrap();
+    assert_eq!(statements.len(), 1);
+    assert_eq!(statements[0]["Effect"].as_str(), Some("Allow"));
+    assert_eq!(statements[0]["Action"].as_str(), Some("s3:GetObject"));
+    let resources: Vec<String> = statements[0]["Resource"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|r| serde_yaml_ng::to_string(r).unwrap().trim().to_owned())
+        .collect();
+    assert_eq!(
+        resources,
+        [
+            "!Sub ${FilesBucket.Arn}/waybills/*",
+            "!Sub ${FilesBucket.Arn}/receiving-points/*"
+        ]
+    );
+}
+
 /// The `.rs` files of the service (shared and every function), tests left
 /// out.
 fn service_sources() -> Vec<(std::path::PathBuf, String)> {

@@ -15,14 +15,52 @@ use http::Method;
 use serde_json::Value;
 use shared::auth::Scope;
 use shared::store::Store;
-use shared::store::keys::OPERATOR_ONLY_PK_PREFIXES;
+use shared::store::keys::{OPERATOR_ONLY_PK_PREFIXES, STAGED_FILE_PK_PREFIX};
 
 use crate::isolation::{Owner, request, versioned_operations};
 
-/// Refuses any write that names an item under `APIKEY#` or `AUDIT#`, as
+/// Refuses any write that names an item under one of its prefixes, as
 /// IAM would, and remembers what it refused.
-#[derive(Debug, Clone, Default)]
-struct OperatorsOnly(Arc<Mutex<Vec<String>>>);
+#[derive(Debug, Clone)]
+struct Refusing {
+    prefixes: &'static [&'static str],
+    refused: Arc<Mutex<Vec<String>>>,
+}
+
+impl Refusing {
+    /// What the API's roles may never write: keys, key indexes, the audit.
+    fn operators_only() -> Self {
+        Self {
+            prefixes: &OPERATOR_ONLY_PK_PREFIXES,
+            refused: Arc::default(),
+        }
+    }
+
+    /// What the roles of functions that stage no files may not write.
+    fn staged_files() -> Self {
+        Self {
+            prefixes: &[STAGED_FILE_PK_PREFIX],
+            refused: Arc::default(),
+        }
+    }
+
+    fn refused(&self) -> Vec<String> {
+        self.refused.lock().unwrap().clone()
+    }
+
+    /// The API's state with a table client that refuses as this does.
+    async fn state(&self) -> shared::AppState {
+        let h = harness().await;
+        let db = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&h.sdk)
+                .interceptor(self.clone())
+                .build(),
+        );
+        let mut state = h.state.clone();
+        state.store = Store::new(db, h.store().table());
+        state
+    }
+}
 
 /// The partition keys a write request's JSON names for writing.
 fn written_pks(operation: &str, body: &Value) -> Vec<String> {
@@ -54,9 +92,9 @@ fn written_pks(operation: &str, body: &Value) -> Vec<String> {
     }
 }
 
-impl Intercept for OperatorsOnly {
+impl Intercept for Refusing {
     fn name(&self) -> &'static str {
-        "OperatorsOnly"
+        "Refusing"
     }
 
     fn read_before_transmit(
@@ -76,17 +114,13 @@ impl Intercept for OperatorsOnly {
             .unwrap_or_default();
         let denied: Vec<String> = written_pks(&operation, &body)
             .into_iter()
-            .filter(|pk| {
-                OPERATOR_ONLY_PK_PREFIXES
-                    .iter()
-                    .any(|prefix| pk.starts_with(prefix))
-            })
+            .filter(|pk| self.prefixes.iter().any(|prefix| pk.starts_with(prefix)))
             .collect();
         if denied.is_empty() {
             return Ok(());
         }
         let refusal = format!("{operation} on {denied:?}");
-        self.0.lock().unwrap().push(refusal.clone());
+        self.refused.lock().unwrap().push(refusal.clone());
         Err(format!("AccessDeniedException: {refusal}").into())
     }
 }
@@ -115,14 +149,8 @@ fn every_operation_works_with_every_write_to_key_items_refused() {
     run(async {
         let owner = Owner::new().await;
         let h = harness().await;
-        let refused = OperatorsOnly::default();
-        let db = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(&h.sdk)
-                .interceptor(refused.clone())
-                .build(),
-        );
-        let mut state = h.state.clone();
-        state.store = Store::new(db, h.store().table());
+        let refused = Refusing::operators_only();
+        let state = refused.state().await;
         // The rule bites: an operator's write through this client is refused.
         let key_id = api_tests::key_id(&owner.t).await;
         assert!(
@@ -133,8 +161,8 @@ fn every_operation_works_with_every_write_to_key_items_refused() {
                 .await
                 .is_err()
         );
-        assert_eq!(refused.0.lock().unwrap().len(), 1);
-        refused.0.lock().unwrap().clear();
+        assert_eq!(refused.refused().len(), 1);
+        refused.refused.lock().unwrap().clear();
         let router = shared::http::app(local::routes(), state);
         let mut failures = Vec::new();
         for (method, path, item, op) in versioned_operations() {
@@ -175,6 +203,38 @@ fn every_operation_works_with_every_write_to_key_items_refused() {
             .await
             .expect(401, Some("api_key_revoked"));
         assert!(failures.is_empty(), "{}", failures.join("\n"));
-        assert_eq!(*refused.0.lock().unwrap(), Vec::<String>::new());
+        assert_eq!(refused.refused(), Vec::<String>::new());
+    });
+}
+
+/// Every operation works with writes under `FILE#` refused, but the
+/// waybill uploads of the function that stages files
+/// (`StagedFilesByTheirStagers` in the template).
+#[test]
+fn only_waybill_uploads_write_staged_file_items() {
+    run(async {
+        let owner = Owner::new().await;
+        let refused = Refusing::staged_files();
+        let router = shared::http::app(local::routes(), refused.state().await);
+        let mut staging = Vec::new();
+        for (method, path, item, op) in versioned_operations() {
+            let (request, _, _) = request(&owner, &method, path, item, op, None);
+            let reply = request.key(&owner.t.key).send_to(&router).await;
+            let unconfigured = ["geocode_not_configured", "support_not_configured"];
+            if reply.status.is_server_error() && !unconfigured.contains(&reply.code()) {
+                staging.push(format!("{method} {path}"));
+            }
+        }
+        // The confirmation of a form's upload stages too; here it has no
+        // upload to confirm (404 before it writes).
+        assert_eq!(staging, ["POST /api/v1/surpluses/{surplusId}/waybill"]);
+        assert!(
+            refused
+                .refused()
+                .iter()
+                .all(|r| r.starts_with("TransactWriteItems on [\"FILE#waybills/")),
+            "{:?}",
+            refused.refused()
+        );
     });
 }

@@ -45,6 +45,7 @@ mod setup;
 mod side_effects;
 mod site_people;
 mod sites;
+mod staged_forgeries;
 mod support;
 mod surplus_pages;
 mod surpluses;

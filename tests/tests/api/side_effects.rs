@@ -60,7 +60,7 @@ fn s3_deletes_and_copies_wait_for_the_admission_and_never_go_when_refused() {
                 go,
                 async move {
                     let (version, etag) = (p.version.as_deref(), p.etag.as_deref());
-                    f.copy_version(&k, version, etag, &c, "image/png").await
+                    f.copy_new(&k, version, etag, &c, "image/png").await
                 },
                 async || assert!(!exists(&files, &copy).await),
             )

@@ -62,9 +62,9 @@ fn a_confirmation_copies_the_version_it_checked_not_one_written_over_it() {
             .put(&upload, script.into(), ImageKind::Png)
             .await
             .unwrap();
-        assert!(
+        assert_eq!(
             files
-                .copy_version(
+                .copy_new(
                     &upload,
                     checked.version.as_deref(),
                     checked.etag.as_deref(),
@@ -72,7 +72,8 @@ fn a_confirmation_copies_the_version_it_checked_not_one_written_over_it() {
                     ImageKind::Png.content_type()
                 )
                 .await
-                .unwrap()
+                .unwrap(),
+            shared::files::Copied::Done
         );
         let copied = files.peek(&kept).await.unwrap().unwrap();
         assert_eq!((copied.size, copied.head), (PNG.len() as u64, sniffed));

@@ -605,9 +605,9 @@ async fn execute(
             points.require(org, receiving_point).await?;
             // Uploaded first, under the prefix the bucket expires; in its
             // place once the point names it (as waybills are).
-            let name = format!("{}.{}", Uuid::now_v7(), kind.extension());
-            let upload = format!("uploads/{org}/{receiving_point}/{name}");
-            let path = format!("receiving-points/{org}/{receiving_point}/{name}");
+            use shared::files::paths::{self, Area};
+            let upload = paths::new(Area::Uploads, org, receiving_point, kind);
+            let path = paths::new(Area::ReceivingPoints, org, receiving_point, kind);
             let files = shared::files::Files::new(sdk, &config.bucket_name);
             let version = files.put(&upload, bytes.into(), kind).await?;
             let staged = StagedFile {
