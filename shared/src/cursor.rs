@@ -83,6 +83,12 @@ impl Cursors {
     pub(crate) async fn keys(&self) -> Result<Arc<Keys>, ApiError> {
         self.0.keys().await
     }
+
+    /// The keyring, read again first when it lists no version as new as
+    /// `version` (`Keyring::holding`).
+    pub(crate) async fn holding(&self, version: u32) -> Result<Arc<Keys>, ApiError> {
+        self.0.holding(Some(version)).await
+    }
 }
 
 /// Signs cursors with the generation that signs at its time, and checks

@@ -57,7 +57,8 @@ pub const ROLLOUT: Duration = Duration::from_secs(10 * 60);
 const RETRY: Duration = Duration::from_secs(10);
 /// A version newer than any the ring lists (a generation that began to
 /// sign at once, on an instance that read the ring since) has the ring
-/// read again, at most this often.
+/// read again at once, and again at most this often until the next
+/// reading that is due anyway.
 const NEWER: Duration = Duration::from_secs(1);
 
 /// A time as the commands print it.
@@ -226,8 +227,9 @@ impl Keys {
         Ok(rotated)
     }
 
-    /// The ring without generation `version`: refused while some instance
-    /// may sign with it (it signs, or signed within `ROLLOUT`, or begins
+    /// The ring without generation `version`: refused for the newest (a
+    /// version number is never given twice), while some instance may sign
+    /// with it (it signs, or signed within `ROLLOUT`, or begins
     /// within `HELD_FOR`), while what it made may still be asked for
     /// (`keep` after it last signed), and when no generation would sign
     /// at some time from `now` on.
@@ -239,6 +241,14 @@ impl Keys {
     ) -> Result<Keys, String> {
         if !self.versions().contains(&version) {
             return Err(format!("the keyring holds no version {version}"));
+        }
+        // So that no version number is ever given to two keys (an
+        // instance holding the one before would take the other's values
+        // for its own).
+        if version == self.newest() {
+            return Err(format!(
+                "version {version} is the newest: it is never dropped (rotate to replace it)"
+            ));
         }
         let since = now - delta(ROLLOUT) - delta(keep);
         if self.signing_between(version, since, now + delta(HELD_FOR)) {
@@ -357,6 +367,10 @@ struct Read {
     at: DateTime<Utc>,
     /// When a reading was last tried (`at`, or a failure since).
     tried: DateTime<Utc>,
+    /// When it was read for a version newer than the ring before listed,
+    /// if it was: the next such reading waits `NEWER` (a client names the
+    /// version of its cursor, and must not make a reading per request).
+    forced: Option<DateTime<Utc>>,
 }
 
 impl Read {
@@ -367,14 +381,15 @@ impl Read {
     /// Whether to read the secret again before using the ring at `now`,
     /// for a value of generation `wanted`.
     fn due(&self, now: DateTime<Utc>, wanted: Option<u32>) -> bool {
-        let since_try = (now - self.tried).to_std().ok();
-        let unknown = wanted.is_some_and(|v| v > self.keys.newest());
-        match (self.age(now), since_try) {
+        let since = |then: DateTime<Utc>| (now - then).to_std().ok();
+        let unknown = wanted.is_some_and(|v| v > self.keys.newest())
+            && self
+                .forced
+                .is_none_or(|forced| since(forced).is_none_or(|s| s >= NEWER));
+        match (self.age(now), since(self.tried)) {
             // The clock went back: read again.
             (None, _) | (_, None) => true,
-            (Some(age), Some(since_try)) => {
-                (unknown && since_try >= NEWER) || (age >= REREAD && since_try >= RETRY)
-            }
+            (Some(age), Some(since_try)) => unknown || (age >= REREAD && since_try >= RETRY),
         }
     }
 
@@ -423,6 +438,11 @@ impl Keyring {
         }
         let loaded = self.load().await;
         let mut read = self.read.lock().expect("keyring lock");
+        let forced = read.as_ref().and_then(|before| {
+            let newer = wanted.is_some_and(|v| v > before.keys.newest());
+            let stale = before.age(now).is_none_or(|age| age >= REREAD);
+            (newer && !stale).then_some(now)
+        });
         match (loaded, read.as_mut()) {
             (Ok(keys), _) => {
                 let keys = Arc::new(keys);
@@ -430,6 +450,7 @@ impl Keyring {
                     keys: keys.clone(),
                     at: now,
                     tried: now,
+                    forced,
                 });
                 Ok(keys)
             }
@@ -587,23 +608,32 @@ mod tests {
         // The one that signs for good never goes.
         assert_eq!(kept.droppable_from(2, NONE), None);
         let never = kept.without(2, free + TimeDelta::days(400), NONE);
-        assert!(never.unwrap_err().contains("rotate first"));
+        assert!(never.unwrap_err().contains("newest"));
     }
 
     #[test]
     fn a_generation_not_yet_signing_goes_only_while_no_instance_can_begin_with_it() {
         let now = at("2026-11-27T00:00:00Z");
-        let kept = Keys::parse(&key('a'))
+        let once = Keys::parse(&key('a'))
             .unwrap()
             .rotated(key('b'), now, None, false)
             .unwrap();
-        // It signs from 00:10: a ring read now is used up to 00:08 at most.
-        assert_eq!(kept.without(2, now, NONE).unwrap().versions(), [1]);
-        assert!(kept.without(2, now + minutes(2), NONE).is_ok());
-        assert!(
-            kept.without(2, now + minutes(2) + TimeDelta::seconds(1), NONE)
-                .is_err()
-        );
+        // The newest never goes, even before it signs: its version would
+        // be given again.
+        assert!(once.without(2, now, NONE).unwrap_err().contains("newest"));
+        // Version 2 signs from 00:10 to 00:11 (3 follows): a ring read now
+        // is used up to 00:08 at most.
+        let twice = once
+            .rotated(key('c'), now + minutes(1), None, false)
+            .unwrap();
+        assert_eq!(twice.without(2, now, NONE).unwrap().versions(), [3, 1]);
+        assert!(twice.without(2, now + minutes(2), NONE).is_ok());
+        let late = now + minutes(2) + TimeDelta::seconds(1);
+        assert!(twice.without(2, late, NONE).is_err());
+        // Dropped, the next rotation takes a version never given.
+        let dropped = twice.without(2, now, NONE).unwrap();
+        let again = dropped.rotated(key('d'), now, None, false).unwrap();
+        assert_eq!(again.versions(), [4, 3, 1]);
     }
 
     #[test]
@@ -633,6 +663,29 @@ mod tests {
         // Rotating it mends it: the new generation signs for good.
         let mended = ending.rotated(key('b'), now, None, false).unwrap();
         assert_eq!(mended.signing(later).unwrap().version, 2);
+        // A ring edited by hand where version 1 fills a gap between 2 and 3
+        // a day from now: dropping it is refused, though it signs nowhere
+        // near now.
+        let text = format!(
+            r#"{{"keys": [
+                {{"version": 1, "key": "{}"}},
+                {{"version": 2, "key": "{}", "from": "2026-11-26T00:00:00Z", "until": "2026-11-28T00:00:00Z"}},
+                {{"version": 3, "key": "{}", "from": "2026-11-29T00:00:00Z"}}
+            ]}}"#,
+            key('a'),
+            key('b'),
+            key('c')
+        );
+        let patched = Keys::parse(&text).unwrap();
+        assert_eq!(
+            patched.signing(at("2026-11-28T12:00:00Z")).unwrap().version,
+            1
+        );
+        let refused = patched.without(1, now, NONE).unwrap_err();
+        assert!(
+            refused.contains("from 2026-11-28T00:00:00Z on"),
+            "{refused}"
+        );
     }
 
     #[test]

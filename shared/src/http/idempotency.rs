@@ -86,15 +86,60 @@ impl<R: IntoResponse> IntoResponse for SealAtRest<R> {
 }
 
 /// An `Idempotency-Key` a request came with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Presented {
     Valid {
         key: String,
         fingerprint: Fingerprints,
+        /// What the fingerprint was taken of: taken again when the key's
+        /// item names a generation of the cursor key this instance has not
+        /// read yet.
+        taken: Taken,
     },
     /// Empty, too long, or not printable ASCII: 400 once the API key is
     /// admitted.
     Malformed,
+}
+
+/// What a request's fingerprint is taken of: its method, target, content
+/// type and body.
+#[derive(Clone, Debug)]
+pub struct Taken {
+    head: Arc<http::request::Parts>,
+    body: bytes::Bytes,
+}
+
+impl Taken {
+    fn of(parts: &http::request::Parts, body: &bytes::Bytes) -> Self {
+        let mut head = http::Request::builder()
+            .method(parts.method.clone())
+            .uri(parts.uri.clone());
+        if let Some(content_type) = parts.headers.get(header::CONTENT_TYPE) {
+            head = head.header(header::CONTENT_TYPE, content_type.clone());
+        }
+        let (head, ()) = head
+            .body(())
+            .expect("a request's own method and URI")
+            .into_parts();
+        Self {
+            head: Arc::new(head),
+            body: body.clone(),
+        }
+    }
+
+    fn fingerprints(&self, keys: &Keys) -> Result<Fingerprints, ApiError> {
+        fingerprints(keys, &self.head, &self.body)
+    }
+}
+
+/// The generation of the cursor key a stored fingerprint names (`k<n>:`;
+/// none: version 1).
+fn version_named(fingerprint: &str) -> u32 {
+    fingerprint
+        .strip_prefix('k')
+        .and_then(|rest| rest.split_once(':'))
+        .and_then(|(version, _)| version.parse().ok())
+        .unwrap_or(1)
 }
 
 /// Step 1: a POST with the header has its body buffered (up to `limit`
@@ -121,8 +166,13 @@ pub async fn read(
     }
     let (parts, sent) = request.into_parts();
     let bytes = body::at_most(sent, limit).await?;
-    let fingerprint = fingerprints(&*cursors.keys().await?, &parts, &bytes)?;
-    let presented = Presented::Valid { key, fingerprint };
+    let taken = Taken::of(&parts, &bytes);
+    let fingerprint = taken.fingerprints(&*cursors.keys().await?)?;
+    let presented = Presented::Valid {
+        key,
+        fingerprint,
+        taken,
+    };
     Ok((
         Request::from_parts(parts, Body::from(bytes)),
         Some(presented),
@@ -259,13 +309,18 @@ impl IntoResponse for NotRun {
 
 /// Step 2, for an admitted request of API key `key_id`: claims the key the
 /// request came with (`presented`), if any: the claim this request holds.
+/// A key whose item holds a fingerprint of a generation of the cursor key
+/// newer than this instance's ring lists (one that began at once, on an
+/// instance that read the ring since) has the ring read again and is
+/// claimed once more under it before it counts as reused.
 pub async fn claim(
     store: &Store,
     sealer: &Sealer,
+    cursors: &Cursors,
     presented: Option<Presented>,
     key_id: uuid::Uuid,
 ) -> Result<Option<Claim>, NotRun> {
-    let (key, fingerprint) = match presented {
+    let (key, mut fingerprint, taken) = match presented {
         None => return Ok(None),
         Some(Presented::Malformed) => {
             return Err(codes::INVALID_IDEMPOTENCY_KEY
@@ -274,29 +329,47 @@ pub async fn claim(
                 ))
                 .into());
         }
-        Some(Presented::Valid { key, fingerprint }) => (key, fingerprint),
+        Some(Presented::Valid {
+            key,
+            fingerprint,
+            taken,
+        }) => (key, fingerprint, taken),
     };
     let now = crate::clock::unix_ms();
     let (lease_until, keep_until) = (now + millis(LEASE), now + millis(RETENTION));
-    match store
-        .idempotency()
-        .claim(key_id, &key, &fingerprint, now, lease_until, keep_until)
-        .await?
-    {
-        Claimed::Ours(claim) => {
-            outcome::claimed(claim.clone(), store);
-            Ok(Some(claim))
-        }
-        Claimed::Reused => Err(codes::IDEMPOTENCY_KEY_REUSED
-            .with("this Idempotency-Key was used for another request; use a new key")
-            .into()),
-        Claimed::InFlight => Err(codes::IDEMPOTENCY_KEY_IN_FLIGHT
-            .with("a request with this Idempotency-Key is still running; retry later")
-            .into()),
-        Claimed::Answered(answer) => {
-            let answer = opened(sealer, &item_of(key_id, &key), answer).await?;
-            Err(NotRun::Replayed(answer))
-        }
+    let mut read_again = true;
+    loop {
+        let claimed = store
+            .idempotency()
+            .claim(key_id, &key, &fingerprint, now, lease_until, keep_until)
+            .await?;
+        return match claimed {
+            Claimed::Ours(claim) => {
+                outcome::claimed(claim.clone(), store);
+                Ok(Some(claim))
+            }
+            Claimed::Reused {
+                fingerprint: stored,
+            } => {
+                let newer = stored.as_deref().map(version_named);
+                let known = cursors.keys().await?.newest();
+                if let Some(newer) = newer.filter(|v| *v > known && read_again) {
+                    read_again = false;
+                    fingerprint = taken.fingerprints(&*cursors.holding(newer).await?)?;
+                    continue;
+                }
+                Err(codes::IDEMPOTENCY_KEY_REUSED
+                    .with("this Idempotency-Key was used for another request; use a new key")
+                    .into())
+            }
+            Claimed::InFlight => Err(codes::IDEMPOTENCY_KEY_IN_FLIGHT
+                .with("a request with this Idempotency-Key is still running; retry later")
+                .into()),
+            Claimed::Answered(answer) => {
+                let answer = opened(sealer, &item_of(key_id, &key), answer).await?;
+                Err(NotRun::Replayed(answer))
+            }
+        };
     }
 }
 

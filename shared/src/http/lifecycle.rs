@@ -382,7 +382,14 @@ impl Admitted {
             idempotency,
             back,
         } = self;
-        let claimed = idempotency::claim(&state.store, &state.sealer, idempotency, key_id).await;
+        let claimed = idempotency::claim(
+            &state.store,
+            &state.sealer,
+            &state.cursors,
+            idempotency,
+            key_id,
+        )
+        .await;
         let (claim, outcome) = match claimed {
             Ok(claim) => (claim, Ok((org_id, key_id))),
             Err(not_run) => (None, Err(not_run)),

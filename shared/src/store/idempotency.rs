@@ -105,8 +105,9 @@ pub struct Answer {
 pub enum Claimed {
     /// This request runs; it saves or releases the claim when answered.
     Ours(Claim),
-    /// The key was used for a request with another fingerprint.
-    Reused,
+    /// The key was used for a request with another fingerprint (the one
+    /// its item holds).
+    Reused { fingerprint: Option<String> },
     /// A request with the key and this fingerprint is still running.
     InFlight,
     /// A request with the key and this fingerprint was answered.
@@ -442,7 +443,8 @@ fn judge(current: &Item, fingerprint: &Fingerprints, now: u64) -> Option<Claimed
         return None;
     }
     if !fingerprint.matches(get_s(current, FINGERPRINT)) {
-        return Some(Claimed::Reused);
+        let fingerprint = get_s(current, FINGERPRINT).map(str::to_owned);
+        return Some(Claimed::Reused { fingerprint });
     }
     let Some(status) = get_u64(current, STATUS).and_then(|s| u16::try_from(s).ok()) else {
         return Some(Claimed::InFlight);

@@ -421,5 +421,10 @@ fn the_source_identity_of_an_assumed_role_is_recorded() {
         for bad in ["a", "has space", &"x".repeat(65)] {
             assert!(Operator::assume(&h.sdk, role, bad).await.is_err(), "{bad}");
         }
+        // With no source identity given, the caller's own IAM user name
+        // (the local engine's caller is the user `moto`): what a trust
+        // policy requiring `${aws:username}` accepts.
+        let caller = Operator::assume_as_caller(&h.sdk, role).await.unwrap();
+        assert_eq!(caller.source_identity.as_deref(), Some("moto"));
     });
 }

@@ -366,12 +366,17 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         );
 
         // Resealed, then dropped: everything still works.
-        // A bounded run (one item's page), then the rest from where it
-        // stopped.
+        // A bounded run (one page of ten items, the fewest a page may
+        // read: a run writes two audit records a resumed walk may meet
+        // again), then the rest from where it stopped.
+        for few in ["1", "9"] {
+            let args = ["admin", "reseal", "--page-items", few];
+            assert!(Cli::try_parse_from(args).is_err(), "{few} items a page");
+        }
         let bounded = admin_on(
             &config,
             &clock,
-            &["reseal", "--page-items", "1", "--pages", "1"],
+            &["reseal", "--page-items", "10", "--pages", "1"],
         )
         .await
         .expect("reseal, bounded");

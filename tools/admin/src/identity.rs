@@ -6,7 +6,11 @@
 //! (`ADMIN_ROLE_ARN`, `ADMIN_SOURCE_IDENTITY`): STS sets it on the session
 //! for good (CloudTrail shows it on every call of the session, and a role
 //! whose trust policy requires `sts:SourceIdentity` cannot be assumed
-//! without one), and the audit records it beside the ARN.
+//! without one), and the audit records it beside the ARN. The source
+//! identity is only as good as the trust policy that checks it: tied to
+//! the caller (`${aws:username}` for IAM users, the identity provider's
+//! for federated ones; docs/operations.md), not merely required, or any
+//! operator could record a colleague's name.
 
 use anyhow::{Context, Result, bail};
 use aws_credential_types::Credentials;
@@ -30,17 +34,41 @@ impl Operator {
         }
     }
 
-    /// `ADMIN_ROLE_ARN` assumed with `ADMIN_SOURCE_IDENTITY` when set (both
-    /// or neither); else the caller as configured.
+    /// `ADMIN_ROLE_ARN` assumed with `ADMIN_SOURCE_IDENTITY`, or, when that
+    /// is not set, with the caller's own IAM user name (what a trust
+    /// policy that requires `sts:SourceIdentity` to be `${aws:username}`
+    /// accepts); else the caller as configured.
     pub async fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self> {
         let var = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         match (var("ADMIN_ROLE_ARN"), var("ADMIN_SOURCE_IDENTITY")) {
             (None, None) => Ok(Self::as_configured(sdk)),
             (Some(role), Some(source)) => Self::assume(sdk, &role, &source).await,
-            _ => bail!(
-                "set both ADMIN_ROLE_ARN and ADMIN_SOURCE_IDENTITY, or neither: a source identity is set when a role is assumed"
+            (Some(role), None) => Self::assume_as_caller(sdk, &role).await,
+            (None, Some(_)) => bail!(
+                "ADMIN_SOURCE_IDENTITY is set when a role is assumed: set ADMIN_ROLE_ARN too, or neither"
             ),
         }
+    }
+
+    /// `role` assumed with the caller's IAM user name as the source
+    /// identity. A caller that is no IAM user (a role session, a
+    /// federated user) names its source identity with
+    /// `ADMIN_SOURCE_IDENTITY`: the one its identity provider set, which
+    /// STS keeps through every role it assumes.
+    pub async fn assume_as_caller(sdk: &aws_config::SdkConfig, role: &str) -> Result<Self> {
+        let caller = aws_sdk_sts::Client::new(sdk)
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!(aws_sdk_sts::error::DisplayErrorContext(e).to_string()))
+            .context("asking STS who the caller is; nothing was done")?;
+        let arn = caller.arn.unwrap_or_default();
+        let Some(name) = user_name(&arn) else {
+            bail!(
+                "the caller ({arn}) is no IAM user: set ADMIN_SOURCE_IDENTITY to the source identity your identity provider gives you"
+            );
+        };
+        Self::assume(sdk, role, name).await
     }
 
     /// `role` assumed with source identity `source` (STS's rule: 2 to 64
@@ -81,5 +109,47 @@ impl Operator {
             sdk,
             source_identity: Some(source.to_owned()),
         })
+    }
+}
+
+/// The user name of an IAM user's ARN (`arn:aws:iam::<account>:user/<path/>name`,
+/// or STS's `arn:aws:sts::<account>:user/...` form); None for any other
+/// principal.
+fn user_name(arn: &str) -> Option<&str> {
+    let mut parts = arn.splitn(6, ':');
+    let (service, resource) = (parts.nth(2)?, parts.nth(2)?);
+    let path = resource.strip_prefix("user/")?;
+    let name = path.rsplit('/').next()?;
+    (matches!(service, "iam" | "sts") && !name.is_empty()).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::user_name;
+
+    #[test]
+    fn only_an_iam_users_arn_names_a_user() {
+        assert_eq!(
+            user_name("arn:aws:iam::123456789012:user/alice"),
+            Some("alice")
+        );
+        assert_eq!(
+            user_name("arn:aws:iam::123456789012:user/ops/bob"),
+            Some("bob")
+        );
+        assert_eq!(
+            user_name("arn:aws:sts::123456789012:user/moto"),
+            Some("moto")
+        );
+        for other in [
+            "arn:aws:sts::123456789012:assumed-role/operators/alice",
+            "arn:aws:iam::123456789012:root",
+            "arn:aws:iam::123456789012:role/operators",
+            "arn:aws:s3:::bucket/user/x",
+            "arn:aws:iam::123456789012:user/",
+            "",
+        ] {
+            assert_eq!(user_name(other), None, "{other}");
+        }
     }
 }

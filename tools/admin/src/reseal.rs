@@ -19,6 +19,9 @@ use shared::store::sealed_values::Resume;
 
 use crate::audit::{Action, Done};
 
+/// The fewest items a page may read (`--page-items`).
+const MIN_PAGE_ITEMS: i64 = 10;
+
 #[derive(Args)]
 pub struct Reseal {
     /// Count only: the values by version, and how many need an old one.
@@ -27,8 +30,11 @@ pub struct Reseal {
     /// Go on from where an interrupted run stopped (its last `resume`).
     #[arg(long)]
     resume: Option<String>,
-    /// Items read a page (DynamoDB's 1 MB a page when left out).
-    #[arg(long)]
+    /// Items read a page, at least 10 (DynamoDB's 1 MB a page when left
+    /// out). Each run writes two audit records, which a resumed walk may
+    /// meet again: a page must read more than that, or a walk resumed a
+    /// page at a time would never end.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(MIN_PAGE_ITEMS..))]
     page_items: Option<u16>,
     /// Stop after this many pages (a bounded run; go on with `--resume`).
     #[arg(long)]

@@ -15,6 +15,7 @@ use shared::model::surplus::{SurplusRecord, SurplusStatus};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::reference::Model;
+use super::steps::KeyName;
 use super::system::{System, image};
 
 /// Invariants checked, over the whole run.
@@ -113,6 +114,53 @@ async fn check(system: &System, model: &Model) {
         geocodes + system.lost_geocodes,
         "calls to the geocoder"
     );
+    keys(system).await;
+}
+
+/// Whatever operators ran: every sealed value in the table opens with the
+/// seal key's ring as its secret holds it now, and each key's ring has a
+/// generation that signs now and one that signs for good.
+async fn keys(system: &System) {
+    let h = harness().await;
+    for key in [KeyName::Seal, KeyName::Cursor] {
+        let generations = system.generations(key).await;
+        assert!(
+            generations.iter().any(|g| g["signs"] == true),
+            "the {} key: nothing signs now: {generations:?}",
+            key.as_str()
+        );
+        assert!(
+            generations[0]["until"].is_null(),
+            "the {} key: nothing signs for good: {generations:?}",
+            key.as_str()
+        );
+    }
+    let ring =
+        shared::keyring::Keyring::new("seal key", &h.sdk, Some(system.source(KeyName::Seal)));
+    let sealer = shared::sealed::Sealer::new(ring);
+    let store = &system.state.store;
+    let (mut start, mut values) = (None, 0);
+    loop {
+        let (page, next) = store.sealed_values().page(start, None).await.unwrap();
+        for value in &page {
+            let opened = system
+                .clock
+                .scope(sealer.open(&value.owner, &value.sealed))
+                .await;
+            assert!(
+                opened.is_ok(),
+                "a sealed value no longer opens ({}): {:?}",
+                value.sealed.split('.').next().unwrap_or_default(),
+                opened.err()
+            );
+        }
+        values += page.len();
+        start = next;
+        if start.is_none() {
+            break;
+        }
+    }
+    checked(2 + values);
 }
 
 /// The object a record names holds the bytes its request uploaded; or, when
@@ -202,6 +250,19 @@ fn deliveries(
             body["data"]["waybill"]["storagePath"].as_str(),
             named,
             "org{n}'s delivery of load {load} names another waybill"
+        );
+        // Signed with a secret the organization was given for a webhook
+        // at that URL.
+        let given: Vec<&String> = org
+            .hooks
+            .iter()
+            .zip(&ids.secrets)
+            .filter(|(hook, _)| hook.url == url)
+            .map(|(_, secret)| secret)
+            .collect();
+        assert!(
+            given.iter().any(|secret| request.signed_with(secret)),
+            "org{n}'s delivery of load {load} at url {url} verifies with no secret it was given"
         );
         let entry = got.entry((url, load)).or_default();
         entry.0 += 1;

@@ -55,7 +55,10 @@ impl StateMachineTest for Api {
             Step::Wait(_) => {
                 WAITS.fetch_add(1, Ordering::Relaxed);
             }
-            Step::Faulted { .. } | Step::Paused { .. } | Step::PausedTwice { .. } => {
+            Step::Faulted { .. }
+            | Step::Paused { .. }
+            | Step::PausedTwice { .. }
+            | Step::Unreadable { .. } => {
                 FAULTS.fetch_add(1, Ordering::Relaxed);
             }
             _ => {}

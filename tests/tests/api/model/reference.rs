@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use proptest_state_machine::ReferenceStateMachine;
 use shared::http::idempotency::RETENTION;
 
-use super::steps::{By, Fault, LoadStatus, Step, Wait};
+use super::steps::{By, Fault, KeyName, LoadStatus, Resealing, Step, Wait};
 
 pub const ORGS: usize = 2;
 pub const KEYS: usize = 2;
@@ -81,6 +81,12 @@ pub struct Model {
     /// request broke (a copy after its commit may be left to the sweep),
     /// true again after a wait the sweep runs in.
     pub swept: bool,
+    /// The newest version of each rotating key (`KeyName::index`).
+    pub versions: [u32; 2],
+    /// Whether the last operator's key command must be done (true) or
+    /// refused (false); None when the command decides (a drop, whose
+    /// rules the invariants check by what it leaves).
+    pub command: Option<bool>,
 }
 
 #[derive(Clone, Debug)]
@@ -179,6 +185,7 @@ impl Model {
         Model {
             orgs: vec![Org::default(); ORGS],
             swept: true,
+            versions: [1, 1],
             ..Model::default()
         }
     }
@@ -519,6 +526,7 @@ fn possible(model: &Model, step: &Step) -> bool {
         return match step {
             Step::Entitle { org, .. } | Step::Deactivate { org } => *org < model.orgs.len(),
             Step::AddPhoto { org, point, .. } => *point < model.orgs[*org].points.len(),
+            Step::DropKey { key, version } => (1..=model.versions[key.index()]).contains(version),
             _ => true,
         };
     };
@@ -542,9 +550,10 @@ fn possible(model: &Model, step: &Step) -> bool {
             .is_some_and(|d| d.sent > 0),
         Step::Replay { nth, .. } | Step::Reuse { nth, .. } => *nth < org.keys[by.key].keyed.len(),
         Step::Peek { of, nth, .. } => *of != by.org && *nth < model.records(*of),
-        Step::Faulted { step, .. } | Step::Paused { step, .. } | Step::PausedTwice { step, .. } => {
-            possible(model, step)
-        }
+        Step::Faulted { step, .. }
+        | Step::Paused { step, .. }
+        | Step::PausedTwice { step, .. }
+        | Step::Unreadable { step } => possible(model, step),
         _ => true,
     }
 }
@@ -676,6 +685,22 @@ impl ReferenceStateMachine for Model {
             3 => (0..ORGS, any::<bool>()).prop_map(|(org, on)| Step::Entitle { org, on }),
             1 => (0..ORGS).prop_map(|org| Step::Deactivate { org }),
         ];
+        // Operators' key commands, with any flags.
+        let key_name = prop_oneof![Just(KeyName::Seal), Just(KeyName::Cursor)];
+        let overlap = prop_oneof![Just(None), Just(Some(0)), Just(Some(1)), Just(Some(24))];
+        let rotate = (key_name.clone(), overlap, prop::bool::weighted(0.4))
+            .prop_map(|(key, overlap, now)| Step::RotateKey { key, overlap, now });
+        let newest = model.versions;
+        let drop_key = key_name.prop_flat_map(move |key| {
+            (1..=newest[key.index()]).prop_map(move |version| Step::DropKey { key, version })
+        });
+        let reseal = prop_oneof![
+            Just(Resealing::Whole),
+            Just(Resealing::Paged),
+            (1..=8usize).prop_map(|at| Resealing::Killed { at }),
+        ]
+        .prop_map(Step::Reseal);
+        let keys = prop_oneof![3 => rotate, 3 => drop_key, 2 => reseal];
         // The requests a client retries with its key.
         let retried = prop_oneof![
             2 => create_site.clone(),
@@ -703,6 +728,9 @@ impl ReferenceStateMachine for Model {
             });
         let twice = (3..=7usize, retried.clone()).prop_map(|(at, step)| Step::PausedTwice {
             at,
+            step: Box::new(step),
+        });
+        let unreadable = retried.clone().prop_map(|step| Step::Unreadable {
             step: Box::new(step),
         });
         let paused =
@@ -735,6 +763,8 @@ impl ReferenceStateMachine for Model {
             2 => add_photo,
             5 => wait,
             2 => operator,
+            3 => keys,
+            1 => unreadable,
             5 => faulted,
             4 => paused,
             2 => twice,
@@ -752,9 +782,25 @@ impl ReferenceStateMachine for Model {
     fn apply(mut model: Model, step: &Step) -> Model {
         model.tag += 1;
         model.expect = None;
+        model.command = None;
         model.before.clear();
         match step {
             Step::Revoke { by } => model.key(*by).revoked = true,
+            // The seal key takes no overlap: an old generation ending
+            // while values are sealed with it would lose them.
+            Step::RotateKey { key, overlap, .. } => {
+                let done = !(*key == KeyName::Seal && overlap.is_some());
+                if done {
+                    model.versions[key.index()] += 1;
+                }
+                model.command = Some(done);
+            }
+            Step::DropKey { .. } => {}
+            Step::Reseal(_) => model.command = Some(true),
+            Step::Unreadable { step } => {
+                model.now += shared::clock::millis(shared::keyring::HELD_FOR) + 1000;
+                model.expect = Some(model.request(step));
+            }
             Step::Entitle { org, on } => model.orgs[*org].entitled = *on,
             Step::Deactivate { org } => model.orgs[*org].active = false,
             Step::AddPhoto { org, point, tag } => model.orgs[*org].points[*point].push(*tag),

@@ -108,6 +108,22 @@ pub enum Step {
     Peek { by: By, of: usize, nth: usize },
     /// The operator revokes the key (`admin keys revoke`).
     Revoke { by: By },
+    /// The operator rotates a deployment key: `admin keys rotate --key
+    /// <key>`, with `--overlap-hours <overlap>` and `--now` as given.
+    RotateKey {
+        key: KeyName,
+        overlap: Option<u32>,
+        now: bool,
+    },
+    /// `admin keys drop --key <key> --version <version>`: done or refused
+    /// as the command decides; the invariants say whether it lost anything.
+    DropKey { key: KeyName, version: u32 },
+    /// `admin reseal`.
+    Reseal(Resealing),
+    /// `step` (keyed) sent to an instance that cannot read its keys and
+    /// last read them more than `HELD_FOR` ago: refused (500, nothing
+    /// done); then the client retries on an instance that can.
+    Unreadable { step: Box<Step> },
     /// The operator switches the organization's entitlement.
     Entitle { org: usize, on: bool },
     /// The operator deactivates the organization, for good.
@@ -133,6 +149,41 @@ pub enum Step {
     /// then frozen right after its next call took effect, past a lease
     /// again, thawed; the client retries after its answer.
     PausedTwice { at: usize, step: Box<Step> },
+}
+
+/// A deployment key that rotates (`admin keys --key`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyName {
+    Seal,
+    Cursor,
+}
+
+impl KeyName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyName::Seal => "seal",
+            KeyName::Cursor => "cursor",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        match self {
+            KeyName::Seal => 0,
+            KeyName::Cursor => 1,
+        }
+    }
+}
+
+/// How an operator runs `admin reseal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resealing {
+    /// The whole table in one run.
+    Whole,
+    /// One page of ten items a run, each run resumed from where the one
+    /// before stopped (`--resume`).
+    Paged,
+    /// Killed at its `at`-th call (any service), then run again whole.
+    Killed { at: usize },
 }
 
 /// A load's status, as `PATCH` sets it.
@@ -232,7 +283,8 @@ impl Step {
             | Step::Peek { by, .. } => Some(*by),
             Step::Faulted { step, .. }
             | Step::Paused { step, .. }
-            | Step::PausedTwice { step, .. } => step.by(),
+            | Step::PausedTwice { step, .. }
+            | Step::Unreadable { step } => step.by(),
             _ => None,
         }
     }
@@ -460,6 +512,34 @@ impl fmt::Display for Step {
                 write!(f, "{by}: GET and PATCH org{of}'s record {nth}")
             }
             Step::Revoke { by } => write!(f, "operator: revoke {by}"),
+            Step::RotateKey { key, overlap, now } => {
+                write!(f, "operator: admin keys rotate --key {}", key.as_str())?;
+                if let Some(hours) = overlap {
+                    write!(f, " --overlap-hours {hours}")?;
+                }
+                if *now {
+                    write!(f, " --now")?;
+                }
+                Ok(())
+            }
+            Step::DropKey { key, version } => write!(
+                f,
+                "operator: admin keys drop --key {} --version {version}",
+                key.as_str()
+            ),
+            Step::Reseal(Resealing::Whole) => write!(f, "operator: admin reseal"),
+            Step::Reseal(Resealing::Paged) => write!(
+                f,
+                "operator: admin reseal --page-items 10 --pages 1, resumed a run at a time to the end"
+            ),
+            Step::Reseal(Resealing::Killed { at }) => write!(
+                f,
+                "operator: admin reseal, killed at its call {at}, then run again"
+            ),
+            Step::Unreadable { step } => write!(
+                f,
+                "{step}, to an instance that has not read its keys for 8 minutes and cannot, refused, retried"
+            ),
             Step::Entitle { org, on } => write!(f, "operator: org{org} entitlement {on}"),
             Step::Deactivate { org } => write!(f, "operator: deactivate org{org}"),
             Step::Wait(wait) => write!(f, "wait {:?} ({:?})", wait, wait.duration()),

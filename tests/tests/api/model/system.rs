@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 use shared::AppState;
 use shared::auth::Scope;
 use shared::clock::Clock;
-use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 mod faults;
+mod operators;
 mod requests;
 mod tracker;
 
@@ -63,6 +63,8 @@ pub struct System {
     tracker: StandIn,
     /// Set, the tracker refuses the next issue it is asked to open.
     refusing: Arc<AtomicBool>,
+    /// Faults for an operator's command (a reseal killed).
+    killing: Cuts,
 }
 
 /// An organization's ids, in the reference's order.
@@ -72,6 +74,8 @@ pub struct Ids {
     pub sites: Vec<Uuid>,
     pub loads: Vec<Uuid>,
     pub hooks: Vec<Uuid>,
+    /// Each hook's secret, as its registration gave it.
+    pub secrets: Vec<String>,
     pub points: Vec<Uuid>,
 }
 
@@ -89,21 +93,24 @@ struct Sent {
     answer: Option<(u16, String)>,
 }
 
-/// The model's own table: its sweeps and clock moves touch nothing of the
-/// other tests', and theirs nothing of its.
-async fn table() -> &'static str {
-    static TABLE: OnceCell<String> = OnceCell::const_new();
-    TABLE
-        .get_or_init(|| async {
-            let h = harness().await;
-            let name = format!("model-{}", Uuid::new_v4());
-            let db = shared::store::Store::client(&h.sdk);
-            shared::store::schema::ensure_table(&db, &name)
-                .await
-                .expect("the model's table");
-            name
-        })
+/// A table of the sequence's own: its sweeps, clock moves and operators'
+/// walks (`admin reseal` reads every sealed value of a table) touch
+/// nothing of the other tests' or sequences', and theirs nothing of its.
+/// The sequence before's is deleted (DynamoDB Local keeps tables in
+/// memory).
+async fn table() -> String {
+    static LAST: Mutex<Option<String>> = Mutex::new(None);
+    let h = harness().await;
+    let db = shared::store::Store::client(&h.sdk);
+    let name = format!("model-{}", Uuid::new_v4());
+    shared::store::schema::ensure_table(&db, &name)
         .await
+        .expect("the model's table");
+    let last = LAST.lock().unwrap().replace(name.clone());
+    if let Some(last) = last {
+        let _ = db.delete_table().table_name(last).send().await;
+    }
+    name
 }
 
 /// The image a step uploads: a PNG's first bytes, then its tag.
@@ -120,7 +127,7 @@ impl System {
         let (tracker, issues, refusing) = tracker::start(clock.clone()).await;
         let geocoder = api_tests::providers::geocoder().await;
         let mut config = (*h.state.config).clone();
-        config.table_name = table().await.to_owned();
+        config.table_name = table().await;
         // The model counts no rate-limit windows: the rate limit's own
         // tests do.
         config.rate_limit.limit = 100_000;
@@ -143,6 +150,9 @@ impl System {
         config.webhook_dlq_url = Some(ensure(&sqs, &dead_letters).await.expect("a queue"));
         config.webhook_allow_loopback = true;
         config.admin_url_template = Some(api_tests::webhooks::ADMIN_URL.into());
+        // Keyrings of its own, in Secrets Manager, that operators rotate.
+        config.webhook_seal_key = Some(Self::secret(&h.sdk, "seal").await);
+        config.cursor_key = Some(Self::secret(&h.sdk, "cursor").await);
         let receiver = Receiver::start(vec![]).await;
         let (seen, cuts) = (Cuts::default(), Cuts::default());
         let mut state = AppState::new(config.clone(), &seen.sdk_retrying(&h.sdk));
@@ -179,7 +189,20 @@ impl System {
             lost_geocodes: 0,
             tracker,
             refusing,
+            killing: Cuts::default(),
         }
+    }
+
+    /// A new secret holding a fresh key (version 1).
+    async fn secret(sdk: &aws_config::SdkConfig, what: &str) -> shared::deployment_key::KeySource {
+        let created = aws_sdk_secretsmanager::Client::new(sdk)
+            .create_secret()
+            .name(format!("model-{what}-{}", Uuid::new_v4()))
+            .secret_string(Uuid::new_v4().simple().to_string())
+            .send()
+            .await
+            .expect("a secret");
+        shared::deployment_key::KeySource::Secret(created.arn.expect("an ARN"))
     }
 
     async fn org(state: &AppState) -> Ids {
@@ -207,6 +230,7 @@ impl System {
             sites: Vec::new(),
             loads: Vec::new(),
             hooks: Vec::new(),
+            secrets: Vec::new(),
             points: Vec::new(),
         }
     }
@@ -241,6 +265,15 @@ impl System {
                 }
             }
             Step::AddPhoto { org, point, tag } => self.add_photo(*org, *point, *tag).await,
+            Step::RotateKey { key, overlap, now } => {
+                self.rotate(model, step, *key, *overlap, *now).await;
+            }
+            Step::DropKey { key, version } => self.drop_key(step, *key, *version).await,
+            Step::Reseal(how) => self.reseal(step, *how).await,
+            Step::Unreadable { step } => {
+                let expect = model.expect.expect("a request's answer");
+                self.unreadable(model, step, expect).await;
+            }
             Step::Wait(wait) => self.wait(*wait).await,
             Step::Dispatch => self.dispatch().await,
             Step::Faulted { fault, at, step } => {
@@ -471,7 +504,13 @@ impl System {
         match ran {
             Step::CreateSite { .. } => self.orgs[by.org].sites.push(id()),
             Step::CreateLoad { .. } => self.orgs[by.org].loads.push(id()),
-            Step::Register { .. } => self.orgs[by.org].hooks.push(id()),
+            Step::Register { .. } => {
+                let secret = reply.body["data"]["secret"]
+                    .as_str()
+                    .expect("a new hook's secret");
+                self.orgs[by.org].secrets.push(secret.to_owned());
+                self.orgs[by.org].hooks.push(id());
+            }
             Step::CreatePoint { .. } => self.orgs[by.org].points.push(id()),
             _ => {}
         }

@@ -217,7 +217,7 @@ impl System {
 
     /// `request` sent again as a client does after an attempt's answer:
     /// again after a 5xx, a few times.
-    async fn retried(&self, request: &Request) -> Reply {
+    pub(super) async fn retried(&self, request: &Request) -> Reply {
         let mut retry = self.send(request, false).await;
         for _ in 0..3 {
             if !retry.status.is_server_error() {
@@ -230,7 +230,7 @@ impl System {
 
     /// The step's request, or None when it was answered before it (a
     /// direct upload's form refused), that answer checked.
-    async fn prepared(
+    pub(super) async fn prepared(
         &mut self,
         model: &Model,
         step: &Step,
@@ -271,7 +271,7 @@ impl System {
     /// The client's last answer, checked as a step's (replayed or not, as
     /// it happened: an attempt may have committed before it broke), and
     /// what it made recorded.
-    fn conclude(
+    pub(super) fn conclude(
         &mut self,
         model: &Model,
         step: &Step,
