@@ -33,8 +33,8 @@ for tool in cargo-mutants cargo-nextest; do
     }
 done
 # In place: the tree is put back from git after an interrupted run.
-if ! git diff --quiet HEAD -- shared functions; then
-    echo "mutants run in place: commit or stash your changes under shared/ and functions/ first"
+if ! git diff --quiet HEAD -- shared functions tools/admin; then
+    echo "mutants run in place: commit or stash your changes under shared/, functions/ and tools/admin/ first"
     exit 2
 fi
 started=$(tools/local/scripts/engines.sh start) || exit 1
@@ -48,7 +48,7 @@ if [[ -n ${MUTANTS_BASE:-} ]]; then
         base=$(git merge-base HEAD origin/main 2>/dev/null || true)
         [[ -z $base || $base == "$(git rev-parse HEAD)" ]] && base=HEAD~1
     fi
-    git diff "$base" -- shared functions >"$out/change.diff"
+    git diff "$base" -- shared functions tools/admin >"$out/change.diff"
     echo "==> the change: $(git rev-parse --short "$base")..$(git rev-parse --short HEAD), $(grep -c '^+++ ' "$out/change.diff") files"
     diff_args=(--in-diff "$out/change.diff")
 fi
@@ -69,6 +69,7 @@ while read -r path filters; do
     [[ $path == */ ]] && files="$path*"
     packages=(--test-package shared --test-package api-tests)
     [[ $path == functions/webhook-dispatcher/* ]] && packages+=(--test-package webhook-dispatcher)
+    [[ $path == tools/admin/* ]] && packages+=(--test-package admin)
     # Each test in a process of its own (nextest), the run stopped at its
     # first failure.
     args=(--in-place --no-shuffle --colors never --file "$files" "${packages[@]}" "${diff_args[@]}"
@@ -123,10 +124,10 @@ while read -r path filters; do
         done <"$results/missed.txt"
     fi
 done <tools/mutants/critical.txt
-if ! git diff --quiet HEAD -- shared functions; then
-    echo "mutants: the tree was left mutated; restoring shared/ and functions/"
-    git diff --stat -- shared functions
-    git checkout HEAD -- shared functions
+if ! git diff --quiet HEAD -- shared functions tools/admin; then
+    echo "mutants: the tree was left mutated; restoring shared/, functions/ and tools/admin/"
+    git diff --stat -- shared functions tools/admin
+    git checkout HEAD -- shared functions tools/admin
 fi
 printf '{"caught": %d, "missed": %d, "timeout": %d, "unviable": %d, "unexplained": %d, "unreached": %d}\n' \
     "${total[caught]}" "${total[missed]}" "${total[timeout]}" "${total[unviable]}" "${total[unexplained]}" "${total[unreached]}" \

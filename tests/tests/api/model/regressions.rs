@@ -5,7 +5,7 @@
 //! each passes on the service and fails with its bug in.
 
 use super::replay;
-use super::steps::{By, Fault, Step, Wait};
+use super::steps::{By, Fault, KeyName, Resealing, Step, Wait};
 
 const A: By = By { org: 0, key: 0 };
 
@@ -456,5 +456,94 @@ fn a_confirmation_sent_again_after_its_retention_answers_the_delivered_load() {
         Step::Deliver { by, load: 0 },
         Step::Wait(Wait::Retention),
         Step::Replay { by, nth: 2 },
+    ]);
+}
+
+/// Issue 55, found by the model's operator steps: a keyed ticket whose
+/// first attempt ran on an instance that read the cursor key just after
+/// it was rotated at once (`--now`), retried on one that read it before,
+/// was refused as another request (its fingerprint named a generation the
+/// second instance had not read).
+#[test]
+fn a_retry_on_an_instance_that_has_not_read_a_key_rotated_at_once_replays() {
+    replay(vec![
+        Step::Tickets {
+            by: A,
+            count: 2,
+            tag: 0,
+        },
+        Step::RotateKey {
+            key: KeyName::Cursor,
+            overlap: None,
+            now: true,
+        },
+        faulted(Fault::CutResent, 1, ticket(A, 4)),
+    ]);
+}
+
+/// Issue 55, found by the model's operator steps: `admin reseal` a page
+/// of one or two items at a time never ended (each run writes two audit
+/// records the walk meets again); a page now reads ten at least.
+#[test]
+fn a_reseal_resumed_a_page_at_a_time_ends() {
+    replay(vec![Step::Reseal(Resealing::Paged)]);
+}
+
+/// Issue 55's first finding, as an operator would follow the guide for a
+/// leaked cursor key and reach for it for the seal key: an overlap for the
+/// seal key is refused; rotated at once, resealed and dropped, every
+/// webhook still delivers signed with its own secret and every kept
+/// answer replays.
+#[test]
+fn the_seal_key_rotated_at_once_resealed_and_dropped_loses_nothing() {
+    let register = |tag| Step::Register {
+        by: A,
+        url: 0,
+        keyed: true,
+        tag,
+    };
+    replay(vec![
+        register(0),
+        Step::RotateKey {
+            key: KeyName::Seal,
+            overlap: Some(0),
+            now: false,
+        },
+        Step::RotateKey {
+            key: KeyName::Seal,
+            overlap: None,
+            now: true,
+        },
+        Step::Reseal(Resealing::Whole),
+        Step::DropKey {
+            key: KeyName::Seal,
+            version: 1,
+        },
+        Step::Wait(Wait::Hour),
+        Step::Reseal(Resealing::Killed { at: 3 }),
+        Step::DropKey {
+            key: KeyName::Seal,
+            version: 1,
+        },
+        Step::Replay { by: A, nth: 0 },
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 1,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 2,
+        },
+        Step::Upload {
+            by: A,
+            load: 0,
+            keyed: false,
+            tag: 3,
+        },
+        Step::Deliver { by: A, load: 0 },
+        Step::Dispatch,
     ]);
 }

@@ -93,24 +93,33 @@ struct Sent {
     answer: Option<(u16, String)>,
 }
 
+/// Tables of sequences that ended (`System`'s drop), deleted when the
+/// next one begins: DynamoDB Local keeps tables in memory.
+static ENDED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 /// A table of the sequence's own: its sweeps, clock moves and operators'
 /// walks (`admin reseal` reads every sealed value of a table) touch
 /// nothing of the other tests' or sequences', and theirs nothing of its.
-/// The sequence before's is deleted (DynamoDB Local keeps tables in
-/// memory).
 async fn table() -> String {
-    static LAST: Mutex<Option<String>> = Mutex::new(None);
     let h = harness().await;
     let db = shared::store::Store::client(&h.sdk);
+    let ended = std::mem::take(&mut *ENDED.lock().unwrap());
+    for table in ended {
+        let _ = db.delete_table().table_name(table).send().await;
+    }
     let name = format!("model-{}", Uuid::new_v4());
     shared::store::schema::ensure_table(&db, &name)
         .await
         .expect("the model's table");
-    let last = LAST.lock().unwrap().replace(name.clone());
-    if let Some(last) = last {
-        let _ = db.delete_table().table_name(last).send().await;
-    }
     name
+}
+
+impl Drop for System {
+    fn drop(&mut self) {
+        if let Ok(mut ended) = ENDED.lock() {
+            ended.push(self.state.config.table_name.clone());
+        }
+    }
 }
 
 /// The image a step uploads: a PNG's first bytes, then its tag.
