@@ -149,3 +149,59 @@ fn the_key_index_of_a_table_from_before_it_is_built_from_the_keys_own_items() {
         assert_eq!(h.store().api_keys().list(a.id()).await.unwrap().len(), 1);
     });
 }
+
+/// A revocation read back as operators read keys (`admin list-keys`, from
+/// the key index): the key it named revoked at the time it answered, the
+/// organization's other key untouched; a second revocation is refused and
+/// moves nothing.
+#[test]
+fn a_revocation_reads_back_from_the_key_index_and_a_second_moves_nothing() {
+    run(async {
+        let t = org().await;
+        let other = api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await;
+        let org_id = t.id().to_string();
+        let key_id = api_tests::key_id(&t).await.to_string();
+        let listed = || async {
+            let done = admin(&["list-keys", "--org", &org_id]).await.unwrap();
+            let mut keys: Vec<(String, serde_json::Value)> = done
+                .lines
+                .iter()
+                .map(|k| {
+                    (
+                        k["key_id"].as_str().unwrap().to_owned(),
+                        k["revoked_at"].clone(),
+                    )
+                })
+                .collect();
+            keys.sort_by(|a, b| a.0.cmp(&b.0));
+            keys
+        };
+        let before = listed().await;
+        assert_eq!(before.len(), 2);
+        assert!(before.iter().all(|(_, revoked)| revoked.is_null()));
+        let revoked = admin(&["revoke-key", "--org", &org_id, "--key-id", &key_id])
+            .await
+            .unwrap();
+        let at = revoked.lines[0]["revoked_at"].clone();
+        assert!(at.is_string(), "{:?}", revoked.lines);
+        let after = listed().await;
+        for ((id, was), (same, now)) in before.iter().zip(&after) {
+            assert_eq!(id, same);
+            if *id == key_id {
+                assert_eq!(now, &at, "the key it named, revoked when it answered");
+            } else {
+                assert_eq!(now, was, "the other key untouched");
+            }
+        }
+        assert_eq!(status(&t, "/api/v1/orgs").await, 401);
+        let other = TestOrg {
+            org: t.org.clone(),
+            key: other,
+        };
+        assert_eq!(status(&other, "/api/v1/orgs").await, 200);
+        // Again: refused, and the time it was revoked stays.
+        let again = admin(&["revoke-key", "--org", &org_id, "--key-id", &key_id]).await;
+        assert!(again.is_err());
+        assert_eq!(listed().await, after);
+    });
+}

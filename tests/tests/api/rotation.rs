@@ -833,3 +833,74 @@ fn a_request_claimed_before_the_cursor_key_rotated_goes_on_as_itself_after() {
         );
     });
 }
+
+/// A second roll during the first one's overlap: the secret before it
+/// signs beside the new one for the second roll's overlap, and the oldest
+/// no longer signs at all (two secrets at most); read back through the
+/// webhook's own answer.
+#[test]
+fn a_second_roll_during_the_overlap_keeps_the_secret_before_it_and_drops_the_oldest() {
+    run(async {
+        let clock = Clock::default();
+        let stack = stack_by(&clock, false, |_| {}).await;
+        let t = stack.org().await;
+        let receiver = Receiver::start(vec![]).await;
+        let registered = call(Method::POST, "/api/v1/webhooks")
+            .key(&t.key)
+            .json(&json!({"event": "surplus.delivered", "url": format!("{}/twice", receiver.base)}))
+            .send_to(&stack.router)
+            .await;
+        registered.expect(201, None);
+        let hook = registered.body["data"]["id"].as_str().unwrap().to_owned();
+        let secret = |reply: &Reply| reply.body["data"]["secret"].as_str().unwrap().to_owned();
+        let roll = |hours: u32| {
+            call(
+                Method::POST,
+                &format!("/api/v1/webhooks/{hook}/roll-secret"),
+            )
+            .key(&t.key)
+            .json(&json!({"overlap_hours": hours}))
+            .send_to(&stack.router)
+        };
+        let first = secret(&registered);
+        let once = roll(24).await;
+        once.expect(200, None);
+        let second = secret(&once);
+        clock.advance(Duration::from_secs(60));
+        let twice = roll(1).await;
+        twice.expect(200, None);
+        let third = secret(&twice);
+        // The overlap it answers is the second roll's: an hour.
+        let until: chrono::DateTime<chrono::Utc> = twice.body["data"]["previous_secret_expires_at"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let hour_on = clock.now() + chrono::TimeDelta::hours(1);
+        assert!(
+            (until - hour_on).abs() < chrono::TimeDelta::seconds(5),
+            "{until}"
+        );
+
+        deliver_a_load(&stack, &t).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
+            .await;
+        let during = &at(&receiver, "/twice")[0];
+        assert!(during.signed_with(&third) && during.signed_with(&second));
+        assert!(!during.signed_with(&first), "the oldest signs no more");
+        assert_eq!(
+            during.header("webhook-signature").split(' ').count(),
+            2,
+            "two secrets at most"
+        );
+        clock.advance(Duration::from_secs(3601));
+        deliver_a_load(&stack, &t).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
+            .await;
+        let after = &at(&receiver, "/twice")[1];
+        assert!(after.signed_with(&third));
+        assert!(!after.signed_with(&second) && !after.signed_with(&first));
+    });
+}
