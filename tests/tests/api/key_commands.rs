@@ -475,46 +475,6 @@ fn a_leaked_cursor_key_is_refused_as_soon_as_instances_read_the_ring_and_keyed_r
 }
 
 #[test]
-fn an_instance_that_cannot_read_the_ring_again_uses_it_for_eight_minutes_then_fails_closed() {
-    run(async {
-        let clock = Clock::frozen_at(shared::clock::now());
-        let source = secret(&"h".repeat(40)).await;
-        let KeySource::Secret(arn) = &source else {
-            unreachable!()
-        };
-        let sdk = &harness().await.sdk;
-        let ring = shared::keyring::Keyring::new("test key", sdk, Some(source.clone()));
-        let versions = || {
-            let ring = ring.clone();
-            clock.scope(async move { ring.keys().await.map(|k| k.versions()) })
-        };
-        assert_eq!(versions().await.unwrap(), [1]);
-        // The secret cannot be read as a ring from now on.
-        shared::secrets::put(sdk, arn, "short").await.unwrap();
-        clock.advance(shared::keyring::REREAD);
-        assert_eq!(versions().await.unwrap(), [1], "kept");
-        clock.advance(shared::keyring::HELD_FOR - shared::keyring::REREAD - Duration::from_secs(1));
-        assert_eq!(versions().await.unwrap(), [1], "kept up to eight minutes");
-        clock.advance(Duration::from_secs(1));
-        let refused = versions().await.unwrap_err();
-        assert_eq!(refused.code(), "internal_error");
-        // It stays refused, however often it is asked, until a reading
-        // succeeds; then the ring read is used.
-        clock.advance(Duration::from_secs(3600));
-        assert!(versions().await.is_err());
-        let rotated = shared::keyring::Keys::parse(&"h".repeat(40))
-            .unwrap()
-            .rotated("n".repeat(40), clock.now(), None, false)
-            .unwrap();
-        shared::secrets::put(sdk, arn, &rotated.to_json())
-            .await
-            .unwrap();
-        clock.advance(Duration::from_secs(10));
-        assert_eq!(versions().await.unwrap(), [2, 1]);
-    });
-}
-
-#[test]
 fn a_second_rotation_and_a_drop_read_back_as_operators_see_them() {
     run(async {
         let clock = Clock::frozen_at(shared::clock::now());

@@ -457,6 +457,20 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
     });
 }
 
+/// A roll's answer says the secret before it signs for an hour more.
+fn overlap_ends_in_an_hour(rolled: &Reply, clock: &Clock) {
+    let until: chrono::DateTime<chrono::Utc> = rolled.body["data"]["previous_secret_expires_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let hour_on = clock.now() + chrono::TimeDelta::hours(1);
+    assert!(
+        (until - hour_on).abs() < chrono::TimeDelta::seconds(5),
+        "{until} ~ {hour_on}"
+    );
+}
+
 /// The deliveries `receiver` got at `path`.
 fn at(receiver: &Receiver, path: &str) -> Vec<api_tests::webhooks::Received> {
     receiver
@@ -537,16 +551,7 @@ fn a_rolled_secret_signs_beside_the_one_before_for_the_overlap_and_alone_after()
             (data["id"].as_str(), data["event"].as_str()),
             (Some(hook.as_str()), Some("surplus.delivered"))
         );
-        let until: chrono::DateTime<chrono::Utc> = data["previous_secret_expires_at"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let hour_on = clock.now() + chrono::TimeDelta::hours(1);
-        assert!(
-            (until - hour_on).abs() < chrono::TimeDelta::seconds(5),
-            "{until} ~ {hour_on}"
-        );
+        overlap_ends_in_an_hour(&rolled, &clock);
         let again = roll(json!({"overlap_hours": 1})).await;
         assert_eq!(
             (again.header("idempotent-replayed"), &again.text),
@@ -707,12 +712,14 @@ fn a_roll_of_another_organizations_webhook_is_404_and_bad_rolls_are_refused() {
 
 /// An instance reads the keyring again `REREAD` after it last did, not
 /// before; a reading that fails (the secret unreadable for a while) keeps
-/// the ring read before, and the next one `REREAD` later picks up what
-/// the secret holds by then.
+/// the ring read before, for eight minutes after it was read (`HELD_FOR`):
+/// then every use of the key fails closed, however often it is asked,
+/// until a reading succeeds and the ring it reads is used.
 #[test]
-fn an_instance_reads_the_keyring_again_after_five_minutes_and_keeps_it_when_a_reading_fails() {
+fn an_instance_reads_the_keyring_again_after_five_minutes_keeps_it_for_eight_when_reads_fail_then_fails_closed()
+ {
     run(async {
-        // Frozen: the five minutes end exactly where the test puts them.
+        // Frozen: the minutes end exactly where the test puts them.
         let clock = Clock::frozen_at(shared::clock::now());
         let source = secret(&"r".repeat(40)).await;
         let KeySource::Secret(arn) = &source else {
@@ -739,21 +746,28 @@ fn an_instance_reads_the_keyring_again_after_five_minutes_and_keeps_it_when_a_re
         clock.advance(Duration::from_secs(1));
         assert_eq!(versions().await.unwrap(), [2, 1], "read again");
 
-        // The secret becomes unreadable: the ring read before goes on.
-        let client = aws_sdk_secretsmanager::Client::new(sdk);
-        client
-            .delete_secret()
-            .secret_id(arn)
-            .force_delete_without_recovery(true)
-            .send()
-            .await
-            .expect("delete the secret");
+        // The secret cannot be read as a ring from now on: the ring read
+        // before goes on, up to eight minutes after it was read.
+        shared::secrets::put(sdk, arn, "short").await.unwrap();
         clock.advance(REREAD);
         assert_eq!(versions().await.unwrap(), [2, 1], "kept");
+        const HELD_FOR: Duration = Duration::from_secs(8 * 60);
+        clock.advance(HELD_FOR - REREAD - Duration::from_secs(1));
+        assert_eq!(versions().await.unwrap(), [2, 1], "kept to the last second");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(versions().await.unwrap_err().code(), "internal_error");
+        clock.advance(Duration::from_secs(3600));
+        assert!(versions().await.is_err(), "an hour on, still refused");
         // A new instance, which has read nothing, has nothing to keep.
         let fresh = shared::keyring::Keyring::new("test key", sdk, Some(source.clone()));
         let refused = clock.scope(async move { fresh.keys().await }).await;
         assert_eq!(refused.unwrap_err().code(), "internal_error");
+        // Readable again: read at the next try (ten seconds on), and used.
+        shared::secrets::put(sdk, arn, &rotated.to_json())
+            .await
+            .unwrap();
+        clock.advance(Duration::from_secs(10));
+        assert_eq!(versions().await.unwrap(), [2, 1]);
     });
 }
 
@@ -871,16 +885,7 @@ fn a_second_roll_during_the_overlap_keeps_the_secret_before_it_and_drops_the_old
         twice.expect(200, None);
         let third = secret(&twice);
         // The overlap it answers is the second roll's: an hour.
-        let until: chrono::DateTime<chrono::Utc> = twice.body["data"]["previous_secret_expires_at"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let hour_on = clock.now() + chrono::TimeDelta::hours(1);
-        assert!(
-            (until - hour_on).abs() < chrono::TimeDelta::seconds(5),
-            "{until}"
-        );
+        overlap_ends_in_an_hour(&twice, &clock);
 
         deliver_a_load(&stack, &t).await;
         stack
