@@ -53,7 +53,7 @@ pub const HELD_FOR: Duration = Duration::from_secs(8 * 60);
 /// than `HELD_FOR`, so every instance holds it by then.
 pub const ROLLOUT: Duration = Duration::from_secs(10 * 60);
 /// After a reading failed, the ring read before is used this long before
-/// the next try (not one try per request).
+/// the next try (not one try per request), while it may be used at all.
 const RETRY: Duration = Duration::from_secs(10);
 /// A version newer than any the ring lists (a generation that began to
 /// sign at once, on an instance that read the ring since) has the ring
@@ -348,7 +348,8 @@ impl Keys {
 /// A rotating deployment key, read when first needed and again `REREAD`
 /// after each reading. A reading that fails keeps the ring read before
 /// (tried again `RETRY` later) for at most `HELD_FOR` after it was read;
-/// past that, the key fails closed until a reading succeeds.
+/// past that, the key fails closed, each use trying a reading, until one
+/// succeeds.
 #[derive(Clone, Debug)]
 pub struct Keyring {
     /// What the key is for, for error messages.
@@ -389,6 +390,9 @@ impl Read {
         match (self.age(now), since(self.tried)) {
             // The clock went back: read again.
             (None, _) | (_, None) => true,
+            // Too old to use: nothing is served until a reading succeeds,
+            // so every use tries one (recovering at the first that can).
+            (Some(age), _) if age >= HELD_FOR => true,
             (Some(age), Some(since_try)) => unknown || (age >= REREAD && since_try >= RETRY),
         }
     }

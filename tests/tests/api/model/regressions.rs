@@ -547,3 +547,38 @@ fn the_seal_key_rotated_at_once_resealed_and_dropped_loses_nothing() {
         Step::Dispatch,
     ]);
 }
+
+/// Found by the model while it ran against a deliberate bug this sequence
+/// never reaches (`12-drop-while-in-use`): an instance that failed closed
+/// (its keys unread for eight minutes) waited ten seconds after its last
+/// failed reading before it tried again, so the next request it took
+/// once the keys could be read was refused too. It now tries at every use
+/// while it has nothing to serve.
+#[test]
+fn a_request_after_an_instance_could_not_read_its_keys_runs() {
+    let b = By { org: 1, key: 0 };
+    replay(vec![
+        faulted(
+            Fault::Fail,
+            2,
+            Step::CreateSite {
+                by: b,
+                keyed: true,
+                tag: 0,
+            },
+        ),
+        Step::Unreadable {
+            step: Box::new(ticket(A, 7)),
+        },
+        paused(
+            3,
+            true,
+            Step::CreateLoad {
+                by: By { org: 1, key: 1 },
+                site: 0,
+                keyed: true,
+                tag: 9,
+            },
+        ),
+    ]);
+}
