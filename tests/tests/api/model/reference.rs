@@ -274,6 +274,26 @@ impl Model {
         Duration::from_millis(self.now - keyed.at) < RETENTION
     }
 
+    /// The `Idempotency-Key`s whose answers are kept now, of keys the
+    /// admission lets in: sent again, each must be answered with its kept
+    /// answer, whatever operators did to the deployment's keys.
+    pub fn kept_now(&self) -> Vec<String> {
+        let mut kept = Vec::new();
+        for (org, keys) in self.orgs.iter().map(|o| &o.keys).enumerate() {
+            for (key, of) in keys.iter().enumerate() {
+                if self.refusal(By { org, key }).is_some() {
+                    continue;
+                }
+                let now = of
+                    .keyed
+                    .iter()
+                    .filter(|keyed| keyed.kept.is_some() && self.within_retention(keyed));
+                kept.extend(now.map(|keyed| keyed.name.clone()));
+            }
+        }
+        kept
+    }
+
     fn replay(&mut self, by: By, nth: usize) -> Expect {
         let keyed = self.key(by).keyed[nth].clone();
         if let Some(kept) = keyed.kept.filter(|_| self.within_retention(&keyed)) {

@@ -582,3 +582,29 @@ fn a_request_after_an_instance_could_not_read_its_keys_runs() {
         ),
     ]);
 }
+
+/// `12-drop-while-in-use`'s shortest sequence, written by hand: the
+/// cursor key's old generation dropped an hour after the rotation (it no
+/// longer signs, but a kept answer fingerprinted with it may be asked for
+/// a day): the kept answer must still replay.
+#[test]
+fn a_kept_answer_replays_after_the_cursor_key_generation_that_fingerprinted_it_is_asked_to_go() {
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: true,
+            tag: 0,
+        },
+        Step::RotateKey {
+            key: KeyName::Cursor,
+            overlap: Some(0),
+            now: false,
+        },
+        Step::Wait(Wait::Hour),
+        Step::DropKey {
+            key: KeyName::Cursor,
+            version: 1,
+        },
+        Step::Replay { by: A, nth: 0 },
+    ]);
+}

@@ -277,7 +277,7 @@ impl System {
             Step::RotateKey { key, overlap, now } => {
                 self.rotate(model, step, *key, *overlap, *now).await;
             }
-            Step::DropKey { key, version } => self.drop_key(step, *key, *version).await,
+            Step::DropKey { key, version } => self.drop_key(model, step, *key, *version).await,
             Step::Reseal(how) => self.reseal(step, *how).await,
             Step::Unreadable { step } => {
                 let expect = model.expect.expect("a request's answer");

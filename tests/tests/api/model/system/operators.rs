@@ -115,8 +115,10 @@ impl System {
     }
 
     /// `admin keys drop`: whatever it decides, the ring it leaves signs
-    /// now and for good, and a refusal changes nothing.
-    pub(super) async fn drop_key(&self, step: &Step, key: KeyName, version: u32) {
+    /// now and for good, a refusal changes nothing, and every answer kept
+    /// for an `Idempotency-Key` is still answered, by an instance that
+    /// reads the keys as they are now.
+    pub(super) async fn drop_key(&self, model: &Model, step: &Step, key: KeyName, version: u32) {
         let before = self.generations(key).await;
         let version_arg = version.to_string();
         let done = self
@@ -136,7 +138,35 @@ impl System {
                 let left: Vec<&Value> = before.iter().filter(|g| g["version"] != version).collect();
                 assert_eq!(after.iter().collect::<Vec<_>>(), left, "{step}: read back");
                 assert_eq!(after[0], before[0], "{step}: the newest stays");
+                self.kept_answers_replay(model, step).await;
             }
+        }
+    }
+
+    /// Every answer kept now, asked for again through a new instance (one
+    /// that reads the keys as the secrets hold them now): replayed as kept.
+    async fn kept_answers_replay(&self, model: &Model, step: &Step) {
+        let mut state = AppState::new((*self.state.config).clone(), &harness().await.sdk);
+        state.clock = self.clock.clone();
+        let fresh = shared::http::app(local::routes(), state);
+        for name in model.kept_now() {
+            let Some(Sent {
+                request,
+                answer: Some((status, text)),
+            }) = self.sent.get(&name)
+            else {
+                continue;
+            };
+            let again = Self::send_to(request, &fresh).await;
+            assert_eq!(
+                (
+                    again.status.as_u16(),
+                    &again.text,
+                    again.header("idempotent-replayed")
+                ),
+                (*status, text, "true"),
+                "{step}: {name}'s kept answer, asked for again"
+            );
         }
     }
 
