@@ -696,6 +696,7 @@ impl ReferenceStateMachine for Model {
         let wait = prop_oneof![
             3 => Just(Wait::Moment),
             3 => Just(Wait::Lease),
+            2 => Just(Wait::Rollout),
             2 => Just(Wait::Hour),
             2 => Just(Wait::Retention),
         ]
@@ -710,9 +711,17 @@ impl ReferenceStateMachine for Model {
         let overlap = prop_oneof![Just(None), Just(Some(0)), Just(Some(1)), Just(Some(24))];
         let rotate = (key_name.clone(), overlap, prop::bool::weighted(0.4))
             .prop_map(|(key, overlap, now)| Step::RotateKey { key, overlap, now });
+        // Mostly the generation the last rotation replaced, as operators
+        // drop; any version at times.
         let newest = model.versions;
-        let drop_key = key_name.prop_flat_map(move |key| {
-            (1..=newest[key.index()]).prop_map(move |version| Step::DropKey { key, version })
+        let drop_key = (key_name, prop::bool::weighted(0.7)).prop_flat_map(move |(key, last)| {
+            let newest = newest[key.index()];
+            let versions = if last && newest > 1 {
+                newest - 1..=newest - 1
+            } else {
+                1..=newest
+            };
+            versions.prop_map(move |version| Step::DropKey { key, version })
         });
         let reseal = prop_oneof![
             Just(Resealing::Whole),
@@ -720,7 +729,7 @@ impl ReferenceStateMachine for Model {
             (1..=8usize).prop_map(|at| Resealing::Killed { at }),
         ]
         .prop_map(Step::Reseal);
-        let keys = prop_oneof![3 => rotate, 3 => drop_key, 2 => reseal];
+        let keys = prop_oneof![3 => rotate, 4 => drop_key, 2 => reseal];
         // The requests a client retries with its key.
         let retried = prop_oneof![
             2 => create_site.clone(),
@@ -783,7 +792,7 @@ impl ReferenceStateMachine for Model {
             2 => add_photo,
             5 => wait,
             2 => operator,
-            3 => keys,
+            5 => keys,
             1 => unreadable,
             5 => faulted,
             4 => paused,

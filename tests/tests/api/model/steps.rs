@@ -219,6 +219,10 @@ pub enum Wait {
     Moment,
     /// Past a claim's lease (30 s).
     Lease,
+    /// Past a key rotation's rollout and the time an old generation is
+    /// kept after it (21 minutes): what an operator waits between the
+    /// steps of a rotation.
+    Rollout,
     /// Past the support quota's hour and a sweep of staged files.
     Hour,
     /// Past a kept answer's retention (24 h) and a sweep.
@@ -230,6 +234,7 @@ impl Wait {
         match self {
             Wait::Moment => Duration::from_secs(5),
             Wait::Lease => LEASE + Duration::from_secs(1),
+            Wait::Rollout => 2 * shared::keyring::ROLLOUT + Duration::from_secs(60),
             Wait::Hour => Duration::from_secs(3600),
             Wait::Retention => RETENTION + Duration::from_secs(1),
         }
