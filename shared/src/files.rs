@@ -193,7 +193,8 @@ impl Files {
     /// the object as it stands otherwise), on condition that its ETag is
     /// `etag` when one is given, to `to`, typed as `content_type`, unless
     /// an object is at `to` already: nothing is ever written over (S3's
-    /// `If-None-Match: *`, and a look first, for engines that ignore it on
+    /// `If-None-Match: *`; a caller that cannot know the name is fresh
+    /// looks first too, `exists`, for engines that ignore the condition on
     /// a copy). Both keys are the API's own (ASCII, no characters to
     /// escape).
     pub async fn copy_new(
@@ -205,9 +206,6 @@ impl Files {
         content_type: &str,
     ) -> ApiResult<Copied> {
         effect_may_go().await?;
-        if self.exists(to).await? {
-            return Ok(Copied::AlreadyThere);
-        }
         let source = match version {
             Some(version) => format!("{}/{from}?versionId={version}", self.bucket),
             None => format!("{}/{from}", self.bucket),

@@ -14,7 +14,9 @@ use crate::store::staged::{Owner, StagedFile};
 
 /// Copies `staged`'s upload to its place and removes its staged item. The
 /// copy never writes over an object: one made twice (the request and the
-/// sweeper) finds the first one's in place.
+/// sweeper) finds the first one's in place. The request that staged the
+/// file calls it right after its commit, on a name it made afresh; the
+/// sweeper looks first (`sweep`).
 pub async fn promote(files: &Files, store: &Store, staged: &StagedFile) -> ApiResult<()> {
     let copied = files
         .copy_new(
@@ -101,7 +103,14 @@ pub async fn sweep(
                 store.staged().done(&staged.path).await?;
                 Ok(Verdict::Refused)
             } else if store.staged().still_named(&staged).await? {
-                promote(files, store, &staged).await?;
+                // Whatever made the item, a file in place is not written
+                // over (on engines that ignore the copy's condition too):
+                // only its item is done.
+                if files.exists(&staged.path).await? {
+                    store.staged().done(&staged.path).await?;
+                } else {
+                    promote(files, store, &staged).await?;
+                }
                 Ok(Verdict::Promoted)
             } else {
                 store.staged().done(&staged.path).await?;
