@@ -7,6 +7,8 @@
 //! may not write them at all (the template's deny on `AUDIT#*`). No
 //! secret goes in: the target names ids, never a key or a webhook secret.
 
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -78,7 +80,10 @@ pub struct AuditQuery {
 }
 
 impl Audit<'_> {
-    /// Appends `record`: a put that never replaces an item.
+    /// Appends `record`: a put that never replaces an item. Its key names
+    /// the record's own id and phase, so an item already there that holds
+    /// exactly this record is this write's, landed before its answer was
+    /// lost (the SDK sent it again): done, not refused.
     pub async fn append(&self, record: &AuditRecord) -> ApiResult<()> {
         let sk = keys::audit_sk(record.at, record.id, record.outcome.as_str());
         let mut item = to_item(record)?;
@@ -87,16 +92,32 @@ impl Audit<'_> {
         item.insert("gsi1pk".into(), s(keys::AUDIT_ALL_PK));
         item.insert("gsi1sk".into(), s(sk));
         let store = self.0;
-        store
+        let put = store
             .db
             .put_item()
             .table_name(store.table())
-            .set_item(Some(item))
+            .set_item(Some(item.clone()))
             .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
-            .await
-            .map_err(sdk_error)?;
-        Ok(())
+            .await;
+        match put {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let landed = error
+                    .as_service_error()
+                    .and_then(|e| match e {
+                        PutItemError::ConditionalCheckFailedException(failed) => failed.item(),
+                        _ => None,
+                    })
+                    .is_some_and(|there| *there == item);
+                if landed {
+                    Ok(())
+                } else {
+                    Err(sdk_error(error))
+                }
+            }
+        }
     }
 
     /// Records newest first: one organization's (its partition), or all

@@ -428,3 +428,43 @@ fn the_source_identity_of_an_assumed_role_is_recorded() {
         assert_eq!(caller.source_identity.as_deref(), Some("moto"));
     });
 }
+
+/// An audit record whose write landed but whose answer was lost, sent
+/// again by the SDK (retries on, as deployed): the resend finds its own
+/// record and the command goes on, once, recorded once.
+#[test]
+fn an_audit_write_whose_answer_was_lost_is_taken_as_written() {
+    use api_tests::cuts::{Cut, Cuts};
+    run(async {
+        let h = harness().await;
+        let t = org().await;
+        let id = t.id().to_string();
+        let cuts = Cuts::default();
+        let sdk = cuts.sdk_retrying(&h.sdk);
+        for phase in ["started", "succeeded"] {
+            // The record of `phase` is the command's first or second put.
+            cuts.arm_on(Cut::Cut, "DynamoDB_20120810.PutItem", phase);
+            let cli =
+                Cli::try_parse_from(["admin", "entitlement", "--org", &id, "--enabled", "true"])
+                    .unwrap();
+            let done = admin::cli::run(cli.command, &h.state.config, &sdk).await;
+            let broken = cuts.broken();
+            cuts.disarm();
+            assert!(
+                broken.is_some_and(|b| b.contains("PutItem")),
+                "{phase}: the cut was made"
+            );
+            done.unwrap_or_else(|e| panic!("{phase}: {e:#}"));
+        }
+        let records = trail(&["--org", &id]).await;
+        assert_eq!(
+            steps(&records),
+            [
+                ("entitlement".into(), "started".into()),
+                ("entitlement".into(), "succeeded".into()),
+                ("entitlement".into(), "started".into()),
+                ("entitlement".into(), "succeeded".into()),
+            ]
+        );
+    });
+}
