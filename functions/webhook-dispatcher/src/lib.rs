@@ -328,9 +328,6 @@ impl Dispatcher {
         };
         let wait = self.policy.wait_after(attempt.attempt);
         let mut after = delivery.clone();
-        if let Some(request) = request.filter(|_| owner.is_none()) {
-            after.made_for(request);
-        }
         after.attempts = attempt.attempt;
         after.last_attempt_at = Some(attempted_at);
         after.status = match (&outcome, owner, wait) {
@@ -338,7 +335,11 @@ impl Dispatcher {
             (_, Some(_), None) => DeliveryStatus::Failed,
             _ => delivery.status,
         };
-        store.deliveries().record(&after, &attempt).await?;
+        let made_for = request.filter(|_| owner.is_none());
+        store
+            .deliveries()
+            .record(&after, &attempt, made_for)
+            .await?;
         log_attempt(&attempt, &outcome);
         let dead_lettered = !attempt.succeeded && owner.is_some() && wait.is_none();
         report(

@@ -35,16 +35,12 @@ pub struct DeliveryRecord {
     /// and is dropped, so a delivery has one retry schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
-    /// The integrators' retry requests (`POST .../retry`) whose attempt
-    /// was made, the latest `MANUAL_KEPT`: a request's message that comes
-    /// again (a retry of the request, SQS's redelivery) makes no second
-    /// attempt.
+    /// Retry requests whose attempt was made, as records kept them before
+    /// each request had a mark of its own (`store::deliveries::record`):
+    /// read, never written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manual_requests: Vec<Uuid>,
 }
-
-/// Retry requests a delivery remembers.
-pub const MANUAL_KEPT: usize = 20;
 
 /// The delivery id of outbox record `outbox` for `webhook`: derived, so
 /// an announcement made twice names the same delivery (UUID v8 from
@@ -76,13 +72,6 @@ impl DeliveryRecord {
             owner: None,
             manual_requests: Vec::new(),
         }
-    }
-
-    /// Notes that the attempt of retry request `request` is made.
-    pub fn made_for(&mut self, request: Uuid) {
-        self.manual_requests.push(request);
-        let excess = self.manual_requests.len().saturating_sub(MANUAL_KEPT);
-        self.manual_requests.drain(..excess);
     }
 
     pub fn view(&self) -> Delivery {

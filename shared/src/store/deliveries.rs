@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    ConditionCheck, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use uuid::Uuid;
 
 use super::item::{Item, from_item, get_i64, key, n, s, to_item};
@@ -153,10 +155,7 @@ impl Deliveries<'_> {
             (None, None) => update
                 .update_expression("SET lease_until = :until")
                 .condition_expression(free),
-            (None, Some(request)) => update
-                .update_expression("SET lease_until = :until")
-                .condition_expression(format!("{free} AND NOT contains(manual_requests, :request)"))
-                .expression_attribute_values(":request", s(request.to_string())),
+            (None, Some(request)) => return self.claim_for(id, request, now, until).await,
             (Some(owner), _) => update
                 .update_expression("SET lease_until = :until, #owner = :owner")
                 .condition_expression(format!(
@@ -195,12 +194,88 @@ impl Deliveries<'_> {
         }
     }
 
+    /// The claim of delivery `id` for retry request `request`'s attempt:
+    /// the lease, on condition that the request's attempt was not made
+    /// (its mark, `record`, is absent; a record from before the marks
+    /// lists it in `manual_requests`), in one transaction; then the
+    /// delivery as claimed, read back.
+    async fn claim_for(&self, id: Uuid, request: Uuid, now: i64, until: i64) -> ApiResult<Claim> {
+        let store = self.0;
+        let table = store.table();
+        let marked = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key(
+                keys::delivery_pk(id),
+                keys::manual_request_sk(request),
+            )))
+            .condition_expression("attribute_not_exists(pk) OR #ttl <= :now_s")
+            .expression_attribute_names("#ttl", keys::TTL)
+            .expression_attribute_values(":now_s", n(now_unix()))
+            .build()
+            .map_err(ApiError::internal)?;
+        let lease = Update::builder()
+            .table_name(table)
+            .set_key(Some(key(keys::delivery_pk(id), DELIVERY_SK)))
+            .update_expression("SET lease_until = :until")
+            .condition_expression(
+                "attribute_exists(pk) AND (attribute_not_exists(lease_until) OR lease_until < :now) \
+                 AND NOT contains(manual_requests, :request)",
+            )
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":request", s(request.to_string()))
+            .build()
+            .map_err(ApiError::internal)?;
+        let sent = store
+            .db
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().condition_check(marked).build())
+            .transact_items(TransactWriteItem::builder().update(lease).build())
+            .send()
+            .await;
+        let Err(error) = sent else {
+            return Ok(match self.get(id).await? {
+                Some(delivery) => Claim::Claimed(delivery),
+                None => Claim::Done,
+            });
+        };
+        let codes = super::cancellation_codes(&error).unwrap_or_default();
+        let failed =
+            |i: usize| codes.get(i).and_then(Option::as_deref) == Some("ConditionalCheckFailed");
+        if failed(0) {
+            return Ok(Claim::Done);
+        }
+        if failed(1) {
+            // Gone, made for this request (a record from before the marks),
+            // or leased: only the last is worth coming back for.
+            let item = store
+                .get_item(key(keys::delivery_pk(id), DELIVERY_SK))
+                .await?
+                .filter(live);
+            let leased = match item {
+                Some(item) => {
+                    let lease = get_i64(&item, "lease_until");
+                    let record: DeliveryRecord = from_item(item)?;
+                    !record.manual_requests.contains(&request) && lease.is_some_and(|l| l >= now)
+                }
+                None => false,
+            };
+            return Ok(if leased { Claim::Busy } else { Claim::Done });
+        }
+        if codes.iter().flatten().any(|c| c == "TransactionConflict") {
+            return Ok(Claim::Busy);
+        }
+        Err(sdk_error(error))
+    }
+
     /// Stores `attempt` and the delivery's state after it (`delivery`,
-    /// whose lease ends) in one transaction.
+    /// whose lease ends) in one transaction, with the mark of the retry
+    /// request it was made for, if any (kept as long as the delivery).
     pub async fn record(
         &self,
         delivery: &DeliveryRecord,
         attempt: &DeliveryAttempt,
+        request: Option<Uuid>,
     ) -> ApiResult<()> {
         let table = self.0.table();
         let attempt_item = AttemptItem {
@@ -210,7 +285,7 @@ impl Deliveries<'_> {
             webhook_id: delivery.webhook_id,
             attempt,
         };
-        let actions = vec![
+        let mut actions = vec![
             put(
                 table,
                 delivery_item(delivery)?,
@@ -218,6 +293,14 @@ impl Deliveries<'_> {
             )?,
             put(table, to_item(&attempt_item)?, None)?,
         ];
+        if let Some(request) = request {
+            let mut mark = key(
+                keys::delivery_pk(delivery.id),
+                keys::manual_request_sk(request),
+            );
+            mark.insert(keys::TTL.into(), n(expires(attempt.attempted_at)));
+            actions.push(put(table, mark, None)?);
+        }
         transact(self.0, actions, &[]).await
     }
 

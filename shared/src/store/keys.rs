@@ -206,6 +206,12 @@ pub fn delivery_pk(delivery: Uuid) -> String {
     format!("DELIVERY#{delivery}")
 }
 pub const DELIVERY_SK: &str = "DELIVERY";
+/// The mark of an integrator's retry request whose attempt of the
+/// delivery was made (one item per request, so none is ever forgotten
+/// while its messages may come again).
+pub fn manual_request_sk(request: Uuid) -> String {
+    format!("MANUAL#{request}")
+}
 /// The delivery attempts of one webhook, in time order.
 pub fn attempts_pk(webhook: Uuid) -> String {
     format!("ATTEMPTS#{webhook}")

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use shared::model::delivery::AttemptError;
 use shared::model::member::Role;
+use uuid::Uuid;
 use webhook_dispatcher::client::{Reach, Sender};
 
 use crate::sites::new_site;
@@ -954,5 +955,73 @@ fn every_queue_message_is_grouped_by_its_organization() {
         let delivering = stack.state.queue.receive(10).await.unwrap();
         assert_eq!(delivering.len(), 1);
         assert_eq!(group(&delivering[0]), t.id().to_string());
+    });
+}
+
+/// An integrator's retry request's message that comes again (a retry of
+/// the request, SQS's redelivery) makes no second attempt, however many
+/// other retries of the delivery came between: each request's mark is an
+/// item of its own, not one of the last few in a list.
+#[test]
+fn a_retry_requests_message_that_comes_again_after_many_others_makes_no_second_attempt() {
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = stack.org().await;
+        let receiver = Receiver::start(vec![]).await;
+        let (hook, _) = webhook_and_delivered_load(&stack, &t, &receiver).await;
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
+            .await;
+        let listed = attempts(&stack, &t, &hook).await;
+        let delivery = listed.body["data"][0]["delivery_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let retry = |n: usize| {
+            call(
+                Method::POST,
+                &format!("/api/v1/webhooks/{hook}/deliveries/{delivery}/retry"),
+            )
+            .key(&t.key)
+            .header("idempotency-key", &format!("retry-{n}"))
+            .send_to(&stack.router)
+        };
+        // The first retry request, then 21 others, each made once.
+        for n in 0..22 {
+            retry(n).await.expect(202, None);
+            stack
+                .drain_until(Duration::from_secs(20), || receiver.count() > n + 1)
+                .await;
+        }
+        assert_eq!(receiver.count(), 23);
+        // The first request's message, queued again.
+        let key_id = api_tests::key_id(&t).await;
+        let item = stack
+            .api
+            .store
+            .idempotency()
+            .get(key_id, "retry-0")
+            .await
+            .unwrap()
+            .unwrap();
+        let request: Uuid = item["rid"].as_s().unwrap().parse().unwrap();
+        let again = shared::queue::QueueMessage::Deliver {
+            delivery_id: delivery.parse().unwrap(),
+            manual: true,
+            request: Some(request),
+        };
+        stack.state.queue.send(t.id(), &again).await.unwrap();
+        stack.drain().await;
+        assert_eq!(
+            receiver.count(),
+            23,
+            "no second attempt of the first request"
+        );
+        // And the request itself, sent again: its kept answer.
+        let replayed = retry(0).await;
+        replayed.expect(202, None);
+        assert_eq!(replayed.header("idempotent-replayed"), "true");
+        stack.drain().await;
+        assert_eq!(receiver.count(), 23);
     });
 }
