@@ -116,6 +116,16 @@ impl Cuts {
             .store(times.saturating_sub(1), Ordering::SeqCst);
     }
 
+    /// Breaks the next `times` calls whose operation contains `operation`
+    /// and whose body contains `body`, each by `cut` (every attempt the SDK
+    /// makes of one call, say).
+    pub fn arm_each_on(&self, cut: Cut, operation: &'static str, body: &'static str, times: usize) {
+        self.arm_on(cut, operation, body);
+        self.0
+            .again
+            .store(times.saturating_sub(1), Ordering::SeqCst);
+    }
+
     /// Breaks nothing more.
     pub fn disarm(&self) {
         *self.0.armed.lock().unwrap() = None;

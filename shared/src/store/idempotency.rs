@@ -240,7 +240,17 @@ impl Idempotency<'_> {
             acted: false,
         };
         for start in [Start::Continue, Start::Anew] {
-            let current = match self.take(&claim, fingerprint, now, start).await? {
+            let taken = match self.take(&claim, fingerprint, now, start).await {
+                Ok(taken) => taken,
+                Err(error) => {
+                    // Unheard: the write may have taken the key for this
+                    // attempt, which acts on nothing now. Given back, so a
+                    // retry goes on rather than waiting out the lease.
+                    let _ = self.release(&claim).await;
+                    return Err(error);
+                }
+            };
+            let current = match taken {
                 Ok(item) => return Ok(Claimed::Ours(claim.as_stored(&item))),
                 Err(current) => current.unwrap_or_default(),
             };

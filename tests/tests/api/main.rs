@@ -23,6 +23,7 @@ mod isolation;
 mod key_commands;
 mod key_items;
 mod layers;
+mod lost_acknowledgements;
 mod members;
 mod metrics;
 mod model;
