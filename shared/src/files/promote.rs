@@ -12,12 +12,28 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
 use crate::store::staged::{Owner, StagedFile};
 
-/// Copies `staged`'s upload to its place and removes its staged item. The
-/// copy never writes over an object: one made twice (the request and the
-/// sweeper) finds the first one's in place. The request that staged the
-/// file calls it right after its commit, on a name it made afresh; the
-/// sweeper looks first (`sweep`).
-pub async fn promote(files: &Files, store: &Store, staged: &StagedFile) -> ApiResult<()> {
+/// What `promote` did with a staged file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Promoted {
+    /// Copied to its place.
+    InPlace,
+    /// Its record names another file now (replaced while the copy waited:
+    /// an attempt paused after its commit): nothing copied.
+    Replaced,
+}
+
+/// Copies `staged`'s upload to its place and removes its staged item, if
+/// the record still names the file (read right before the copy: an
+/// attempt paused after its commit must not place a file its record was
+/// given up for meanwhile). The copy never writes over an object: one
+/// made twice (the request and the sweeper) finds the first one's in
+/// place. The request that staged the file calls it right after its
+/// commit, on a name it made afresh; the sweeper looks first (`sweep`).
+pub async fn promote(files: &Files, store: &Store, staged: &StagedFile) -> ApiResult<Promoted> {
+    if !store.staged().still_named(staged).await? {
+        store.staged().done(&staged.path).await?;
+        return Ok(Promoted::Replaced);
+    }
     let copied = files
         .copy_new(
             &staged.upload,
@@ -34,7 +50,8 @@ pub async fn promote(files: &Files, store: &Store, staged: &StagedFile) -> ApiRe
             staged.path
         )));
     }
-    store.staged().done(&staged.path).await
+    store.staged().done(&staged.path).await?;
+    Ok(Promoted::InPlace)
 }
 
 /// Why a staged item is not one its owner's request could have written
@@ -102,19 +119,17 @@ pub async fn sweep(
                 );
                 store.staged().done(&staged.path).await?;
                 Ok(Verdict::Refused)
-            } else if store.staged().still_named(&staged).await? {
+            } else if files.exists(&staged.path).await? {
                 // Whatever made the item, a file in place is not written
                 // over (on engines that ignore the copy's condition too):
                 // only its item is done.
-                if files.exists(&staged.path).await? {
-                    store.staged().done(&staged.path).await?;
-                } else {
-                    promote(files, store, &staged).await?;
-                }
+                store.staged().done(&staged.path).await?;
                 Ok(Verdict::Promoted)
             } else {
-                store.staged().done(&staged.path).await?;
-                Ok::<_, ApiError>(Verdict::Dropped)
+                Ok::<_, ApiError>(match promote(files, store, &staged).await? {
+                    Promoted::InPlace => Verdict::Promoted,
+                    Promoted::Replaced => Verdict::Dropped,
+                })
             }
         };
         match finished.await {

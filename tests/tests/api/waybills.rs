@@ -454,3 +454,68 @@ fn the_sweep_puts_in_place_what_a_dead_request_left_and_drops_what_was_replaced(
         );
     });
 }
+
+/// An attempt paused after its commit and before its copy, thawed after
+/// the load's waybill was replaced by another request: its copy checks
+/// the load first and places nothing (no object under `waybills/` that no
+/// record names), and its staged item is done.
+#[test]
+fn a_copy_thawed_after_the_waybill_was_replaced_places_nothing() {
+    use api_tests::cuts::{Cut, Cuts};
+    use shared::files::promote::{Promoted, promote};
+    run(async {
+        let h = harness().await;
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let id = new_load(&t, &site).await;
+        let cuts = Cuts::default();
+        let faulty = shared::AppState::new((*h.state.config).clone(), &cuts.sdk(&h.sdk));
+        let faulty = shared::http::app(local::routes(), faulty);
+        // Paused before its copy leaves (its commit made), and left there.
+        cuts.arm_first(Cut::Stall, "CopyObject");
+        let paused = call(Method::POST, &format!("/api/v1/surpluses/{id}/waybill"))
+            .key(&t.key)
+            .body(
+                &format!("multipart/form-data; boundary={BOUNDARY}"),
+                multipart(BOUNDARY, &[], Some(("w.png", "image/png", PNG))),
+            )
+            .send_to(&faulty);
+        tokio::select! {
+            reply = paused => panic!("the attempt was to pause: {}", reply.text),
+            () = cuts.stalled() => {}
+        }
+        cuts.disarm();
+        let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        let first = read.body["data"]["waybill"]["storage_path"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let staged = h
+            .store()
+            .staged()
+            .get(&first)
+            .await
+            .unwrap()
+            .expect("staged");
+        // Another request replaces the waybill meanwhile.
+        upload(&t, &id, Some(("w.jpg", "image/jpeg", JPEG)))
+            .await
+            .expect(200, None);
+        let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
+        let kept = read.body["data"]["waybill"]["storage_path"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_ne!(kept, first);
+        // The paused attempt's copy, thawed.
+        let files = shared::files::Files::new(&h.sdk, &h.state.config.bucket_name);
+        let done = promote(&files, h.store(), &staged).await.unwrap();
+        assert_eq!(done, Promoted::Replaced);
+        assert!(
+            !stored(&first).await,
+            "nothing placed where no record points"
+        );
+        assert!(stored(&kept).await);
+        assert_eq!(h.store().staged().get(&first).await.unwrap(), None);
+    });
+}
