@@ -532,3 +532,44 @@ fn a_second_rotation_and_a_drop_read_back_as_operators_see_them() {
         );
     });
 }
+
+/// A key whose item names a generation of the cursor key that no ring
+/// lists (a newer one the instance reads for, then never finds): the ring
+/// is read once, and the request is another request (422), at once.
+#[test]
+fn a_fingerprint_of_a_generation_no_ring_lists_is_another_requests_after_one_reading() {
+    run(async {
+        let clock = Clock::frozen_at(shared::clock::now());
+        let source = secret(&"g".repeat(40)).await;
+        let (router, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let t = org().await;
+        let key_id = api_tests::key_id(&t).await;
+        let now = u64::try_from(clock.now().timestamp_millis()).unwrap();
+        let claimed = state
+            .store
+            .idempotency()
+            .claim(
+                key_id,
+                "named-by-99",
+                &"k99:0000".to_owned().into(),
+                now,
+                now + 30_000,
+                now + 86_400_000,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            claimed,
+            shared::store::idempotency::Claimed::Ours(_)
+        ));
+        let sent = call(Method::POST, "/api/v1/sites")
+            .key(&t.key)
+            .header("idempotency-key", "named-by-99")
+            .json(&json!({"name": "Never"}))
+            .send_to(&router);
+        let reply = tokio::time::timeout(Duration::from_secs(20), sent)
+            .await
+            .expect("answered, not read for again and again");
+        reply.expect(422, Some("idempotency_key_reused"));
+    });
+}
