@@ -21,6 +21,11 @@ use shared::store::outcome;
 use shared::store::quotas::{Quota, Reserved};
 use shared::{ApiResult, AppState};
 
+/// How long after it gave up on the tracker a call may still open the
+/// issue: GitHub ends a request that takes it more than 10 seconds (its
+/// REST API's own timeout), and 10 more cover the network.
+pub const LANDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// 201 with the ticket opened as issue `reference`.
 fn opened_answer(
     reference: String,
@@ -52,13 +57,15 @@ pub fn router(state: AppState) -> Router {
 /// `support_tracker_timeout`.
 ///
 /// At most one issue per request with an `Idempotency-Key`, whatever
-/// pauses: the quota is decided first (no call to the tracker for a
+/// pauses or however late the tracker answers: the quota is decided first (no call to the tracker for a
 /// request it refuses); an attempt records on its claim that it is about
 /// to open the issue, and opens it only while the claim is its own, within
 /// the claim's hold; a later attempt of a request whose earlier one got
 /// that far looks for that issue (named by the request in the lines the
 /// service writes) before opening one, on the slot the earlier attempt
-/// took.
+/// took. An attempt whose call's outcome is unknown (it timed out) holds
+/// the key until the call can no longer land (`LANDS_WITHIN`): a retry
+/// meanwhile answers 409 `idempotency_key_in_flight` with `Retry-After`.
 async fn open(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateTicket>,
@@ -116,9 +123,15 @@ async fn open(
     match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id, request).await {
         Ok(reference) => Ok(opened_answer(reference, ticket.title, slot.remaining)),
         Err(failure) => {
-            // A refused ticket uses no quota; after a timeout it may exist.
+            // A refused ticket uses no quota; after a timeout it may exist,
+            // and may still be opened: the key is held until the call can
+            // no longer land, then a retry looks for the issue first.
             if failure.refused {
                 ctx.store.quotas().release(&slot).await?;
+            } else {
+                outcome::uncertain_until(
+                    shared::clock::unix_ms() + shared::clock::millis(LANDS_WITHIN),
+                );
             }
             Err(failure.error)
         }

@@ -77,6 +77,12 @@ struct Sealed;
 #[derive(Clone, Copy, Debug)]
 struct Committed;
 
+/// The marker of an answer given while an effect of the request may still
+/// land, until then (Unix ms; `outcome::uncertain_until`): the key is held
+/// until then, not freed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Uncertain(pub(crate) u64);
+
 impl<R: IntoResponse> IntoResponse for SealAtRest<R> {
     fn into_response(self) -> Response {
         let mut response = self.0.into_response();
@@ -362,9 +368,15 @@ pub async fn claim(
                     .with("this Idempotency-Key was used for another request; use a new key")
                     .into())
             }
-            Claimed::InFlight => Err(codes::IDEMPOTENCY_KEY_IN_FLIGHT
-                .with("a request with this Idempotency-Key is still running; retry later")
-                .into()),
+            Claimed::InFlight { until } => {
+                let message = "a request with this Idempotency-Key is still running; retry later";
+                let wait = until.saturating_sub(now).div_ceil(1000);
+                Err(match wait {
+                    0 => codes::IDEMPOTENCY_KEY_IN_FLIGHT.with(message),
+                    wait => codes::IDEMPOTENCY_KEY_IN_FLIGHT.retry_after(message, wait),
+                }
+                .into())
+            }
             Claimed::Answered(answer) => {
                 let answer = opened(sealer, &item_of(key_id, &key), answer).await?;
                 Err(NotRun::Replayed(answer))
@@ -500,6 +512,23 @@ pub async fn settle(
         return Box::pin(lost(store, sealer, &claim, response)).await;
     }
     let status = response.status();
+    let uncertain = response.extensions().get::<Uncertain>().copied();
+    if let Some(Uncertain(until)) = uncertain.filter(|_| status.is_server_error()) {
+        // Not kept and not freed: held while the effect may land, so a
+        // retry waits, then looks for it.
+        let mut response = response;
+        if let Err(error) = store.idempotency().hold(&claim, until, true).await {
+            tracing::warn!(%error, "could not hold an Idempotency-Key while an effect may land");
+        }
+        let wait = until
+            .saturating_sub(crate::clock::unix_ms())
+            .div_ceil(1000)
+            .max(1);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return response;
+    }
     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
         if let Err(error) = store.idempotency().release(&claim).await {
             tracing::warn!(%error, "could not free an Idempotency-Key");

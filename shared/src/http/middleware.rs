@@ -16,6 +16,7 @@ use tracing::Instrument;
 
 use super::body;
 use super::idempotency;
+use super::idempotency::Uncertain;
 use super::lifecycle::{self, Arriving, Returned, Settled};
 use super::multipart;
 use crate::error::{ApiError, ErrorCode, InternalCause};
@@ -156,7 +157,11 @@ async fn serve(
                     let writes = WriteGate::default();
                     let outcome = Outcome::default();
                     let route = writes.scope(outcome.scope(next.clone().run(request)));
-                    calls.scope(route).instrument(span.clone()).await
+                    let mut response = calls.scope(route).instrument(span.clone()).await;
+                    if let Some(until) = outcome.uncertain() {
+                        response.extensions_mut().insert(Uncertain(until));
+                    }
+                    response
                 }
                 Err(refused) => refused.into_response(),
             };

@@ -108,8 +108,10 @@ pub enum Claimed {
     /// The key was used for a request with another fingerprint (the one
     /// its item holds).
     Reused { fingerprint: Option<String> },
-    /// A request with the key and this fingerprint is still running.
-    InFlight,
+    /// A request with the key and this fingerprint is still running, or
+    /// an effect of one may still land: the key is held until then (Unix
+    /// ms; 0 when not known).
+    InFlight { until: u64 },
     /// A request with the key and this fingerprint was answered.
     Answered(Answer),
 }
@@ -266,7 +268,7 @@ impl Idempotency<'_> {
             }
         }
         // Taken anew by another request between the two writes.
-        Ok(Claimed::InFlight)
+        Ok(Claimed::InFlight { until: 0 })
     }
 
     /// One claiming write: the item after, or as it stood when refused.
@@ -457,7 +459,9 @@ fn judge(current: &Item, fingerprint: &Fingerprints, now: u64) -> Option<Claimed
         return Some(Claimed::Reused { fingerprint });
     }
     let Some(status) = get_u64(current, STATUS).and_then(|s| u16::try_from(s).ok()) else {
-        return Some(Claimed::InFlight);
+        return Some(Claimed::InFlight {
+            until: get_u64(current, UNTIL).unwrap_or(0),
+        });
     };
     let headers = current
         .get(HEADERS)

@@ -71,6 +71,10 @@ struct Phase {
     /// (a file copied to its place) belongs to that commit, whatever
     /// became of the claim since.
     kept: bool,
+    /// An effect outside the table whose outcome is unknown (a call that
+    /// timed out after it left) may still land until then (Unix ms): the
+    /// key is held that long, not freed, whatever the request answers.
+    uncertain_until: Option<u64>,
 }
 
 impl std::fmt::Debug for Phase {
@@ -88,6 +92,13 @@ impl Outcome {
     /// Runs `future` (a handler) with this outcome.
     pub async fn scope<F: Future>(&self, future: F) -> F::Output {
         OUTCOME.scope(self.clone(), future).await
+    }
+
+    /// Until when (Unix ms) an effect the request began may still land,
+    /// when its outcome is unknown (`uncertain_until`).
+    pub fn uncertain(&self) -> Option<u64> {
+        let phase = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        phase.uncertain_until.filter(|_| phase.claim.is_some())
     }
 }
 
@@ -172,6 +183,18 @@ pub async fn fence(needed: std::time::Duration, acting: bool) -> Result<Option<u
 pub async fn effect_may_go(needed: std::time::Duration) -> Result<Option<u64>, ApiError> {
     crate::gate::writes_may_go().await?;
     fence(needed, false).await
+}
+
+/// An effect the request began (after `fence` with `acting`) has an
+/// unknown outcome, and may still land until `until` (Unix ms): the
+/// request's key is held until then, whatever it answers, so that no
+/// retry makes the effect again before it could know whether this one
+/// landed; a retry meanwhile answers 409 `idempotency_key_in_flight` with
+/// `Retry-After`, and after it looks for the effect (`acted`).
+pub fn uncertain_until(until: u64) {
+    with(|phase| {
+        phase.uncertain_until = Some(phase.uncertain_until.map_or(until, |u| u.max(until)));
+    });
 }
 
 /// 409 for a request whose claim on its `Idempotency-Key` lapsed while it

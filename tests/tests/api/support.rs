@@ -29,14 +29,25 @@ async fn tracker() -> StandIn {
 
 /// The API with the tracker configured against `tracker`.
 async fn configured(tracker: &StandIn, timeout: Duration) -> Router {
+    configured_by(tracker, timeout, &shared::clock::Clock::default()).await
+}
+
+/// The API with the tracker configured against `tracker`, by `clock`.
+async fn configured_by(
+    tracker: &StandIn,
+    timeout: Duration,
+    clock: &shared::clock::Clock,
+) -> Router {
     let base = tracker.base.clone();
-    harness().await.router_with(|c| {
+    let (_, mut state) = harness().await.instance_with(|c| {
         c.support.repository = Some(REPOSITORY.into());
         c.support.token = Some(KeySource::Value(TOKEN.as_bytes().to_vec()));
         c.support.api_url = base;
         c.support.labels = vec!["support".into(), "api".into()];
         c.support.timeout = timeout;
-    })
+    });
+    state.clock = clock.clone();
+    shared::http::app(local::routes(), state)
 }
 
 async fn open(router: &Router, key: &str, body: Value) -> Reply {
@@ -339,7 +350,8 @@ fn a_ticket_is_found_by_the_lines_the_service_wrote_never_by_a_customers_text() 
             api_tests::providers::Canned::json(201, issue)
         })
         .await;
-        let api = configured(&tracker, Duration::from_millis(300)).await;
+        let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        let api = configured_by(&tracker, Duration::from_millis(300), &clock).await;
         let t = org().await;
         let body = ticket(1);
         open_keyed(&api, &t.key, "the-ticket", &body)
@@ -365,6 +377,8 @@ fn a_ticket_is_found_by_the_lines_the_service_wrote_never_by_a_customers_text() 
         )
         .await;
         planted.expect(201, None);
+        // Once the timed-out call can no longer land.
+        clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
         let retry = open_keyed(&api, &t.key, "the-ticket", &body).await;
         retry.expect(201, None);
         assert_ne!(
@@ -580,5 +594,68 @@ fn a_request_that_takes_a_second_slot_gives_it_back_and_its_slot_frees_after_an_
             .await
             .unwrap();
         assert_eq!(after, Err(5));
+    });
+}
+
+/// A tracker slower than the timeout that opens the issue all the same,
+/// after the attempt gave up on it (504): the key is held until the call
+/// can no longer land (409 `idempotency_key_in_flight` with
+/// `Retry-After` meanwhile, and no second call); then the retry finds the
+/// issue the late call opened and answers it. One issue, one slot.
+#[test]
+fn a_tracker_that_opens_the_issue_after_the_timeout_gets_no_second_one() {
+    use std::sync::{Arc, Mutex};
+    run(async {
+        let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        // Opens each issue it is asked for, visible in its list from the
+        // moment it answers, 800 ms after it was asked.
+        let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let kept = issues.clone();
+        let tracker = StandIn::start(move |seen, _| {
+            let slow = Duration::from_millis(800);
+            if seen.method == Method::GET {
+                let newest_first: Vec<Value> = kept.lock().unwrap().iter().rev().cloned().collect();
+                return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+            }
+            let number = 2000 + kept.lock().unwrap().len() as u64;
+            let sent = seen.json();
+            let issue = json!({
+                "number": number, "title": sent["title"], "body": sent["body"],
+                "created_at": chrono::Utc::now().to_rfc3339(),
+            });
+            let later = (kept.clone(), issue.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(slow);
+                later.0.lock().unwrap().push(later.1);
+            });
+            api_tests::providers::Canned::json(201, issue).after(slow)
+        })
+        .await;
+        let router = configured_by(&tracker, Duration::from_millis(300), &clock).await;
+        let t = org().await;
+        let body = ticket(9);
+        let first = open_keyed(&router, &t.key, "slow-tracker", &body).await;
+        first.expect(504, Some("support_tracker_timeout"));
+        let held = first.header("retry-after").parse::<u64>().unwrap();
+        assert_eq!(held, support::LANDS_WITHIN.as_secs());
+        // An immediate retry, before the issue is in the tracker's list,
+        // waits: the call could still land.
+        let asked = tracker.count();
+        let early = open_keyed(&router, &t.key, "slow-tracker", &body).await;
+        early.expect(409, Some("idempotency_key_in_flight"));
+        assert_eq!(early.header("retry-after"), held.to_string());
+        assert_eq!(tracker.count(), asked, "nothing asked of the tracker");
+        // The late call lands.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert_eq!(issues.lock().unwrap().len(), 1);
+        // Once the call can no longer land: the retry finds the issue.
+        clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
+        let retry = open_keyed(&router, &t.key, "slow-tracker", &body).await;
+        retry.expect(201, None);
+        assert_eq!(retry.body["data"]["reference"], "2000");
+        assert_eq!(retry.body["data"]["quota_remaining"], 4, "one slot");
+        assert_eq!(issues.lock().unwrap().len(), 1, "no second issue");
+        let again = open_keyed(&router, &t.key, "slow-tracker", &body).await;
+        assert_eq!((again.status.as_u16(), &again.text), (201, &retry.text));
     });
 }
