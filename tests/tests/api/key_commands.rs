@@ -573,3 +573,32 @@ fn a_fingerprint_of_a_generation_no_ring_lists_is_another_requests_after_one_rea
         reply.expect(422, Some("idempotency_key_reused"));
     });
 }
+
+/// A key reused for another request is refused in one claim: the ring is
+/// read again only for a fingerprint of a generation it does not list,
+/// not for one of a generation it lists (the fingerprint of another
+/// body), which costs no second claim.
+#[test]
+fn a_key_reused_for_another_body_is_refused_in_one_claim() {
+    run(async {
+        let t = org().await;
+        let site = |name: &str| {
+            call(Method::POST, "/api/v1/sites")
+                .key(&t.key)
+                .header("idempotency-key", "one-claim")
+                .json(&json!({"name": name}))
+                .send()
+        };
+        site("First").await.expect(201, None);
+        let first = site("Second").await;
+        first.expect(422, Some("idempotency_key_reused"));
+        // Both warm: the key's admission and one claim, as a replay's
+        // (whose claim finds the kept answer), and the rate-limit slot a
+        // refusal gives back.
+        let replayed = site("First").await;
+        assert_eq!(replayed.header("idempotent-replayed"), "true");
+        let reused = site("Second").await;
+        reused.expect(422, Some("idempotency_key_reused"));
+        assert_eq!(reused.ddb_calls, replayed.ddb_calls + 1, "one claim");
+    });
+}
