@@ -50,6 +50,7 @@ mod staged_forgeries;
 mod support;
 mod surplus_pages;
 mod surpluses;
+mod sweeps;
 mod trucks;
 mod warm;
 mod waybills;
