@@ -659,3 +659,47 @@ fn a_tracker_that_opens_the_issue_after_the_timeout_gets_no_second_one() {
         assert_eq!((again.status.as_u16(), &again.text), (201, &retry.text));
     });
 }
+
+/// A ticket whose attempt opened the issue but whose answer was never
+/// kept (its write failed), retried more than an hour later (past the
+/// quota's window, within the key's retention): the retry finds the issue
+/// the dead attempt opened and answers it, opening none, and the slot it
+/// took to look is given back.
+#[test]
+fn a_ticket_retried_past_the_quotas_hour_after_its_answer_was_lost_finds_its_issue() {
+    use api_tests::cuts::{Cut, Cuts};
+    run(async {
+        let (tracker, issues) = crate::exactly_once::remembering_tracker().await;
+        let mut plain = crate::exactly_once::with_tracker(&tracker).await;
+        plain.clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        let cuts = Cuts::default();
+        let mut faulty =
+            shared::AppState::new((*plain.config).clone(), &cuts.sdk(&harness().await.sdk));
+        faulty.clock = plain.clock.clone();
+        let (plain_router, faulty_router) = (
+            shared::http::app(local::routes(), plain.clone()),
+            shared::http::app(local::routes(), faulty),
+        );
+        let t = org().await;
+        let body = ticket(3);
+        // Its answer never kept (the write never leaves): the issue is
+        // open, the attempt answers 500, and the key's claim lapses.
+        cuts.arm_on(Cut::Fail, "UpdateItem", "#body");
+        let lost = open_keyed(&faulty_router, &t.key, "died", &body).await;
+        cuts.disarm();
+        lost.expect(500, Some("internal_error"));
+        assert_eq!(issues.lock().unwrap().len(), 1);
+        plain.clock.advance(Duration::from_secs(3600 + 60));
+        let retry = open_keyed(&plain_router, &t.key, "died", &body).await;
+        retry.expect(201, None);
+        assert_eq!(
+            retry.body["data"]["reference"],
+            issues.lock().unwrap()[0]["number"].to_string()
+        );
+        assert_eq!(issues.lock().unwrap().len(), 1, "no second issue");
+        assert_eq!(
+            retry.body["data"]["quota_remaining"], 5,
+            "the dead attempt's slot is past the hour; the one taken to look, given back"
+        );
+    });
+}
