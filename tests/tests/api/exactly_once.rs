@@ -1054,8 +1054,9 @@ fn a_support_ticket_is_opened_once() {
 }
 
 /// The tracker opened the issue but answered too late (504): a retry with
-/// the request's key answers that issue, opens no second one and takes no
-/// second slot of the quota.
+/// the request's key, once the late call can no longer land (before, it
+/// answers 409 with `Retry-After`), answers that issue, opens no second
+/// one and takes no second slot of the quota.
 #[test]
 fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -1082,7 +1083,7 @@ fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
         })
         .await;
         let base = tracker.base.clone();
-        let (router, _) = harness().await.instance_with(|c| {
+        let (_, mut state) = harness().await.instance_with(|c| {
             c.support.repository = Some("acme/support".into());
             c.support.token = Some(shared::deployment_key::KeySource::Value(
                 b"ghp_test".to_vec(),
@@ -1091,6 +1092,9 @@ fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
             c.support.labels = vec!["support".into()];
             c.support.timeout = Duration::from_millis(300);
         });
+        let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        state.clock = clock.clone();
+        let router = shared::http::app(local::routes(), state);
         let t = org().await;
         let body = json!({"title": "Late", "description": "The tracker is slow."});
         let send = || {
@@ -1102,6 +1106,8 @@ fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
         };
         let first = send().await;
         first.expect(504, Some("support_tracker_timeout"));
+        send().await.expect(409, Some("idempotency_key_in_flight"));
+        clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
         let retry = send().await;
         retry.expect(201, None);
         assert_eq!(retry.body["data"]["reference"], "7");
