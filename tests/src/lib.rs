@@ -714,3 +714,18 @@ pub async fn lapse(table: &str, key_id: uuid::Uuid, idempotency_key: &str) -> bo
         .await;
     lapsed.is_ok()
 }
+
+/// The object at `path` in `bucket`: its bytes and content type, if there
+/// is one.
+pub async fn object(bucket: &str, path: &str) -> Option<(Vec<u8>, String)> {
+    let got = shared::links::s3_client(&harness().await.sdk)
+        .get_object()
+        .bucket(bucket)
+        .key(path)
+        .send()
+        .await
+        .ok()?;
+    let content_type = got.content_type().unwrap_or_default().to_owned();
+    let bytes = got.body.collect().await.ok()?.into_bytes().to_vec();
+    Some((bytes, content_type))
+}

@@ -18,7 +18,7 @@ use shared::clock::Clock;
 use shared::config::Config;
 use shared::deployment_key::KeySource;
 
-use crate::rotation::{admin_on, check, deliver_a_load, instance, sealed_stack, secret};
+use crate::rotation::{admin_on, audited, check, deliver_a_load, instance, sealed_stack, secret};
 
 /// Another instance of `config`'s deployment (a container started now),
 /// by `clock`: it has read no keyring yet.
@@ -56,26 +56,6 @@ async fn secret_text(source: &KeySource) -> String {
     shared::secrets::fetch(&harness().await.sdk, arn)
         .await
         .unwrap()
-}
-
-/// The commands of the audit trail since the test began, oldest first,
-/// each with its outcome (the `started` records left out).
-async fn audited(config: &Config, clock: &Clock) -> Vec<(String, String)> {
-    let trail = admin_on(config, clock, &["audit", "list"])
-        .await
-        .unwrap()
-        .lines;
-    trail
-        .iter()
-        .rev()
-        .map(|r| {
-            (
-                r["command"].as_str().unwrap().to_owned(),
-                r["outcome"].as_str().unwrap().to_owned(),
-            )
-        })
-        .filter(|(_, outcome)| outcome != "started")
-        .collect()
 }
 
 const MINUTE: Duration = Duration::from_secs(60);

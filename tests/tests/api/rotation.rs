@@ -251,6 +251,26 @@ pub(crate) async fn deliver_a_load(stack: &Stack, t: &TestOrg) {
     .expect(200, None);
 }
 
+/// The commands of the audit trail since the test began, oldest first,
+/// each with its outcome (the `started` records left out).
+pub(crate) async fn audited(config: &Config, clock: &Clock) -> Vec<(String, String)> {
+    let trail = admin_on(config, clock, &["audit", "list"])
+        .await
+        .unwrap()
+        .lines;
+    trail
+        .iter()
+        .rev()
+        .map(|r| {
+            (
+                r["command"].as_str().unwrap().to_owned(),
+                r["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .filter(|(_, outcome)| outcome != "started")
+        .collect()
+}
+
 /// `admin reseal --check`'s line.
 pub(crate) async fn check(config: &Config, clock: &Clock) -> Value {
     let done = admin_on(config, clock, &["reseal", "--check"])
@@ -427,21 +447,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         assert!(stack.dead_letters().await.is_empty(), "no delivery failed");
 
         // Each step is in the operators' audit trail.
-        let trail = admin_on(&config, &clock, &["audit", "list"])
-            .await
-            .unwrap()
-            .lines;
-        let steps: Vec<(String, String)> = trail
-            .iter()
-            .rev()
-            .map(|r| {
-                (
-                    r["command"].as_str().unwrap().into(),
-                    r["outcome"].as_str().unwrap().into(),
-                )
-            })
-            .filter(|(_, outcome)| outcome != "started")
-            .collect();
+        let steps = audited(&config, &clock).await;
         let step = |c: &str, o: &str| (c.to_owned(), o.to_owned());
         assert_eq!(
             steps,

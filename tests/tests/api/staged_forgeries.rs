@@ -52,21 +52,6 @@ async fn plant(table: &str, file: &StagedFile) {
         .expect("a function may write under FILE#");
 }
 
-/// The object at `path`: its bytes and content type, if there is one.
-async fn object(bucket: &str, path: &str) -> Option<(Vec<u8>, String)> {
-    let h = harness().await;
-    let got = shared::links::s3_client(&h.sdk)
-        .get_object()
-        .bucket(bucket)
-        .key(path)
-        .send()
-        .await
-        .ok()?;
-    let content_type = got.content_type().unwrap_or_default().to_owned();
-    let bytes = got.body.collect().await.unwrap().into_bytes().to_vec();
-    Some((bytes, content_type))
-}
-
 #[test]
 fn forged_staged_items_copy_nothing_and_write_over_nothing() {
     run(async {

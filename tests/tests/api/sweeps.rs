@@ -60,18 +60,6 @@ async fn a_file_left_staged() -> (Stack, String) {
     (stack, path)
 }
 
-/// The object at `path`'s bytes, if there is one.
-async fn bytes_at(bucket: &str, path: &str) -> Option<Vec<u8>> {
-    let got = shared::links::s3_client(&harness().await.sdk)
-        .get_object()
-        .bucket(bucket)
-        .key(path)
-        .send()
-        .await
-        .ok()?;
-    Some(got.body.collect().await.unwrap().into_bytes().to_vec())
-}
-
 #[test]
 fn a_sweep_whose_call_fails_once_is_finished_by_the_next() {
     run(async {
@@ -127,7 +115,13 @@ fn a_sweep_whose_call_fails_once_is_finished_by_the_next() {
                 },
                 "{what}"
             );
-            assert_eq!(bytes_at(&bucket, &path).await, Some(PNG.to_vec()), "{what}");
+            assert_eq!(
+                api_tests::object(&bucket, &path)
+                    .await
+                    .map(|(bytes, _)| bytes),
+                Some(PNG.to_vec()),
+                "{what}"
+            );
             assert_eq!(
                 stack.state.store.staged().get(&path).await.unwrap(),
                 None,
