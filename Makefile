@@ -134,6 +134,7 @@ lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	$(VENV)/bin/openapi-spec-validator functions/docs/openapi.yaml
 	$(VENV)/bin/python -m unittest discover -s tests/docs
 	$(VENV)/bin/python -m unittest discover -s tools/metrics
+	$(VENV)/bin/python -m unittest discover -s tests/watch
 	@# The deliberate bugs of the soak and the model test still apply.
 	@for patch in tools/soak/mutations/*.patch tests/model-mutations/*.patch; do \
 		git apply --check "$$patch" || { echo "$$patch no longer applies: regenerate it"; exit 1; }; done

@@ -20,13 +20,19 @@ a running `cargo lambda watch` that serves the workspace's router table.
 
 A 5xx that cargo lambda watch answers itself (problem+json, which no
 function sends; seen once in about fifteen runs, on GET /docs) is sent
-once more and counted in the summary as `retried`.
+once more and counted in the summary as `retried`; so is a request that
+it drops or leaves unanswered (once in about thirty runs, a GET
+/openapi.yaml to a function that had just answered). The first request to
+a function may wait BUILD_SECONDS for its build, any later one
+ANSWER_SECONDS; a request unanswered twice is a failed check with the
+error, never a traceback, and the summary is written.
 
 Usage: python smoke.py BASE_URL API_KEY OUT_DIR
 Writes OUT_DIR/summary.json ({checks, failed, retried, seconds, results});
 prints one line per check and exits 1 when any failed.
 """
 
+import http.client
 import json
 import re
 import subprocess
@@ -115,33 +121,50 @@ class Contract:
         return found
 
 
+BUILD_SECONDS = 900  # the first request to a function: its debug build
+ANSWER_SECONDS = 60  # any later request (they take well under a second)
+
+
+class Unanswered(Exception):
+    """cargo lambda watch dropped the request or left it unanswered."""
+
+
 class Smoke:
     def __init__(self, base, key, contract):
         self.base, self.key, self.contract = base, key, contract
         self.results = []
+        self.built = set()  # functions that have answered once
 
-    def call(self, method, path, body=None):
-        """(status, headers, body, note). A 5xx of cargo lambda watch's own
-        (a problem+json body, never one of the functions' bodies) is tried
-        once more, and said so in the note."""
+    def call(self, function, method, path, body=None):
+        """(status, headers, body, note), or Unanswered. A 5xx of cargo
+        lambda watch's own (a problem+json body, never one of the functions'
+        bodies), a dropped connection or no answer in time is tried once
+        more, and said so in the note."""
         note = ""
+        timeout = ANSWER_SECONDS if function in self.built else BUILD_SECONDS
         for attempt in (1, 2):
-            status, headers, raw = self.send(method, path, body)
-            if status < 500 or not raw.startswith(b'{"type":"https://httpstatuses.com/') or attempt == 2:
-                return status, headers, raw, note
-            note = f"(again after cargo lambda watch's own {status}: {raw[:120].decode(errors='replace')})"
+            try:
+                status, headers, raw = self.send(method, path, body, timeout)
+            except (OSError, http.client.HTTPException) as e:  # URLError, timeouts and resets are OSErrors
+                if attempt == 2:
+                    raise Unanswered(f"{note} then {type(e).__name__}: {e}".strip()) from e
+                note = f"(again after cargo lambda watch gave no answer: {type(e).__name__}: {e})"
+            else:
+                self.built.add(function)
+                if status < 500 or not raw.startswith(b'{"type":"https://httpstatuses.com/') or attempt == 2:
+                    return status, headers, raw, note
+                note = f"(again after cargo lambda watch's own {status}: {raw[:120].decode(errors='replace')})"
             print(f"     {method} {path}: {note}", flush=True)
             time.sleep(1)
 
-    def send(self, method, path, body):
+    def send(self, method, path, body, timeout):
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.key}")
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            # The first request to a function waits for its build.
-            with urllib.request.urlopen(request, timeout=900) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
         except urllib.error.HTTPError as e:
             return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
@@ -159,7 +182,11 @@ class Smoke:
     def route(self, function, method, template, path, body=None, expect=None, code=None, then=None):
         """One call through the router, checked against the contract."""
         started = time.monotonic()
-        status, headers, raw, note = self.call(method, path, body)
+        try:
+            status, headers, raw, note = self.call(function, method, path, body)
+        except Unanswered as e:
+            self.record(f"{function}: {method} {path}", started, [f"no answer: {e}"], "no answer", retried=True)
+            return None
         problems = self.contract.problems(method, template, status, headers, raw)
         if expect is not None and status != expect:
             problems.insert(0, f"status {status}, expected {expect}: {raw[:300]!r}")
