@@ -9,6 +9,7 @@
 //! goes only while its `Idempotency-Key` claim is its own
 //! (`outcome::effect_may_go`).
 
+pub mod orphans;
 pub mod paths;
 pub mod post_policy;
 pub mod promote;
@@ -103,6 +104,14 @@ pub struct Peeked {
     pub etag: Option<String>,
     /// The version read, in a versioned bucket.
     pub version: Option<String>,
+}
+
+/// One object of a listing (`Files::list`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub path: String,
+    /// When its current version was written.
+    pub modified: chrono::DateTime<chrono::Utc>,
 }
 
 /// The bucket, as the API's own role sees it.
@@ -257,6 +266,48 @@ impl Files {
             }
             Err(e) => Err(s3_error(e)),
         }
+    }
+
+    /// One page (at most `objects`, 1000 when `None`) of the objects under
+    /// `prefix`, in key order, from where the last page's continuation
+    /// (`from`) left off, with the next page's. For operators' commands
+    /// (`orphans`): no function's role may list the bucket.
+    pub async fn list(
+        &self,
+        prefix: &str,
+        from: Option<String>,
+        objects: Option<i32>,
+    ) -> ApiResult<(Vec<Listed>, Option<String>)> {
+        let out = self
+            .s3
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .set_continuation_token(from)
+            .set_max_keys(objects)
+            .send()
+            .await
+            .map_err(s3_error)?;
+        let listed = out
+            .contents()
+            .iter()
+            .filter_map(|object| {
+                let modified = object.last_modified()?;
+                Some(Listed {
+                    path: object.key()?.to_owned(),
+                    modified: chrono::DateTime::from_timestamp(
+                        modified.secs(),
+                        modified.subsec_nanos(),
+                    )?,
+                })
+            })
+            .collect();
+        let next = out
+            .is_truncated()
+            .unwrap_or(false)
+            .then(|| out.next_continuation_token().map(str::to_owned))
+            .flatten();
+        Ok((listed, next))
     }
 
     pub async fn delete(&self, key: &str) -> ApiResult<()> {

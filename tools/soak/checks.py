@@ -2,7 +2,8 @@
 healed: what the service holds against the model (1, 2, 3, 8), the rate
 limit from the instances' own admission records (4), webhooks against
 what the receivers saw (7), errors against the faults (9), the files the
-loads name (11) and the tracker's calls against the quota (12)."""
+loads name and, once `admin files check` removed the orphans, the files
+no record names (11), and the tracker's calls against the quota (12)."""
 
 import asyncio
 import collections
@@ -28,10 +29,12 @@ TICKETS_AN_HOUR = 5
 
 async def everything(api, model, receivers, journal, topology, bound: float, limit: int,
                      tracker=None) -> None:
+    named = set()
     for org in model.orgs.values():
         await records(api, org, journal)
         await totals(api, org, journal)
-        await objects(api, org, journal)
+        named |= await objects(api, org, journal)
+    await unreferenced(topology, named, journal)
     if tracker is not None:
         tickets(model, tracker, journal)
     await webhooks(api, model, receivers, journal)
@@ -107,13 +110,16 @@ async def records(api, org, journal) -> None:
             journal.check(UNMADE, name in sent or name is None, f"{kind} {name!r} made by no request")
 
 
-async def objects(api, org, journal) -> None:
+async def objects(api, org, journal) -> set:
     """11: the file each load's waybill names is stored, and is the image
-    uploaded (a copy a request left to the sweeper is waited for)."""
+    uploaded (a copy a request left to the sweeper is waited for). The
+    paths named."""
+    named = set()
     for row in await every_row(api, org, "/api/v1/surpluses?status=all&limit=100", journal):
         waybill = row.get("waybill")
         if not waybill:
             continue
+        named.add(waybill["storage_path"])
         deadline = time.time() + PROMOTED_WITHIN_S
         while True:
             status, head = await fetch(api, waybill["url"])
@@ -122,6 +128,25 @@ async def objects(api, org, journal) -> None:
             await asyncio.sleep(2.0)
         journal.check(OBJECTS, status == 200 and head.startswith(PNG_MAGIC),
                       f"load {row['id']}: {waybill['storage_path']} answered {status}")
+    return named
+
+
+async def unreferenced(topology, named: set, journal) -> None:
+    """11, its converse: after `admin files check --grace-hours 0` (traffic
+    has stopped: no grace is needed), every object under `waybills/` is a
+    file a load names (`named`: every load of every organization the soak
+    wrote, read through the API). What the check removed were orphans: a
+    removed file a load names is lost, and counts as a violation too."""
+    lines = await asyncio.to_thread(topology.admin, "files", "check", "--grace-hours", "0", "--only", "waybills")
+    *orphans, count = lines
+    journal.counters["files checked for a record that names them"] = count["checked"]
+    journal.counters["orphans removed"] = count["removed"]
+    print(f"admin files check: {count['checked']} files checked, {count['removed']} orphans removed", flush=True)
+    for line in orphans:
+        journal.check(OBJECTS, line["orphan"] not in named,
+                      f"{line['orphan']}, which a load names, was removed as an orphan")
+    for path in await asyncio.to_thread(topology.objects, "waybills/"):
+        journal.check(OBJECTS, path in named, f"{path} is named by no load after admin files check")
 
 
 async def fetch(api, url: str) -> tuple:

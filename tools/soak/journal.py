@@ -17,7 +17,7 @@ INVARIANTS = [
     "report and billing totals equal the model's sums",
     "5xx only under a fault, recovery within the bound, no panic",
     "no claim stuck past its lease",
-    "every object a record references exists",
+    "every object a record references exists, and every object is referenced once orphans are removed",
     "tracker calls within the quota's slots: at most 5 issues an hour per key, one per request, "
     "lookups only by retries of uncertain attempts",
 ]

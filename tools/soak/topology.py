@@ -210,6 +210,16 @@ class Topology:
         attributes = sqs.get_queue_attributes(QueueUrl=self.queue["webhooks"], AttributeNames=names)
         return sum(int(v) for v in attributes["Attributes"].values())
 
+    def objects(self, prefix: str) -> list:
+        """The keys of the bucket's objects under `prefix` (moto's S3)."""
+        import boto3
+        s3 = boto3.client("s3", endpoint_url=self.env["AWS_ENDPOINT_URL"], region_name="eu-north-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+        keys = []
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=self.env["BUCKET_NAME"], Prefix=prefix):
+            keys.extend(o["Key"] for o in page.get("Contents", []))
+        return keys
+
     def api_ports(self) -> list:
         return [self.ports[name] for name in ("api-1", "api-2", "api-3")]
 

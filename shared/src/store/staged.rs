@@ -126,21 +126,34 @@ impl Staged<'_> {
     /// Whether the record that staged `file` still names it, as the type
     /// it has (a later upload may have replaced it before it was copied).
     pub async fn still_named(&self, file: &StagedFile) -> ApiResult<bool> {
+        self.names(file.owner, &file.path, Some(&file.content_type))
+            .await
+    }
+
+    /// Whether `owner`'s record (archived or not) names the file at
+    /// `path`, as `content_type` when one is given (a consistent read).
+    pub async fn names(
+        &self,
+        owner: Owner,
+        path: &str,
+        content_type: Option<&str>,
+    ) -> ApiResult<bool> {
         let store = self.0;
-        Ok(match file.owner {
+        Ok(match owner {
             Owner::Surplus { org_id, id } => store
                 .records::<crate::model::surplus::SurplusRecord>()
                 .get(org_id, id)
                 .await?
                 .and_then(|load| load.waybill)
                 .is_some_and(|waybill| {
-                    waybill.storage_path == file.path && waybill.content_type == file.content_type
+                    waybill.storage_path == path
+                        && content_type.is_none_or(|ty| waybill.content_type == ty)
                 }),
             Owner::ReceivingPoint { org_id, id } => store
                 .receiving_points()
                 .get(org_id, id)
                 .await?
-                .is_some_and(|point| point.photos.contains(&file.path)),
+                .is_some_and(|point| point.photos.iter().any(|photo| photo == path)),
         })
     }
 }

@@ -30,6 +30,7 @@ mod model;
 mod operator_authority;
 mod org_lifecycle;
 mod orgs;
+mod orphans;
 mod partial_writes;
 mod places;
 mod quotas;

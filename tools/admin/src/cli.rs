@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::audit::{Action, Auditor, Done};
 use crate::identity::Operator;
-use crate::{keys, reseal, webhooks};
+use crate::{files, keys, reseal, webhooks};
 use shared::ApiError;
 use shared::store::audit::AuditQuery;
 
@@ -210,6 +210,9 @@ pub enum Command {
     /// Seal again, with the seal key's newest generation, every value still
     /// sealed with an old one (`--check`: count them).
     Reseal(reseal::Reseal),
+    /// The bucket's files: find (and remove) those no record names.
+    #[command(subcommand)]
+    Files(files::FilesCommand),
 }
 
 #[derive(Subcommand)]
@@ -316,6 +319,7 @@ impl Command {
             Webhooks(command) => return command.action(),
             Keys(command) => return command.action(),
             Reseal(command) => return command.action(),
+            Files(command) => return command.action(),
             ListKeys { .. } | Audit(_) => return None,
         };
         Some(Action::new(command, org, target))
@@ -672,6 +676,7 @@ async fn execute(
         }
         Command::Keys(command) => return keys::run(config, sdk, command).await,
         Command::Reseal(command) => return reseal::run(config, sdk, command).await,
+        Command::Files(command) => return files::run(config, sdk, command).await,
         Command::Audit(AuditCommand::List {
             org,
             since,

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod files;
 pub mod identity;
 pub mod keys;
 pub mod reseal;
