@@ -60,6 +60,8 @@ struct Plan {
     armed: Mutex<Option<(Cut, At)>>,
     /// How many more calls the armed cut breaks after the next.
     again: AtomicUsize,
+    /// The call `At::Resent` breaks again: its operation and body.
+    resent: Mutex<Option<(String, Vec<u8>)>>,
     /// The call that was broken: its number and what it was.
     broken: Mutex<Option<String>>,
     /// Every call's operation since `Cuts::mark`, and when it was made.
@@ -78,6 +80,10 @@ enum At {
     First(&'static str),
     /// The first whose operation contains `.0` and whose body contains `.1`.
     FirstWith(&'static str, &'static str),
+    /// The n-th from arming, then the SDK's every resend of it.
+    NthResent(usize),
+    /// A resend of the call `NthResent` broke (`Plan::resent`).
+    Resent,
 }
 
 /// The switch of a faulty client.
@@ -121,6 +127,19 @@ impl Cuts {
     /// makes of one call, say).
     pub fn arm_each_on(&self, cut: Cut, operation: &'static str, body: &'static str, times: usize) {
         self.arm_on(cut, operation, body);
+        self.0
+            .again
+            .store(times.saturating_sub(1), Ordering::SeqCst);
+    }
+
+    /// Breaks the `at`-th call from now by `cut`, and each of the next
+    /// `times - 1` calls that send it again (the same operation and body:
+    /// the SDK's resends), whatever comes in between: with `Cut::Cut`,
+    /// every attempt takes effect and no acknowledgement is heard.
+    pub fn arm_resent(&self, cut: Cut, at: usize, times: usize) {
+        self.arm(cut, 0);
+        *self.0.armed.lock().unwrap() = Some((cut, At::NthResent(at)));
+        *self.0.resent.lock().unwrap() = None;
         self.0
             .again
             .store(times.saturating_sub(1), Ordering::SeqCst);
@@ -269,6 +288,24 @@ impl HttpConnector for FaultyConnector {
                 Some((cut, At::First(op))) if what.contains(op) => cut,
                 Some((cut, At::FirstWith(op, part)))
                     if what.contains(op) && body().contains(part) =>
+                {
+                    cut
+                }
+                Some((cut, At::NthResent(at))) if at == n => {
+                    let bytes = request.body().bytes().unwrap_or_default().to_vec();
+                    *plan.resent.lock().unwrap() = Some((what.clone(), bytes));
+                    *armed = Some((cut, At::Resent));
+                    cut
+                }
+                Some((cut, At::Resent))
+                    if plan
+                        .resent
+                        .lock()
+                        .unwrap()
+                        .as_ref()
+                        .is_some_and(|(op, bytes)| {
+                            *op == what && request.body().bytes().unwrap_or_default() == bytes
+                        }) =>
                 {
                     cut
                 }

@@ -576,10 +576,15 @@ pub async fn settle(
             .await
         }
         Err(error) => {
-            // Not given unless kept: the client retries, and the retry runs
-            // again (nothing was committed, or its answer would be kept) or
-            // finds this answer if it was kept unheard.
+            // Not given unless kept: the key is given back, so the
+            // client's retry runs again at once (nothing was committed, or
+            // its answer would be kept; an effect begun is looked for, as
+            // the item says), or finds this answer if it was kept unheard
+            // (then the give-back, conditioned on the claim, does nothing).
             tracing::warn!(%error, "could not keep the answer of an Idempotency-Key");
+            if let Err(error) = store.idempotency().release(&claim).await {
+                tracing::warn!(%error, "could not free an Idempotency-Key");
+            }
             ApiError::internal("the answer could not be kept for its Idempotency-Key")
                 .into_response()
         }

@@ -58,7 +58,8 @@ impl StateMachineTest for Api {
             Step::Faulted { .. }
             | Step::Paused { .. }
             | Step::PausedTwice { .. }
-            | Step::Unreadable { .. } => {
+            | Step::Unreadable { .. }
+            | Step::Unheard { .. } => {
                 FAULTS.fetch_add(1, Ordering::Relaxed);
             }
             _ => {}

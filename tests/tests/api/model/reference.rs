@@ -547,6 +547,7 @@ fn possible(model: &Model, step: &Step) -> bool {
             Step::Entitle { org, .. } | Step::Deactivate { org } => *org < model.orgs.len(),
             Step::AddPhoto { org, point, .. } => *point < model.orgs[*org].points.len(),
             Step::DropKey { key, version } => (1..=model.versions[key.index()]).contains(version),
+            Step::Unheard { step, .. } => possible(model, step),
             _ => true,
         };
     };
@@ -729,6 +730,17 @@ impl ReferenceStateMachine for Model {
             (1..=8usize).prop_map(|at| Resealing::Killed { at }),
         ]
         .prop_map(Step::Reseal);
+        // A command whose call takes effect unheard and is sent again.
+        let unheard_command = prop_oneof![
+            add_photo.clone(),
+            rotate.clone(),
+            drop_key.clone(),
+            Just(Step::Reseal(Resealing::Whole)),
+        ];
+        let unheard = (1..=6usize, unheard_command).prop_map(|(at, step)| Step::Unheard {
+            at,
+            step: Box::new(step),
+        });
         let keys = prop_oneof![3 => rotate, 4 => drop_key, 2 => reseal];
         // The requests a client retries with its key.
         let retried = prop_oneof![
@@ -748,6 +760,7 @@ impl ReferenceStateMachine for Model {
             Just(Fault::Cut),
             Just(Fault::Die),
             Just(Fault::CutResent),
+            Just(Fault::CutEvery),
         ];
         let faulted =
             (faults, 1..=9usize, retried.clone()).prop_map(|(fault, at, step)| Step::Faulted {
@@ -793,6 +806,7 @@ impl ReferenceStateMachine for Model {
             5 => wait,
             2 => operator,
             5 => keys,
+            2 => unheard,
             1 => unreadable,
             5 => faulted,
             4 => paused,
@@ -826,6 +840,7 @@ impl ReferenceStateMachine for Model {
             }
             Step::DropKey { .. } => {}
             Step::Reseal(_) => model.command = Some(true),
+            Step::Unheard { step, .. } => return Self::apply(model, step),
             Step::Unreadable { step } => {
                 model.now += shared::clock::millis(shared::keyring::HELD_FOR) + 1000;
                 model.expect = Some(model.request(step));

@@ -608,3 +608,78 @@ fn a_kept_answer_replays_after_the_cursor_key_generation_that_fingerprinted_it_i
         Step::Replay { by: A, nth: 0 },
     ]);
 }
+
+/// Issue 56, found by the model once its faults grew: a geocoding whose
+/// answer could not be kept (the write that keeps it never left) answered
+/// 500 and held its key for the claim's whole lease; the key is given
+/// back, and the retry runs at once.
+#[test]
+fn an_answer_that_could_not_be_kept_gives_its_key_back() {
+    replay(vec![
+        Step::Wait(Wait::Moment),
+        faulted(
+            Fault::Fail,
+            6,
+            Step::Geocode {
+                by: A,
+                keyed: true,
+                tag: 14,
+            },
+        ),
+    ]);
+}
+
+/// Issue 56, finding 3 (`tests/model-mutations/13-unheard-claim-kept`):
+/// a claim written while every acknowledgement of it was lost gives its
+/// key back; the retry goes on at once, not after the lease.
+#[test]
+fn a_claim_unheard_on_every_attempt_gives_its_key_back() {
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 2,
+        },
+        faulted(
+            Fault::Fail,
+            1,
+            Step::CreateLoad {
+                by: A,
+                site: 0,
+                keyed: true,
+                tag: 5,
+            },
+        ),
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 6,
+        },
+        faulted(
+            Fault::CutEvery,
+            4,
+            Step::Upload {
+                by: A,
+                load: 0,
+                keyed: true,
+                tag: 16,
+            },
+        ),
+    ]);
+}
+
+/// Issue 56, finding 4 (`tests/model-mutations/14-own-audit-record-refused`):
+/// an operator's command whose audit record's acknowledgement was lost,
+/// and which the SDK sent again, goes on: the record there is its own.
+#[test]
+fn a_command_whose_audit_write_was_heard_late_goes_on() {
+    replay(vec![Step::Unheard {
+        at: 2,
+        step: Box::new(Step::RotateKey {
+            key: KeyName::Seal,
+            overlap: None,
+            now: false,
+        }),
+    }]);
+}

@@ -128,6 +128,11 @@ pub enum Step {
     Entitle { org: usize, on: bool },
     /// The operator deactivates the organization, for good.
     Deactivate { org: usize },
+    /// An operator's command (`step`: a photo added, a key rotated or
+    /// dropped, a whole reseal) whose `at`-th call takes effect unheard
+    /// and is sent again by the SDK (retries on, as deployed): it ends as
+    /// the command would have.
+    Unheard { at: usize, step: Box<Step> },
     /// Time passes.
     Wait(Wait),
     /// `step` (keyed) with its `at`-th call (any service) broken by `fault`; the
@@ -258,6 +263,9 @@ pub enum Fault {
     /// It takes effect, its answer is lost, and the SDK sends it again
     /// (retries on, as deployed).
     CutResent,
+    /// It takes effect and its answer is lost, and so for every attempt
+    /// the SDK makes of it (retries on): the caller hears only errors.
+    CutEvery,
 }
 
 impl Step {
@@ -548,6 +556,9 @@ impl fmt::Display for Step {
             Step::Entitle { org, on } => write!(f, "operator: org{org} entitlement {on}"),
             Step::Deactivate { org } => write!(f, "operator: deactivate org{org}"),
             Step::Wait(wait) => write!(f, "wait {:?} ({:?})", wait, wait.duration()),
+            Step::Unheard { at, step } => {
+                write!(f, "{step}, its call {at} unheard and sent again")
+            }
             Step::Faulted { fault, at, step } => {
                 write!(f, "{step}, call {at} {fault:?}, retried")
             }

@@ -65,6 +65,10 @@ pub struct System {
     refusing: Arc<AtomicBool>,
     /// Faults for an operator's command (a reseal killed).
     killing: Cuts,
+    /// The call of the step's command to take effect unheard and be sent
+    /// again (`Step::Unheard`), until the command takes it.
+    unheard_at: Mutex<Option<usize>>,
+    unheard: Cuts,
 }
 
 /// An organization's ids, in the reference's order.
@@ -199,6 +203,8 @@ impl System {
             tracker,
             refusing,
             killing: Cuts::default(),
+            unheard_at: Mutex::new(None),
+            unheard: Cuts::default(),
         }
     }
 
@@ -283,6 +289,14 @@ impl System {
                 let expect = model.expect.expect("a request's answer");
                 self.unreadable(model, step, expect).await;
             }
+            Step::Unheard { at, step } => {
+                *self.unheard_at.lock().unwrap() = Some(*at);
+                Box::pin(self.take(model, step)).await;
+                assert!(
+                    self.unheard_at.lock().unwrap().take().is_none(),
+                    "{step}: the command ran through no SDK of its own"
+                );
+            }
             Step::Wait(wait) => self.wait(*wait).await,
             Step::Dispatch => self.dispatch().await,
             Step::Faulted { fault, at, step } => {
@@ -351,7 +365,6 @@ impl System {
 
     /// `admin add-photo`, as an operator runs it against the model's table.
     async fn add_photo(&self, org: usize, point: usize, tag: u32) {
-        let h = harness().await;
         let file = std::env::temp_dir().join(format!("model-photo-{}.png", Uuid::new_v4()));
         std::fs::write(&file, image(tag)).expect("the photo's file");
         let command = admin::cli::Command::AddPhoto {
@@ -359,10 +372,12 @@ impl System {
             receiving_point: self.orgs[org].points[point],
             file: file.clone(),
         };
+        let sdk = self.operator_sdk().await;
         let done = self
             .clock
-            .scope(admin::cli::run(command, &self.state.config, &h.sdk))
+            .scope(admin::cli::run(command, &self.state.config, &sdk))
             .await;
+        self.unheard.disarm();
         let _ = std::fs::remove_file(&file);
         done.expect("admin add-photo");
     }

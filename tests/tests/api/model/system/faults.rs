@@ -29,9 +29,13 @@ impl System {
             Fault::Fail => (Cut::Fail, &self.cuts, &self.faulty),
             Fault::Cut => (Cut::Cut, &self.cuts, &self.faulty),
             Fault::Die => (Cut::Die, &self.cuts, &self.faulty),
-            Fault::CutResent => (Cut::Cut, &self.resent, &self.resending),
+            Fault::CutResent | Fault::CutEvery => (Cut::Cut, &self.resent, &self.resending),
         };
-        cuts.arm(cut, at);
+        match fault {
+            // Every attempt the SDK makes of the call (more than it makes).
+            Fault::CutEvery => cuts.arm_resent(cut, at, 10),
+            _ => cuts.arm(cut, at),
+        }
         let first = tokio::select! {
             reply = Self::send_to(&request, router) => Some(reply),
             () = cuts.died() => None,
@@ -49,6 +53,9 @@ impl System {
         let by = step.by().expect("a request");
         let name = request.idempotency_key.clone().expect("a keyed request");
         let mut retry = self.send(&request, false).await;
+        if let Some(first) = &first {
+            held_no_longer_than_said(first, &retry, &context);
+        }
         for _ in 0..5 {
             if retry.code() == "idempotency_key_in_flight" {
                 let key_id = self.orgs[by.org].keys[by.key].1;
@@ -302,6 +309,26 @@ impl System {
         );
         self.lost_geocodes += extra;
     }
+}
+
+/// An attempt that answered gave its key back, unless its answer said
+/// to wait (`Retry-After`: an effect of its may still land): a retry
+/// right after it is never 409 `idempotency_key_in_flight`, or only for
+/// as long as the attempt said.
+fn held_no_longer_than_said(first: &Reply, retry: &Reply, context: &str) {
+    if retry.code() != "idempotency_key_in_flight" {
+        return;
+    }
+    let seconds = |reply: &Reply| reply.header("retry-after").parse::<u64>().ok();
+    let said = seconds(first);
+    assert!(
+        said.is_some_and(|said| seconds(retry).is_some_and(|wait| wait <= said)),
+        "{context}: the key is held after its attempt answered {} (Retry-After {said:?}): {} {}, Retry-After {:?}",
+        first.status,
+        retry.status,
+        retry.text,
+        seconds(retry)
+    );
 }
 
 /// `retry` is `first`, replayed byte for byte.

@@ -33,6 +33,28 @@ impl System {
         self.admin_through(&harness().await.sdk, args).await
     }
 
+    /// The SDK a step's command runs through: when the step is
+    /// `Step::Unheard`, one whose `at`-th call takes effect unheard and is
+    /// sent again (retries on, as deployed); else the plain one.
+    pub(super) async fn operator_sdk(&self) -> aws_config::SdkConfig {
+        let sdk = &harness().await.sdk;
+        match self.unheard_at.lock().unwrap().take() {
+            Some(at) => {
+                self.unheard.arm(Cut::Cut, at);
+                self.unheard.sdk_retrying(sdk)
+            }
+            None => sdk.clone(),
+        }
+    }
+
+    /// `admin <args>`, the step's command (`operator_sdk`).
+    async fn command(&self, args: &[&str]) -> anyhow::Result<Done> {
+        let sdk = self.operator_sdk().await;
+        let done = self.admin_through(&sdk, args).await;
+        self.unheard.disarm();
+        done
+    }
+
     /// The generations `admin keys show` lists for `key`.
     pub async fn generations(&self, key: KeyName) -> Vec<Value> {
         let shown = self
@@ -71,7 +93,7 @@ impl System {
             args.push("--now");
         }
         let before = self.generations(key).await;
-        let done = self.admin(&args).await;
+        let done = self.command(&args).await;
         let must = model.command.expect("the reference's verdict");
         assert_eq!(done.is_ok(), must, "{step}: {done:?}");
         let Ok(done) = done else {
@@ -122,7 +144,7 @@ impl System {
         let before = self.generations(key).await;
         let version_arg = version.to_string();
         let done = self
-            .admin(&[
+            .command(&[
                 "keys",
                 "drop",
                 "--key",
@@ -212,7 +234,7 @@ impl System {
                 self.killing.disarm();
             }
         }
-        let done = self.admin(&["reseal"]).await.expect("reseal");
+        let done = self.command(&["reseal"]).await.expect("reseal");
         opened(&done);
     }
 
