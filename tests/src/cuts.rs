@@ -62,6 +62,8 @@ struct Plan {
     again: AtomicUsize,
     /// The call `At::Resent` breaks again: its operation and body.
     resent: Mutex<Option<(String, Vec<u8>)>>,
+    /// `At::NextAfter`'s call was made: the next one breaks.
+    passed: std::sync::atomic::AtomicBool,
     /// The call that was broken: its number and what it was.
     broken: Mutex<Option<String>>,
     /// Every call's operation since `Cuts::mark`, and when it was made.
@@ -84,6 +86,9 @@ enum At {
     NthResent(usize),
     /// A resend of the call `NthResent` broke (`Plan::resent`).
     Resent,
+    /// The first call after the first whose operation contains this (the
+    /// call right after a commit, say).
+    NextAfter(&'static str),
 }
 
 /// The switch of a faulty client.
@@ -143,6 +148,15 @@ impl Cuts {
         self.0
             .again
             .store(times.saturating_sub(1), Ordering::SeqCst);
+    }
+
+    /// Breaks, by `cut`, the first call after the first whose operation
+    /// contains `operation` (e.g. `Stall` after `TransactWriteItems`: an
+    /// attempt paused between its commit and what follows it).
+    pub fn arm_after(&self, cut: Cut, operation: &'static str) {
+        self.arm(cut, 0);
+        self.0.passed.store(false, Ordering::SeqCst);
+        *self.0.armed.lock().unwrap() = Some((cut, At::NextAfter(operation)));
     }
 
     /// Breaks nothing more.
@@ -283,7 +297,16 @@ impl HttpConnector for FaultyConnector {
                     .map(String::from_utf8_lossy)
                     .unwrap_or_default()
             };
+            if let Some((_, At::NextAfter(op))) = *armed
+                && !plan.passed.load(Ordering::SeqCst)
+            {
+                if what.contains(op) {
+                    plan.passed.store(true, Ordering::SeqCst);
+                }
+                return self.inner.call(request);
+            }
             let cut = match *armed {
+                Some((cut, At::NextAfter(_))) => cut,
                 Some((cut, At::Nth(at))) if at == n => cut,
                 Some((cut, At::First(op))) if what.contains(op) => cut,
                 Some((cut, At::FirstWith(op, part)))

@@ -59,7 +59,9 @@ impl StateMachineTest for Api {
             | Step::Paused { .. }
             | Step::PausedTwice { .. }
             | Step::Unreadable { .. }
-            | Step::Unheard { .. } => {
+            | Step::Unheard { .. }
+            | Step::Late { .. }
+            | Step::CopyPaused { .. } => {
                 FAULTS.fetch_add(1, Ordering::Relaxed);
             }
             _ => {}

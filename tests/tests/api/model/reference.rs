@@ -539,6 +539,10 @@ fn sender() -> impl Strategy<Value = By> + Clone {
     (0..ORGS, 0..KEYS).prop_map(|(org, key)| By { org, key })
 }
 
+/// Added to a step's tag for the upload that replaces a paused one's
+/// waybill (`Step::CopyPaused`): an image of its own.
+pub const REPLACING: u32 = 1_000_000;
+
 /// Whether `step` can be taken in `model` (shrinking drops steps, so the
 /// records a later step names may not exist any more).
 fn possible(model: &Model, step: &Step) -> bool {
@@ -574,7 +578,9 @@ fn possible(model: &Model, step: &Step) -> bool {
         Step::Faulted { step, .. }
         | Step::Paused { step, .. }
         | Step::PausedTwice { step, .. }
-        | Step::Unreadable { step } => possible(model, step),
+        | Step::Unreadable { step }
+        | Step::Late { step }
+        | Step::CopyPaused { step, .. } => possible(model, step),
         _ => true,
     }
 }
@@ -628,6 +634,15 @@ impl ReferenceStateMachine for Model {
             tag,
         });
         let by_form = pick(loads).prop_map(move |(by, load)| Step::UploadByForm { by, load, tag });
+        let copy_paused = pick(loads).prop_map(move |(by, load)| Step::CopyPaused {
+            step: Box::new(Step::Upload {
+                by,
+                load,
+                keyed: true,
+                tag,
+            }),
+            tag: tag + REPLACING,
+        });
         let deliver = pick(loads).prop_map(|(by, load)| Step::Deliver { by, load });
         let statuses = prop_oneof![
             3 => Just(LoadStatus::InProgress),
@@ -661,6 +676,13 @@ impl ReferenceStateMachine for Model {
         };
         let ticket =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
+        let late = sender().prop_map(move |by| Step::Late {
+            step: Box::new(Step::Ticket {
+                by,
+                keyed: true,
+                tag,
+            }),
+        });
         let tickets =
             (sender(), 2..=7usize).prop_map(move |(by, count)| Step::Tickets { by, count, tag });
         let quoted = sender().prop_map(move |by| Step::Quoted { by, tag });
@@ -807,6 +829,8 @@ impl ReferenceStateMachine for Model {
             2 => operator,
             5 => keys,
             2 => unheard,
+            2 => late,
+            2 => copy_paused,
             1 => unreadable,
             5 => faulted,
             4 => paused,
@@ -859,6 +883,29 @@ impl ReferenceStateMachine for Model {
                 model.expect = Some(model.request(step));
                 // A broken copy after the commit is left to the sweep.
                 model.swept = false;
+            }
+            Step::Late { step } => {
+                let expect = model.request(step);
+                // Held until the late call can no longer land, then retried.
+                if expect.status == 201 {
+                    model.now += shared::clock::millis(support::LANDS_WITHIN);
+                }
+                model.expect = Some(expect);
+            }
+            Step::CopyPaused { step, tag } => {
+                let expect = model.request(step);
+                let Step::Upload { by, load, .. } = **step else {
+                    unreachable!("a paused copy is an upload's")
+                };
+                let replacing = Step::Upload {
+                    by,
+                    load,
+                    keyed: false,
+                    tag: *tag,
+                };
+                let second = model.request(&replacing);
+                model.before.push(second);
+                model.expect = Some(expect);
             }
             Step::Paused { step, .. } => {
                 model.expect = Some(model.request(step));

@@ -683,3 +683,43 @@ fn a_command_whose_audit_write_was_heard_late_goes_on() {
         }),
     }]);
 }
+
+/// Issue 56, finding 1: a ticket whose issue the tracker opened after the
+/// service stopped waiting: 504 with `Retry-After`, the key held (409
+/// with `Retry-After`) until the call can no longer land, then the retry
+/// finds that issue: one issue, one slot.
+#[test]
+fn a_ticket_the_tracker_answered_late_opens_one_issue() {
+    replay(vec![Step::Late {
+        step: Box::new(ticket(A, 1)),
+    }]);
+}
+
+/// Issue 56, finding 2 (`tests/model-mutations/16-copy-unchecked`): an
+/// upload paused between its commit and its copy, thawed after another
+/// upload replaced the waybill, places nothing the load does not name.
+#[test]
+fn an_upload_thawed_after_its_waybill_was_replaced_places_nothing() {
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 0,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 1,
+        },
+        Step::CopyPaused {
+            step: Box::new(Step::Upload {
+                by: A,
+                load: 0,
+                keyed: true,
+                tag: 2,
+            }),
+            tag: 1_000_002,
+        },
+    ]);
+}

@@ -133,6 +133,15 @@ pub enum Step {
     /// and is sent again by the SDK (retries on, as deployed): it ends as
     /// the command would have.
     Unheard { at: usize, step: Box<Step> },
+    /// `step` (a keyed ticket) whose issue the tracker opens, and answers,
+    /// after the service stopped waiting; the client retries after the
+    /// `Retry-After` it is given.
+    Late { step: Box<Step> },
+    /// `step` (a keyed waybill upload) paused right after its commit,
+    /// before what follows it (its copy), while another upload (`tag`,
+    /// no key) replaces the load's waybill; then thawed: it places no file
+    /// the load does not name.
+    CopyPaused { step: Box<Step>, tag: u32 },
     /// Time passes.
     Wait(Wait),
     /// `step` (keyed) with its `at`-th call (any service) broken by `fault`; the
@@ -297,7 +306,9 @@ impl Step {
             Step::Faulted { step, .. }
             | Step::Paused { step, .. }
             | Step::PausedTwice { step, .. }
-            | Step::Unreadable { step } => step.by(),
+            | Step::Unreadable { step }
+            | Step::Late { step }
+            | Step::CopyPaused { step, .. } => step.by(),
             _ => None,
         }
     }
@@ -559,6 +570,16 @@ impl fmt::Display for Step {
             Step::Unheard { at, step } => {
                 write!(f, "{step}, its call {at} unheard and sent again")
             }
+            Step::Late { step } => {
+                write!(
+                    f,
+                    "{step}, answered by the tracker after its timeout, retried"
+                )
+            }
+            Step::CopyPaused { step, tag } => write!(
+                f,
+                "{step}, paused after its commit while image {tag} replaces the waybill, thawed"
+            ),
             Step::Faulted { fault, at, step } => {
                 write!(f, "{step}, call {at} {fault:?}, retried")
             }

@@ -61,8 +61,8 @@ pub struct System {
     /// until the answer is), so these come on top of one per request.
     pub lost_geocodes: usize,
     tracker: StandIn,
-    /// Set, the tracker refuses the next issue it is asked to open.
-    refusing: Arc<AtomicBool>,
+    /// The tracker refusing, or slow, for the next issue.
+    temper: tracker::Temper,
     /// Faults for an operator's command (a reseal killed).
     killing: Cuts,
     /// The call of the step's command to take effect unheard and be sent
@@ -137,7 +137,7 @@ impl System {
     pub async fn new() -> System {
         let h = harness().await;
         let clock = Clock::frozen_at(shared::clock::now());
-        let (tracker, issues, refusing) = tracker::start(clock.clone()).await;
+        let (tracker, issues, temper) = tracker::start(clock.clone()).await;
         let geocoder = api_tests::providers::geocoder().await;
         let mut config = (*h.state.config).clone();
         config.table_name = table().await;
@@ -150,6 +150,7 @@ impl System {
         ));
         config.support.api_url = tracker.base.clone();
         config.support.labels = vec!["support".into()];
+        config.support.timeout = tracker::TIMEOUT;
         config.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
             b"AIzaTEST".to_vec(),
         ));
@@ -201,7 +202,7 @@ impl System {
             dispatcher,
             lost_geocodes: 0,
             tracker,
-            refusing,
+            temper,
             killing: Cuts::default(),
             unheard_at: Mutex::new(None),
             unheard: Cuts::default(),
@@ -296,6 +297,14 @@ impl System {
                     self.unheard_at.lock().unwrap().take().is_none(),
                     "{step}: the command ran through no SDK of its own"
                 );
+            }
+            Step::Late { step } => {
+                let expect = model.expect.expect("a request's answer");
+                self.late(model, step, expect).await;
+            }
+            Step::CopyPaused { step, tag } => {
+                let expect = model.expect.expect("a request's answer");
+                self.copy_paused(model, step, *tag, expect).await;
             }
             Step::Wait(wait) => self.wait(*wait).await,
             Step::Dispatch => self.dispatch().await,

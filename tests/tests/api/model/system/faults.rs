@@ -3,6 +3,7 @@
 //! any retry). Each ends as a client ends it: retrying with its key until
 //! it has an answer, which is then checked as any step's.
 
+use shared::model::surplus::SurplusRecord;
 use tokio::task::JoinHandle;
 
 use super::*;
@@ -220,6 +221,74 @@ impl System {
             replays(&retry, &thawed, &context);
         }
         self.conclude(model, step, &request, &retry, expect, marks);
+    }
+
+    /// `Step::CopyPaused`: the upload paused right after its commit (the
+    /// load names its file now), another upload replaces the waybill,
+    /// then the first thaws and answers its own committed answer, and no
+    /// object is at the name the load no longer holds. An upload refused
+    /// before any commit runs whole, then the other.
+    pub(super) async fn copy_paused(
+        &mut self,
+        model: &Model,
+        step: &Step,
+        tag: u32,
+        expect: Expect,
+    ) {
+        let Step::Upload { by, load, .. } = *step else {
+            unreachable!("a paused copy is an upload's")
+        };
+        let replacing = Step::Upload {
+            by,
+            load,
+            keyed: false,
+            tag,
+        };
+        let marks = self.mark();
+        let request = self.prepare(model, step).await.expect("an upload");
+        self.cuts.arm_after(Cut::Stall, "TransactWriteItems");
+        let mut paused = tokio::spawn({
+            let (request, router) = (request.clone(), self.faulty.clone());
+            async move { Self::send_to(&request, &router).await }
+        });
+        let whole = tokio::select! {
+            () = self.cuts.stalled() => None,
+            whole = &mut paused => Some(whole.expect("the upload")),
+        };
+        let (org, load_id) = (self.orgs[by.org].id, self.orgs[by.org].loads[load]);
+        let store = self.state.store.clone();
+        let named = || async {
+            let record = store.records::<SurplusRecord>().get(org, load_id).await;
+            record
+                .expect("the load read")
+                .and_then(|l| l.waybill)
+                .map(|w| w.storage_path)
+        };
+        let left = match whole {
+            Some(_) => None,
+            None => named().await,
+        };
+        let second = model.before[0];
+        let replaced = self.prepare(model, &replacing).await.expect("an upload");
+        let second_marks = self.mark();
+        let reply = self.send(&replaced, false).await;
+        self.check(&replacing, &reply, second, None, second_marks);
+        let first = match whole {
+            Some(whole) => whole,
+            None => {
+                self.cuts.go();
+                paused.await.expect("the thawed upload")
+            }
+        };
+        self.cuts.disarm();
+        let now = named().await;
+        if let Some(left) = left.filter(|left| Some(left) != now.as_ref()) {
+            assert!(
+                !self.state.files.exists(&left).await.expect("a look"),
+                "{step}: the thawed attempt placed {left}, which the load no longer names"
+            );
+        }
+        self.conclude(model, step, &request, &first, expect, marks);
     }
 
     /// `request` sent again as a client does after an attempt's answer:

@@ -3,37 +3,71 @@
 //! attempt of that request looks for its issue by the lines the service
 //! wrote, never by a customer's text.
 
+use std::collections::HashMap;
+
 use super::super::steps::By;
 use super::*;
 
+/// The service's wait for the tracker in the model (`SUPPORT_TIMEOUT_MS`):
+/// ample for a loopback answer on a busy machine.
+pub const TIMEOUT: Duration = Duration::from_millis(1000);
+/// A slow issue's time: opened after the service stopped waiting, it
+/// answers, and appears in the tracker's list, only then.
+pub const SLOW: Duration = Duration::from_millis(1300);
+
+/// The tracker's switches: while `refusing` is set, it refuses the next
+/// issue it is asked to open (500) and clears it; while `slow` is set,
+/// the next issue it opens lands late (`SLOW`) and it clears it.
+pub(super) struct Temper {
+    pub refusing: Arc<AtomicBool>,
+    pub slow: Arc<AtomicBool>,
+}
+
 /// A GitHub that keeps the issues it opens (dated by `clock`) and lists
-/// them newest first; while the flag returned is set, it refuses the next
-/// issue it is asked to open (500) and clears the flag.
-pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Arc<AtomicBool>) {
+/// those that have landed newest first, refusing or slow as `Temper`
+/// says.
+pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Temper) {
     let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let refusing = Arc::new(AtomicBool::new(false));
-    let (kept, refuse) = (issues.clone(), refusing.clone());
+    let temper = Temper {
+        refusing: Arc::new(AtomicBool::new(false)),
+        slow: Arc::new(AtomicBool::new(false)),
+    };
+    let (kept, refuse, slow) = (issues.clone(), temper.refusing.clone(), temper.slow.clone());
+    let lands: Arc<Mutex<HashMap<u64, std::time::Instant>>> = Arc::default();
     let tracker = StandIn::start(move |seen, _| {
         let mut issues = kept.lock().unwrap();
+        let mut lands = lands.lock().unwrap();
         if seen.method == Method::GET {
-            let newest_first: Vec<Value> = issues.iter().rev().cloned().collect();
+            let landed = |issue: &&Value| {
+                let number = issue["number"].as_u64().unwrap_or(0);
+                lands
+                    .get(&number)
+                    .is_none_or(|at| *at <= std::time::Instant::now())
+            };
+            let newest_first: Vec<Value> = issues.iter().rev().filter(landed).cloned().collect();
             return Canned::json(200, Value::Array(newest_first));
         }
         if refuse.swap(false, Ordering::SeqCst) {
             return api_tests::providers::github_error(500, "Server Error");
         }
         let sent = seen.json();
+        let number = 1000 + issues.len() as u64;
         let issue = json!({
-            "number": 1000 + issues.len(),
+            "number": number,
             "title": sent["title"],
             "body": sent["body"],
             "created_at": clock.now().to_rfc3339(),
         });
         issues.push(issue.clone());
-        Canned::json(201, issue)
+        let mut answer = Canned::json(201, issue);
+        if slow.swap(false, Ordering::SeqCst) {
+            lands.insert(number, std::time::Instant::now() + SLOW);
+            answer.delay = SLOW;
+        }
+        answer
     })
     .await;
-    (tracker, issues, refusing)
+    (tracker, issues, temper)
 }
 
 impl System {
@@ -51,9 +85,9 @@ impl System {
         };
         let request = self.prepare(model, &keyed).await.expect("a ticket");
         let marks = self.mark();
-        self.refusing.store(true, Ordering::SeqCst);
+        self.temper.refusing.store(true, Ordering::SeqCst);
         let reply = self.send(&request, false).await;
-        self.refusing.store(false, Ordering::SeqCst);
+        self.temper.refusing.store(false, Ordering::SeqCst);
         self.check(&keyed, &reply, first, None, marks);
 
         // The request's id, from its record in the table (none after a 429).
@@ -76,5 +110,52 @@ impl System {
         let marks = self.mark();
         let reply = self.send(&quoting, false).await;
         self.check(&plain, &reply, quote, None, marks);
+    }
+}
+
+impl System {
+    /// `Step::Late`: a keyed ticket whose issue the tracker opens after
+    /// the service stopped waiting. The attempt answers 504
+    /// `support_tracker_timeout` with `Retry-After`, and holds its key
+    /// until the call can no longer land: a retry meanwhile answers 409
+    /// `idempotency_key_in_flight` with a `Retry-After` no longer; once
+    /// the issue has landed and that time passed, the retry finds the
+    /// issue: one issue, one slot. A ticket the quota refuses calls no
+    /// tracker and answers as any.
+    pub(super) async fn late(&mut self, model: &Model, step: &Step, expect: Expect) {
+        let marks = self.mark();
+        let request = self.prepare(model, step).await.expect("a ticket");
+        self.temper.slow.store(true, Ordering::SeqCst);
+        let first = self.send(&request, false).await;
+        self.temper.slow.store(false, Ordering::SeqCst);
+        if expect.status != 201 {
+            return self.conclude(model, step, &request, &first, expect, marks);
+        }
+        let context = format!("{step}: first {} {}", first.status, first.text);
+        assert_eq!(
+            (first.status.as_u16(), first.code()),
+            (504, "support_tracker_timeout"),
+            "{context}"
+        );
+        let said: u64 = first
+            .header("retry-after")
+            .parse()
+            .unwrap_or_else(|_| panic!("{context}: no Retry-After"));
+        let retry = self.send(&request, false).await;
+        assert_eq!(
+            retry.code(),
+            "idempotency_key_in_flight",
+            "{context}; a retry while the call may land answered {} {}",
+            retry.status,
+            retry.text
+        );
+        let wait: u64 = retry.header("retry-after").parse().expect("Retry-After");
+        assert!(wait <= said, "{context}; then Retry-After {wait}");
+        // The issue lands (the service gave up on it after `TIMEOUT`);
+        // the hold ends.
+        tokio::time::sleep(SLOW - TIMEOUT + Duration::from_millis(100)).await;
+        self.clock.advance(Duration::from_secs(said));
+        let last = self.send(&request, false).await;
+        self.conclude(model, step, &request, &last, expect, marks);
     }
 }
