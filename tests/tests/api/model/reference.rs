@@ -87,6 +87,8 @@ pub struct Model {
     /// refused (false); None when the command decides (a drop, whose
     /// rules the invariants check by what it leaves).
     pub command: Option<bool>,
+    /// The delivery `Retries` retries (hook, nth), when there is one.
+    pub target: Option<(usize, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -568,6 +570,7 @@ fn possible(model: &Model, step: &Step) -> bool {
         | Step::SetStatus { load, .. } => *load < org.loads.len(),
         Step::Unregister { hook, .. } => *hook < org.hooks.len(),
         // A delivery the receiver got once (its id is known).
+        Step::Retries { load, .. } => *load < org.loads.len(),
         Step::Retry { hook, nth, .. } => org
             .hooks
             .get(*hook)
@@ -674,6 +677,17 @@ impl ReferenceStateMachine for Model {
                 }
             })
         };
+        // More retries of one delivery than a list of the last few holds.
+        let retries =
+            (pick(loads), 0..URLS, 20..=22usize).prop_map(move |((by, load), url, others)| {
+                Step::Retries {
+                    by,
+                    load,
+                    url,
+                    others,
+                    tag,
+                }
+            });
         let ticket =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
         let late = sender().prop_map(move |by| Step::Late {
@@ -829,6 +843,7 @@ impl ReferenceStateMachine for Model {
             2 => operator,
             5 => keys,
             2 => unheard,
+            1 => retries,
             2 => late,
             2 => copy_paused,
             1 => unreadable,
@@ -850,6 +865,7 @@ impl ReferenceStateMachine for Model {
         model.tag += 1;
         model.expect = None;
         model.command = None;
+        model.target = None;
         model.before.clear();
         match step {
             Step::Revoke { by } => model.key(*by).revoked = true,
@@ -883,6 +899,59 @@ impl ReferenceStateMachine for Model {
                 model.expect = Some(model.request(step));
                 // A broken copy after the commit is left to the sweep.
                 model.swept = false;
+            }
+            Step::Retries {
+                by,
+                load,
+                url,
+                others,
+                tag,
+            } => {
+                let (by, load, tag) = (*by, *load, *tag);
+                for before in [
+                    Step::Register {
+                        by,
+                        url: *url,
+                        keyed: false,
+                        tag,
+                    },
+                    Step::Upload {
+                        by,
+                        load,
+                        keyed: false,
+                        tag,
+                    },
+                    Step::Deliver { by, load },
+                ] {
+                    let expect = model.request(&before);
+                    model.before.push(expect);
+                }
+                model.dispatch();
+                // A delivery of the load to a live webhook, if any.
+                let hooks = model.orgs[by.org].hooks.iter().enumerate();
+                model.target = hooks.filter(|(_, h)| !h.deleted).find_map(|(i, h)| {
+                    let nth = h
+                        .deliveries
+                        .iter()
+                        .position(|d| d.load == load && d.sent > 0);
+                    nth.map(|nth| (i, nth))
+                });
+                // Each retry request, dispatched; the message delivered
+                // again adds nothing.
+                if let Some((hook, nth)) = model.target {
+                    for _ in 0..=*others {
+                        let retry = Step::Retry {
+                            by,
+                            hook,
+                            nth,
+                            keyed: false,
+                            tag,
+                        };
+                        let expect = model.request(&retry);
+                        model.before.push(expect);
+                        model.dispatch();
+                    }
+                }
             }
             Step::Late { step } => {
                 let expect = model.request(step);

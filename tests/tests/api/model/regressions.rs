@@ -723,3 +723,30 @@ fn an_upload_thawed_after_its_waybill_was_replaced_places_nothing() {
         },
     ]);
 }
+
+/// Issue 56, finding 5 (`tests/model-mutations/17-retry-marks-unread`):
+/// a retry request's message that SQS delivers again after 21 other
+/// retries of the same delivery makes no second attempt.
+#[test]
+fn a_retry_message_delivered_again_after_many_others_makes_no_attempt() {
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 0,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 1,
+        },
+        Step::Retries {
+            by: A,
+            load: 0,
+            url: 0,
+            others: 21,
+            tag: 2,
+        },
+    ]);
+}

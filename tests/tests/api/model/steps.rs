@@ -68,6 +68,18 @@ pub enum Step {
         keyed: bool,
         tag: u32,
     },
+    /// A webhook at `url` registered, `load`'s waybill uploaded, the load
+    /// delivered and dispatched; then a `Retry` of the delivery with a
+    /// key, and `others` more with keys of their own, each dispatched;
+    /// then SQS delivers the first request's message again: no second
+    /// attempt for it.
+    Retries {
+        by: By,
+        load: usize,
+        url: usize,
+        others: usize,
+        tag: u32,
+    },
     /// The dispatcher drains the webhook queue (the event source mapping).
     Dispatch,
     /// `POST /support`.
@@ -293,6 +305,7 @@ impl Step {
             | Step::Register { by, .. }
             | Step::Unregister { by, .. }
             | Step::Retry { by, .. }
+            | Step::Retries { by, .. }
             | Step::Grant { by, .. }
             | Step::CreatePoint { by, .. }
             | Step::Ungrant { by }
@@ -570,6 +583,16 @@ impl fmt::Display for Step {
             Step::Unheard { at, step } => {
                 write!(f, "{step}, its call {at} unheard and sent again")
             }
+            Step::Retries {
+                by,
+                load,
+                url,
+                others,
+                tag,
+            } => write!(
+                f,
+                "{by}: a webhook at url{url}, <load {load}> delivered with image {tag}, its delivery retried with a key, {others} more with theirs, the first's message delivered again"
+            ),
             Step::Late { step } => {
                 write!(
                     f,

@@ -30,7 +30,7 @@ mod requests;
 mod tracker;
 
 use super::reference::{Expect, Model, ORGS};
-use super::steps::{Fault, Step, Wait};
+use super::steps::{By, Fault, Step, Wait};
 use crate::waybills::{PNG, post_form};
 use webhook_dispatcher::Dispatcher;
 
@@ -302,6 +302,9 @@ impl System {
                 let expect = model.expect.expect("a request's answer");
                 self.late(model, step, expect).await;
             }
+            Step::Retries {
+                by, load, url, tag, ..
+            } => self.retries(model, *by, *load, *url, *tag).await,
             Step::CopyPaused { step, tag } => {
                 let expect = model.expect.expect("a request's answer");
                 self.copy_paused(model, step, *tag, expect).await;
@@ -401,6 +404,93 @@ impl System {
         self.sweep().await;
         self.clock.advance(wait.duration() - SETTLE);
         self.sweep().await;
+    }
+
+    /// `Step::Retries`: the webhook, the waybill and the delivery, then
+    /// the retry requests, each with a key of its own and dispatched,
+    /// every answer checked against the reference; then the first retry
+    /// request's message, as SQS delivers it again, dispatched.
+    async fn retries(&mut self, model: &Model, by: By, load: usize, url: usize, tag: u32) {
+        let setup = [
+            Step::Register {
+                by,
+                url,
+                keyed: false,
+                tag,
+            },
+            Step::Upload {
+                by,
+                load,
+                keyed: false,
+                tag,
+            },
+            Step::Deliver { by, load },
+        ];
+        for (step, expect) in setup.iter().zip(&model.before) {
+            let marks = self.mark();
+            match self.prepare(model, step).await {
+                Ok(sent) => {
+                    let reply = self.send(&sent, false).await;
+                    self.check(step, &reply, *expect, Some(&sent), marks);
+                    self.settle(model, step, &reply);
+                }
+                Err(answered) => self.check(step, &answered, *expect, None, marks),
+            }
+        }
+        self.dispatch().await;
+        let Some((hook, nth)) = model.target else {
+            return;
+        };
+        let plain = Step::Retry {
+            by,
+            hook,
+            nth,
+            keyed: false,
+            tag,
+        };
+        let key_id = self.orgs[by.org].keys[by.key].1;
+        let mut first = None;
+        for (i, expect) in model.before[setup.len()..].iter().enumerate() {
+            let marks = self.mark();
+            let mut request = self.prepare(model, &plain).await.expect("a retry");
+            let name = format!("model-{tag}-retry-{i}");
+            request.idempotency_key = Some(name.clone());
+            let reply = self.send(&request, false).await;
+            self.check(&plain, &reply, *expect, None, marks);
+            if i == 0 && reply.status == 202 {
+                first = Some((name, request.path.clone()));
+            }
+            self.dispatch().await;
+        }
+        let Some((name, path)) = first else {
+            return;
+        };
+        let item = self.state.store.idempotency().get(key_id, &name).await;
+        let item = item.expect("the key's item read").expect("the key's item");
+        let request = item["rid"]
+            .as_s()
+            .expect("its request")
+            .parse()
+            .expect("a UUID");
+        let delivery = path
+            .split('/')
+            .skip_while(|part| *part != "deliveries")
+            .nth(1)
+            .expect("the delivery in the path")
+            .parse()
+            .expect("a UUID");
+        let again = shared::queue::QueueMessage::Deliver {
+            delivery_id: delivery,
+            manual: true,
+            request: Some(request),
+        };
+        let org = self.orgs[by.org].id;
+        self.state
+            .queue
+            .send(org, &again)
+            .await
+            .expect("the message sent again");
+        self.dispatch().await;
     }
 
     /// Runs the dispatcher over the queue, as the event source mapping
