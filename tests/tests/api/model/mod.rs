@@ -6,9 +6,12 @@
 //! organization's records), `Idempotency-Key` replays and reuses,
 //! operators' steps (a key revoked, an entitlement switched, an
 //! organization deactivated), the clock moved past each boundary (a lease,
-//! the quota's hour, the retention), and faults at the wire (a call that
-//! never leaves, one cut after it took effect, the function killed, a
-//! request frozen past its lease). After every step the answer is checked
+//! the quota's hour, the retention), faults at the wire (a call that
+//! never leaves, one cut after it took effect, every attempt of one cut,
+//! the function killed, a request frozen past its lease or right after
+//! its commit) and the slow outside world (a tracker that answers after
+//! the service stopped waiting, an operator's command heard late, a
+//! delivery's retry message delivered again after many others). After every step the answer is checked
 //! against the reference (`reference.rs`) and the world against the
 //! invariants (`checks.rs`). A failure shrinks to its shortest sequence,
 //! printed as numbered steps with the seed; keep it in `regressions.rs`.
