@@ -690,11 +690,18 @@ impl ReferenceStateMachine for Model {
             });
         let ticket =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
-        let late = sender().prop_map(move |by| Step::Late {
-            step: Box::new(Step::Ticket {
-                by,
-                keyed: true,
-                tag,
+        let late = (sender(), any::<bool>()).prop_map(move |(by, ticket)| Step::Late {
+            step: Box::new(match ticket {
+                true => Step::Ticket {
+                    by,
+                    keyed: true,
+                    tag,
+                },
+                false => Step::Geocode {
+                    by,
+                    keyed: true,
+                    tag,
+                },
             }),
         });
         let tickets =
@@ -955,8 +962,9 @@ impl ReferenceStateMachine for Model {
             }
             Step::Late { step } => {
                 let expect = model.request(step);
-                // Held until the late call can no longer land, then retried.
-                if expect.status == 201 {
+                // A ticket is held until the late call can no longer land,
+                // then retried.
+                if expect.status == 201 && matches!(**step, Step::Ticket { .. }) {
                     model.now += shared::clock::millis(support::LANDS_WITHIN);
                 }
                 model.expect = Some(expect);

@@ -750,3 +750,17 @@ fn a_retry_message_delivered_again_after_many_others_makes_no_attempt() {
         },
     ]);
 }
+
+/// A keyed geocoding the provider answered after the service stopped
+/// waiting: 504 `geocode_timeout` with nothing held, and the retry at
+/// once asks again.
+#[test]
+fn a_geocoding_the_provider_answered_late_is_asked_again_at_once() {
+    replay(vec![Step::Late {
+        step: Box::new(Step::Geocode {
+            by: A,
+            keyed: true,
+            tag: 1,
+        }),
+    }]);
+}

@@ -145,9 +145,10 @@ pub enum Step {
     /// and is sent again by the SDK (retries on, as deployed): it ends as
     /// the command would have.
     Unheard { at: usize, step: Box<Step> },
-    /// `step` (a keyed ticket) whose issue the tracker opens, and answers,
-    /// after the service stopped waiting; the client retries after the
-    /// `Retry-After` it is given.
+    /// `step` (a keyed ticket, or geocoding) that the provider answers
+    /// after the service stopped waiting (the tracker opens the issue
+    /// then); the client retries after the `Retry-After` it is given, if
+    /// any.
     Late { step: Box<Step> },
     /// `step` (a keyed waybill upload) paused right after its commit,
     /// before what follows it (its copy), while another upload (`tag`,
@@ -596,7 +597,7 @@ impl fmt::Display for Step {
             Step::Late { step } => {
                 write!(
                     f,
-                    "{step}, answered by the tracker after its timeout, retried"
+                    "{step}, answered by the provider after its timeout, retried"
                 )
             }
             Step::CopyPaused { step, tag } => write!(

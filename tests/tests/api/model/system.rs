@@ -138,7 +138,7 @@ impl System {
         let h = harness().await;
         let clock = Clock::frozen_at(shared::clock::now());
         let (tracker, issues, temper) = tracker::start(clock.clone()).await;
-        let geocoder = api_tests::providers::geocoder().await;
+        let geocoder = tracker::geocoder(temper.slow_geocoder.clone()).await;
         let mut config = (*h.state.config).clone();
         config.table_name = table().await;
         // The model counts no rate-limit windows: the rate limit's own
@@ -154,6 +154,7 @@ impl System {
         config.geocode.api_key = Some(shared::deployment_key::KeySource::Value(
             b"AIzaTEST".to_vec(),
         ));
+        config.geocode.timeout = tracker::TIMEOUT;
         config.geocode.url = format!("{}{}", geocoder.base, api_tests::providers::GEOCODE_PATH);
         // Queues of its own: the dispatcher drains what this system sent.
         let sqs = aws_sdk_sqs::Client::new(&h.sdk);

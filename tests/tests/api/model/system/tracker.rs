@@ -15,12 +15,15 @@ pub const TIMEOUT: Duration = Duration::from_millis(1000);
 /// answers, and appears in the tracker's list, only then.
 pub const SLOW: Duration = Duration::from_millis(1300);
 
-/// The tracker's switches: while `refusing` is set, it refuses the next
-/// issue it is asked to open (500) and clears it; while `slow` is set,
-/// the next issue it opens lands late (`SLOW`) and it clears it.
+/// The providers' switches: while `refusing` is set, the tracker refuses
+/// the next issue it is asked to open (500) and clears it; while `slow`
+/// is set, the next issue it opens lands late (`SLOW`) and it clears it;
+/// while `slow_geocoder` is set, the geocoder answers its next request
+/// late (`SLOW`) and clears it.
 pub(super) struct Temper {
     pub refusing: Arc<AtomicBool>,
     pub slow: Arc<AtomicBool>,
+    pub slow_geocoder: Arc<AtomicBool>,
 }
 
 /// A GitHub that keeps the issues it opens (dated by `clock`) and lists
@@ -31,6 +34,7 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
     let temper = Temper {
         refusing: Arc::new(AtomicBool::new(false)),
         slow: Arc::new(AtomicBool::new(false)),
+        slow_geocoder: Arc::new(AtomicBool::new(false)),
     };
     let (kept, refuse, slow) = (issues.clone(), temper.refusing.clone(), temper.slow.clone());
     let lands: Arc<Mutex<HashMap<u64, std::time::Instant>>> = Arc::default();
@@ -113,49 +117,21 @@ impl System {
     }
 }
 
-impl System {
-    /// `Step::Late`: a keyed ticket whose issue the tracker opens after
-    /// the service stopped waiting. The attempt answers 504
-    /// `support_tracker_timeout` with `Retry-After`, and holds its key
-    /// until the call can no longer land: a retry meanwhile answers 409
-    /// `idempotency_key_in_flight` with a `Retry-After` no longer; once
-    /// the issue has landed and that time passed, the retry finds the
-    /// issue: one issue, one slot. A ticket the quota refuses calls no
-    /// tracker and answers as any.
-    pub(super) async fn late(&mut self, model: &Model, step: &Step, expect: Expect) {
-        let marks = self.mark();
-        let request = self.prepare(model, step).await.expect("a ticket");
-        self.temper.slow.store(true, Ordering::SeqCst);
-        let first = self.send(&request, false).await;
-        self.temper.slow.store(false, Ordering::SeqCst);
-        if expect.status != 201 {
-            return self.conclude(model, step, &request, &first, expect, marks);
+/// The geocoding provider: it finds every address, at once, or after the
+/// service stopped waiting while `slow` is set (which it clears).
+pub(super) async fn geocoder(slow: Arc<AtomicBool>) -> StandIn {
+    StandIn::start(move |_, _| {
+        let mut found = api_tests::providers::google_found(
+            "Mannerheimintie 1, Helsinki",
+            60.17,
+            24.94,
+            "ROOFTOP",
+            false,
+        );
+        if slow.swap(false, Ordering::SeqCst) {
+            found.delay = SLOW;
         }
-        let context = format!("{step}: first {} {}", first.status, first.text);
-        assert_eq!(
-            (first.status.as_u16(), first.code()),
-            (504, "support_tracker_timeout"),
-            "{context}"
-        );
-        let said: u64 = first
-            .header("retry-after")
-            .parse()
-            .unwrap_or_else(|_| panic!("{context}: no Retry-After"));
-        let retry = self.send(&request, false).await;
-        assert_eq!(
-            retry.code(),
-            "idempotency_key_in_flight",
-            "{context}; a retry while the call may land answered {} {}",
-            retry.status,
-            retry.text
-        );
-        let wait: u64 = retry.header("retry-after").parse().expect("Retry-After");
-        assert!(wait <= said, "{context}; then Retry-After {wait}");
-        // The issue lands (the service gave up on it after `TIMEOUT`);
-        // the hold ends.
-        tokio::time::sleep(SLOW - TIMEOUT + Duration::from_millis(100)).await;
-        self.clock.advance(Duration::from_secs(said));
-        let last = self.send(&request, false).await;
-        self.conclude(model, step, &request, &last, expect, marks);
-    }
+        found
+    })
+    .await
 }
