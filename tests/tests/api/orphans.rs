@@ -253,7 +253,8 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
             "{count}"
         );
 
-        // Only what removed something, or could have, is audited.
+        // Only what removed something, or could have, is audited: the
+        // three runs (a day's grace twice, none once), no dry run.
         let trail = admin_on(
             &config,
             &clock,
@@ -262,11 +263,35 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
         .await
         .unwrap()
         .lines;
-        let checks: Vec<&Value> = trail
+        let mut graces: Vec<u64> = trail
             .iter()
             .filter(|r| r["command"] == "files-check" && r["outcome"] != "started")
+            .map(|r| r["target"]["grace_hours"].as_u64().unwrap())
             .collect();
-        assert_eq!(checks.len(), 3, "{trail:?}");
+        graces.sort_unstable();
+        assert_eq!(graces, [0, 24, 24], "{trail:?}");
+    });
+}
+
+/// A file is judged once exactly the grace period has passed since it was
+/// written, and not a millisecond before.
+#[test]
+fn the_grace_period_ends_exactly_at_its_length() {
+    use shared::files::Listed;
+    use shared::files::orphans::{Looked, look};
+    run(async {
+        let store = harness().await.store();
+        let now = shared::clock::now();
+        let grace = TimeDelta::hours(24);
+        let at = |modified| Listed {
+            path: "waybills/README.png".into(),
+            modified,
+        };
+        let looked = look(store, &at(now - grace), now, grace).await.unwrap();
+        assert_eq!(looked, Looked::Unrecognised, "judged at the boundary");
+        let just_before = now - grace + TimeDelta::milliseconds(1);
+        let looked = look(store, &at(just_before), now, grace).await.unwrap();
+        assert_eq!(looked, Looked::Young);
     });
 }
 
