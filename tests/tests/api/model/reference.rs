@@ -915,21 +915,7 @@ impl ReferenceStateMachine for Model {
                 tag,
             } => {
                 let (by, load, tag) = (*by, *load, *tag);
-                for before in [
-                    Step::Register {
-                        by,
-                        url: *url,
-                        keyed: false,
-                        tag,
-                    },
-                    Step::Upload {
-                        by,
-                        load,
-                        keyed: false,
-                        tag,
-                    },
-                    Step::Deliver { by, load },
-                ] {
+                for before in Step::retries_setup(by, load, *url, tag) {
                     let expect = model.request(&before);
                     model.before.push(expect);
                 }
@@ -971,16 +957,7 @@ impl ReferenceStateMachine for Model {
             }
             Step::CopyPaused { step, tag } => {
                 let expect = model.request(step);
-                let Step::Upload { by, load, .. } = **step else {
-                    unreachable!("a paused copy is an upload's")
-                };
-                let replacing = Step::Upload {
-                    by,
-                    load,
-                    keyed: false,
-                    tag: *tag,
-                };
-                let second = model.request(&replacing);
+                let second = model.request(&Step::replacing(step, *tag));
                 model.before.push(second);
                 model.expect = Some(expect);
             }

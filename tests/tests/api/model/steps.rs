@@ -291,6 +291,40 @@ pub enum Fault {
 }
 
 impl Step {
+    /// `Step::Retries`' requests before its retries: a webhook at `url`,
+    /// `load`'s waybill (image `tag`), and its delivery.
+    pub fn retries_setup(by: By, load: usize, url: usize, tag: u32) -> [Step; 3] {
+        [
+            Step::Register {
+                by,
+                url,
+                keyed: false,
+                tag,
+            },
+            Step::Upload {
+                by,
+                load,
+                keyed: false,
+                tag,
+            },
+            Step::Deliver { by, load },
+        ]
+    }
+
+    /// `Step::CopyPaused`'s other upload: image `tag`, no key, to the
+    /// load `upload` sends to.
+    pub fn replacing(upload: &Step, tag: u32) -> Step {
+        let Step::Upload { by, load, .. } = *upload else {
+            unreachable!("a paused copy is an upload's")
+        };
+        Step::Upload {
+            by,
+            load,
+            keyed: false,
+            tag,
+        }
+    }
+
     /// Who sends it, for a step that is a request.
     pub fn by(&self) -> Option<By> {
         match self {

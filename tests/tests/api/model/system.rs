@@ -412,21 +412,7 @@ impl System {
     /// every answer checked against the reference; then the first retry
     /// request's message, as SQS delivers it again, dispatched.
     async fn retries(&mut self, model: &Model, by: By, load: usize, url: usize, tag: u32) {
-        let setup = [
-            Step::Register {
-                by,
-                url,
-                keyed: false,
-                tag,
-            },
-            Step::Upload {
-                by,
-                load,
-                keyed: false,
-                tag,
-            },
-            Step::Deliver { by, load },
-        ];
+        let setup = Step::retries_setup(by, load, url, tag);
         for (step, expect) in setup.iter().zip(&model.before) {
             let marks = self.mark();
             match self.prepare(model, step).await {
