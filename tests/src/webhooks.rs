@@ -3,7 +3,7 @@
 //! loopback receivers allowed) and a plain-HTTP receiver on loopback with a
 //! script of answers.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -269,22 +269,34 @@ fn keep(received: &Received) {
 }
 
 /// A plain-HTTP receiver on loopback: answers from `script` in order, then
-/// 204; remembers every request (and keeps it for `payloads.py`).
+/// 204; remembers every request (and keeps it for `payloads.py`). While
+/// `answer_late` is set, it answers each delivery's first request after
+/// that long, having kept it (it acted on the delivery; the dispatcher
+/// may have stopped waiting).
 #[derive(Clone)]
 pub struct Receiver {
     pub base: String,
     pub port: u16,
     got: Arc<Mutex<Vec<Received>>>,
+    late: Arc<Mutex<Late>>,
+}
+
+/// How late the receiver answers, and the deliveries it answered late.
+#[derive(Default)]
+struct Late {
+    after: Option<Duration>,
+    answered: HashSet<String>,
 }
 
 impl Receiver {
     pub async fn start(script: Vec<u16>) -> Receiver {
         let got: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let late: Arc<Mutex<Late>> = Arc::default();
         let answers = Arc::new(Mutex::new(VecDeque::from(script)));
         let app = {
-            let got = Arc::clone(&got);
+            let (got, late) = (Arc::clone(&got), Arc::clone(&late));
             Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
-                let got = Arc::clone(&got);
+                let (got, late) = (Arc::clone(&got), Arc::clone(&late));
                 let answers = Arc::clone(&answers);
                 async move {
                     let received = Received {
@@ -293,8 +305,18 @@ impl Receiver {
                         body,
                     };
                     keep(&received);
+                    let delay = {
+                        let mut late = late.lock().unwrap();
+                        let first = late
+                            .answered
+                            .insert(received.header("webhook-id").to_owned());
+                        late.after.filter(|_| first)
+                    };
                     got.lock().unwrap().push(received);
                     let status = answers.lock().unwrap().pop_front().unwrap_or(204);
+                    if let Some(delay) = delay {
+                        tokio::time::sleep(delay).await;
+                    }
                     StatusCode::from_u16(status).unwrap()
                 }
             })
@@ -308,7 +330,16 @@ impl Receiver {
             base: format!("http://127.0.0.1:{port}"),
             port,
             got,
+            late,
         }
+    }
+
+    /// From now on, each delivery's first request is answered `after`
+    /// that long (`None`: every request at once, as it starts).
+    pub fn answer_late(&self, after: Option<Duration>) {
+        let mut late = self.late.lock().unwrap();
+        late.after = after;
+        late.answered.clear();
     }
 
     pub fn requests(&self) -> Vec<Received> {

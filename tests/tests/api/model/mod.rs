@@ -64,6 +64,7 @@ impl StateMachineTest for Api {
             | Step::Unreadable { .. }
             | Step::Unheard { .. }
             | Step::Late { .. }
+            | Step::LateReceivers { .. }
             | Step::CopyPaused { .. } => {
                 FAULTS.fetch_add(1, Ordering::Relaxed);
             }

@@ -509,6 +509,14 @@ impl Model {
     /// webhook registered now, and every queued attempt of a registered
     /// webhook its receiver; a deleted webhook's are dropped.
     fn dispatch(&mut self) {
+        self.dispatch_tried(1);
+    }
+
+    /// The dispatcher's run, each load's delivery reaching its receiver
+    /// `tries` times (a receiver that acted on it and answered after the
+    /// dispatcher stopped waiting gets it again); a retry an integrator
+    /// asked for is made once, answered or not.
+    fn dispatch_tried(&mut self, tries: usize) {
         for org in &mut self.orgs {
             for hook in &mut org.hooks {
                 for delivery in &mut hook.deliveries {
@@ -522,7 +530,7 @@ impl Model {
                 for hook in org.hooks.iter_mut().filter(|h| !h.deleted) {
                     hook.deliveries.push(Delivery {
                         load,
-                        sent: 1,
+                        sent: tries,
                         queued: 0,
                     });
                 }
@@ -570,7 +578,7 @@ fn possible(model: &Model, step: &Step) -> bool {
         | Step::SetStatus { load, .. } => *load < org.loads.len(),
         Step::Unregister { hook, .. } => *hook < org.hooks.len(),
         // A delivery the receiver got once (its id is known).
-        Step::Retries { load, .. } => *load < org.loads.len(),
+        Step::Retries { load, .. } | Step::LateReceivers { load, .. } => *load < org.loads.len(),
         Step::Retry { hook, nth, .. } => org
             .hooks
             .get(*hook)
@@ -704,6 +712,8 @@ impl ReferenceStateMachine for Model {
                 },
             }),
         });
+        let late_receivers = (pick(loads), 0..URLS)
+            .prop_map(move |((by, load), url)| Step::LateReceivers { by, load, url, tag });
         let tickets =
             (sender(), 2..=7usize).prop_map(move |(by, count)| Step::Tickets { by, count, tag });
         let quoted = sender().prop_map(move |by| Step::Quoted { by, tag });
@@ -851,6 +861,7 @@ impl ReferenceStateMachine for Model {
             5 => keys,
             2 => unheard,
             1 => retries,
+            1 => late_receivers,
             2 => late,
             2 => copy_paused,
             1 => unreadable,
@@ -945,6 +956,13 @@ impl ReferenceStateMachine for Model {
                         model.dispatch();
                     }
                 }
+            }
+            Step::LateReceivers { by, load, url, tag } => {
+                for before in Step::retries_setup(*by, *load, *url, *tag) {
+                    let expect = model.request(&before);
+                    model.before.push(expect);
+                }
+                model.dispatch_tried(2);
             }
             Step::Late { step } => {
                 let expect = model.request(step);

@@ -764,3 +764,72 @@ fn a_geocoding_the_provider_answered_late_is_asked_again_at_once() {
         }),
     }]);
 }
+
+/// A receiver that acted on a delivery and answered after the
+/// dispatcher's timeout gets it again, under the same delivery id, once
+/// the retry is due (`tests/model-mutations/18-late-answer-taken-as-received`);
+/// an integrator's retry that it answers late is made once, as any of
+/// theirs.
+#[test]
+fn a_delivery_its_receiver_answered_late_is_sent_again_and_a_retry_once() {
+    replay(vec![
+        Step::CreateSite {
+            by: A,
+            keyed: false,
+            tag: 0,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 1,
+        },
+        Step::CreateLoad {
+            by: A,
+            site: 0,
+            keyed: false,
+            tag: 2,
+        },
+        Step::LateReceivers {
+            by: A,
+            load: 0,
+            url: 0,
+            tag: 3,
+        },
+        Step::Retry {
+            by: A,
+            hook: 0,
+            nth: 0,
+            keyed: true,
+            tag: 4,
+        },
+        Step::LateReceivers {
+            by: A,
+            load: 1,
+            url: 1,
+            tag: 5,
+        },
+    ]);
+}
+
+/// Found by the model test: a generation that had yet to sign, dropped,
+/// leaves the one before it signing until the next one does, so that one
+/// may be dropped later than it said before; nothing else of the ring
+/// changes.
+#[test]
+fn a_generation_dropped_before_it_signed_leaves_the_one_before_signing_on() {
+    let rotate = || Step::RotateKey {
+        key: KeyName::Cursor,
+        overlap: None,
+        now: false,
+    };
+    replay(vec![
+        rotate(),
+        Step::Wait(Wait::Moment),
+        rotate(),
+        Step::DropKey {
+            key: KeyName::Cursor,
+            version: 2,
+        },
+    ]);
+}

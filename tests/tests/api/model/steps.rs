@@ -150,6 +150,17 @@ pub enum Step {
     /// then); the client retries after the `Retry-After` it is given, if
     /// any.
     Late { step: Box<Step> },
+    /// A webhook at `url` registered, `load`'s waybill uploaded and the
+    /// load delivered (as `Retries` sets up); then the dispatcher runs
+    /// while every receiver acts on each delivery and answers after the
+    /// dispatcher stopped waiting, and again once the attempts it
+    /// scheduled again are due.
+    LateReceivers {
+        by: By,
+        load: usize,
+        url: usize,
+        tag: u32,
+    },
     /// `step` (a keyed waybill upload) paused right after its commit,
     /// before what follows it (its copy), while another upload (`tag`,
     /// no key) replaces the load's waybill; then thawed: it places no file
@@ -291,7 +302,8 @@ pub enum Fault {
 }
 
 impl Step {
-    /// `Step::Retries`' requests before its retries: a webhook at `url`,
+    /// `Step::Retries`' requests before its retries (and
+    /// `Step::LateReceivers`' before its dispatch): a webhook at `url`,
     /// `load`'s waybill (image `tag`), and its delivery.
     pub fn retries_setup(by: By, load: usize, url: usize, tag: u32) -> [Step; 3] {
         [
@@ -341,6 +353,7 @@ impl Step {
             | Step::Unregister { by, .. }
             | Step::Retry { by, .. }
             | Step::Retries { by, .. }
+            | Step::LateReceivers { by, .. }
             | Step::Grant { by, .. }
             | Step::CreatePoint { by, .. }
             | Step::Ungrant { by }
@@ -627,6 +640,10 @@ impl fmt::Display for Step {
             } => write!(
                 f,
                 "{by}: a webhook at url{url}, <load {load}> delivered with image {tag}, its delivery retried with a key, {others} more with theirs, the first's message delivered again"
+            ),
+            Step::LateReceivers { by, load, url, tag } => write!(
+                f,
+                "{by}: a webhook at url{url}, <load {load}> delivered with image {tag}; dispatched, every receiver answering after the dispatcher's timeout; dispatched again once due"
             ),
             Step::Late { step } => {
                 write!(

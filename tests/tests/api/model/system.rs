@@ -25,6 +25,7 @@ use shared::clock::Clock;
 use uuid::Uuid;
 
 mod faults;
+mod late;
 mod operators;
 mod requests;
 mod tracker;
@@ -177,9 +178,11 @@ impl System {
         let resent = Cuts::default();
         let mut resending = AppState::new(config, &resent.sdk_retrying(&h.sdk));
         resending.clock = clock.clone();
+        // The receiver is waited for as the providers are, and a failed
+        // attempt is tried again after a second.
         let policy = webhook_dispatcher::policy::Policy {
-            sweep_settle: Duration::ZERO,
-            ..webhook_dispatcher::policy::Policy::default()
+            timeout: tracker::TIMEOUT,
+            ..api_tests::webhooks::quick_policy(8)
         };
         let dispatcher = Dispatcher::new(state.clone(), policy);
         let mut orgs = Vec::new();
@@ -303,6 +306,13 @@ impl System {
                 let expect = model.expect.expect("a request's answer");
                 self.late(model, step, expect).await;
             }
+            Step::LateReceivers {
+                by, load, url, tag, ..
+            } => {
+                self.set_up(model, &Step::retries_setup(*by, *load, *url, *tag))
+                    .await;
+                self.late_receivers().await;
+            }
             Step::Retries {
                 by, load, url, tag, ..
             } => self.retries(model, *by, *load, *url, *tag).await,
@@ -413,17 +423,7 @@ impl System {
     /// request's message, as SQS delivers it again, dispatched.
     async fn retries(&mut self, model: &Model, by: By, load: usize, url: usize, tag: u32) {
         let setup = Step::retries_setup(by, load, url, tag);
-        for (step, expect) in setup.iter().zip(&model.before) {
-            let marks = self.mark();
-            match self.prepare(model, step).await {
-                Ok(sent) => {
-                    let reply = self.send(&sent, false).await;
-                    self.check(step, &reply, *expect, Some(&sent), marks);
-                    self.settle(model, step, &reply);
-                }
-                Err(answered) => self.check(step, &answered, *expect, None, marks),
-            }
-        }
+        self.set_up(model, &setup).await;
         self.dispatch().await;
         let Some((hook, nth)) = model.target else {
             return;
@@ -480,9 +480,25 @@ impl System {
         self.dispatch().await;
     }
 
+    /// The requests a step sends first (`setup`), each answer checked
+    /// against the reference's (`model.before`, in order).
+    pub(super) async fn set_up(&mut self, model: &Model, setup: &[Step]) {
+        for (step, expect) in setup.iter().zip(&model.before) {
+            let marks = self.mark();
+            match self.prepare(model, step).await {
+                Ok(sent) => {
+                    let reply = self.send(&sent, false).await;
+                    self.check(step, &reply, *expect, Some(&sent), marks);
+                    self.settle(model, step, &reply);
+                }
+                Err(answered) => self.check(step, &answered, *expect, None, marks),
+            }
+        }
+    }
+
     /// Runs the dispatcher over the queue, as the event source mapping
     /// would, until it stays empty for a moment.
-    async fn dispatch(&self) {
+    pub(super) async fn dispatch(&self) {
         let pause = Duration::from_millis(30);
         api_tests::webhooks::drain(&self.dispatcher, &self.state.queue, pause).await;
     }

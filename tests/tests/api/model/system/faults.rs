@@ -6,7 +6,6 @@
 use shared::model::surplus::SurplusRecord;
 use tokio::task::JoinHandle;
 
-use super::tracker::{SLOW, TIMEOUT};
 use super::*;
 
 impl System {
@@ -380,7 +379,7 @@ impl System {
 /// to wait (`Retry-After`: an effect of its may still land): a retry
 /// right after it is never 409 `idempotency_key_in_flight`, or only for
 /// as long as the attempt said.
-fn held_no_longer_than_said(first: &Reply, retry: &Reply, context: &str) {
+pub(super) fn held_no_longer_than_said(first: &Reply, retry: &Reply, context: &str) {
     if retry.code() != "idempotency_key_in_flight" {
         return;
     }
@@ -412,86 +411,4 @@ fn replays(retry: &Reply, first: &Reply, context: &str) {
         (first.status, &first.text),
         "{context}"
     );
-}
-
-impl System {
-    /// `Step::Late`: a keyed ticket whose issue the tracker opens after
-    /// the service stopped waiting. The attempt answers 504
-    /// `support_tracker_timeout` with `Retry-After`, and holds its key
-    /// until the call can no longer land: a retry meanwhile answers 409
-    /// `idempotency_key_in_flight` with a `Retry-After` no longer; once
-    /// the issue has landed and that time passed, the retry finds the
-    /// issue: one issue, one slot. A ticket the quota refuses calls no
-    /// tracker and answers as any. A keyed geocoding the provider answers
-    /// late: 504 `geocode_timeout`, nothing held (a lookup changes
-    /// nothing), and the retry at once asks again.
-    pub(super) async fn late(&mut self, model: &Model, step: &Step, expect: Expect) {
-        let geocoding = matches!(step, Step::Geocode { .. });
-        let slow = match geocoding {
-            true => self.temper.slow_geocoder.clone(),
-            false => self.temper.slow.clone(),
-        };
-        let marks = self.mark();
-        let request = self.prepare(model, step).await.expect("a request");
-        slow.store(true, Ordering::SeqCst);
-        let first = self.send(&request, false).await;
-        slow.store(false, Ordering::SeqCst);
-        // Refused before the provider (the quota): answered as any.
-        let last = if !(200..300).contains(&expect.status) {
-            first
-        } else if geocoding {
-            self.asked_again(step, &request, &first).await
-        } else {
-            self.held_until_landed(step, &request, &first).await
-        };
-        self.conclude(model, step, &request, &last, expect, marks);
-    }
-
-    /// A ticket's retries after its late issue: held until the call can
-    /// no longer land, then the issue found. The last answer.
-    async fn held_until_landed(&self, step: &Step, request: &Request, first: &Reply) -> Reply {
-        let context = format!("{step}: first {} {}", first.status, first.text);
-        assert_eq!(
-            (first.status.as_u16(), first.code()),
-            (504, "support_tracker_timeout"),
-            "{context}"
-        );
-        let said: u64 = first
-            .header("retry-after")
-            .parse()
-            .unwrap_or_else(|_| panic!("{context}: no Retry-After"));
-        let retry = self.send(request, false).await;
-        assert_eq!(
-            retry.code(),
-            "idempotency_key_in_flight",
-            "{context}; a retry while the call may land answered {} {}",
-            retry.status,
-            retry.text
-        );
-        let wait: u64 = retry.header("retry-after").parse().expect("Retry-After");
-        assert!(wait <= said, "{context}; then Retry-After {wait}");
-        // The issue lands (the service gave up on it after `TIMEOUT`);
-        // the hold ends.
-        tokio::time::sleep(SLOW - TIMEOUT + Duration::from_millis(100)).await;
-        self.clock.advance(Duration::from_secs(said));
-        self.send(request, false).await
-    }
-
-    /// A geocoding's retry after its late answer: nothing held, asked
-    /// again at once. The retry's answer.
-    async fn asked_again(&self, step: &Step, request: &Request, first: &Reply) -> Reply {
-        let context = format!("{step}: first {} {}", first.status, first.text);
-        assert_eq!(
-            (
-                first.status.as_u16(),
-                first.code(),
-                first.header("retry-after")
-            ),
-            (504, "geocode_timeout", ""),
-            "{context}"
-        );
-        let retry = self.send(request, false).await;
-        held_no_longer_than_said(first, &retry, &context);
-        retry
-    }
 }

@@ -157,8 +157,36 @@ impl System {
         match done {
             Err(error) => assert_eq!(after, before, "{step}: refused ({error}), yet changed"),
             Ok(_) => {
-                let left: Vec<&Value> = before.iter().filter(|g| g["version"] != version).collect();
-                assert_eq!(after.iter().collect::<Vec<_>>(), left, "{step}: read back");
+                // The others as they were, but for when each may be
+                // dropped: the one before a dropped generation that had
+                // yet to sign signs on until the next one does.
+                let without = |g: &Value| {
+                    let mut g = g.clone();
+                    g.as_object_mut().map(|g| g.remove("droppable_from"));
+                    g
+                };
+                let left: Vec<Value> = before
+                    .iter()
+                    .filter(|g| g["version"] != version)
+                    .map(without)
+                    .collect();
+                let kept: Vec<Value> = after.iter().map(without).collect();
+                assert_eq!(kept, left, "{step}: read back");
+                let droppable = |g: &Value| {
+                    let at = g["droppable_from"].as_str()?;
+                    Some(chrono::DateTime::parse_from_rfc3339(at).expect("a time"))
+                };
+                for (was, is) in before
+                    .iter()
+                    .filter(|g| g["version"] != version)
+                    .zip(&after)
+                {
+                    let (was, is) = (droppable(was), droppable(is));
+                    assert!(
+                        is.is_none() || was.is_some_and(|was| is.is_some_and(|is| is >= was)),
+                        "{step}: a generation kept may be dropped sooner ({is:?}, was {was:?})"
+                    );
+                }
                 assert_eq!(after[0], before[0], "{step}: the newest stays");
                 self.kept_answers_replay(model, step).await;
             }
