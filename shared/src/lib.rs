@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod aws;
+pub mod aws_calls;
 pub mod clock;
 pub mod config;
 pub mod cursor;

@@ -67,7 +67,11 @@ impl WebhookQueue {
         dead_letters: Option<String>,
     ) -> Self {
         Self {
-            sqs: aws_sdk_sqs::Client::new(sdk),
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(sdk)
+                    .interceptor(crate::aws_calls::CountAwsCalls)
+                    .build(),
+            ),
             url,
             dead_letters,
         }

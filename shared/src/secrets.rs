@@ -6,7 +6,7 @@ use crate::error::{ApiError, ApiResult};
 
 /// The secret string of `arn`.
 pub async fn fetch(sdk: &aws_config::SdkConfig, arn: &str) -> ApiResult<String> {
-    let out = aws_sdk_secretsmanager::Client::new(sdk)
+    let out = client(sdk)
         .get_secret_value()
         .secret_id(arn)
         .send()
@@ -21,7 +21,7 @@ pub async fn fetch(sdk: &aws_config::SdkConfig, arn: &str) -> ApiResult<String> 
 /// Writes `text` as the new current value of the secret `arn` (operator
 /// tools rotating a key: the functions only read).
 pub async fn put(sdk: &aws_config::SdkConfig, arn: &str, text: &str) -> ApiResult<()> {
-    aws_sdk_secretsmanager::Client::new(sdk)
+    client(sdk)
         .put_secret_value()
         .secret_id(arn)
         .secret_string(text)
@@ -31,4 +31,13 @@ pub async fn put(sdk: &aws_config::SdkConfig, arn: &str, text: &str) -> ApiResul
             ApiError::internal(aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())
         })?;
     Ok(())
+}
+
+/// A Secrets Manager client whose calls a request's counter sees.
+fn client(sdk: &aws_config::SdkConfig) -> aws_sdk_secretsmanager::Client {
+    aws_sdk_secretsmanager::Client::from_conf(
+        aws_sdk_secretsmanager::config::Builder::from(sdk)
+            .interceptor(crate::aws_calls::CountAwsCalls)
+            .build(),
+    )
 }

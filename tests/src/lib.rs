@@ -19,7 +19,7 @@ use shared::AppState;
 use shared::auth::Scope;
 use shared::config::Config;
 use shared::model::org::{CreateOrg, Organization};
-use shared::store::calls::DynamoCalls;
+use shared::store::calls::{AwsCalls, DynamoCalls};
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
@@ -205,6 +205,8 @@ pub struct Reply {
     pub units: shared::store::calls::Units,
     /// Its reads went out beside its key's admission (a warm request).
     pub warm: bool,
+    /// Its calls to S3, SQS and Secrets Manager, by `service:Operation`.
+    pub aws_calls: std::collections::BTreeMap<String, u32>,
 }
 
 impl Reply {
@@ -338,6 +340,11 @@ impl Call {
             .get::<DynamoCalls>()
             .copied()
             .unwrap_or_default();
+        let aws_calls = response
+            .extensions()
+            .get::<AwsCalls>()
+            .cloned()
+            .unwrap_or_default();
         let bytes = response
             .into_body()
             .collect()
@@ -356,6 +363,7 @@ impl Call {
             round_trips: cost.round_trips,
             units: cost.units,
             warm: cost.warm,
+            aws_calls: aws_calls.0,
         }
     }
 

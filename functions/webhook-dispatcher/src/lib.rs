@@ -165,11 +165,19 @@ impl Dispatcher {
         let id = message.message_id.clone().unwrap_or_default();
         let calls = CallCounter::default();
         // Boxed: a delivery's future is large (the payload's reads).
+        let started = std::time::Instant::now();
         let outcome = Box::pin(calls.scope(self.message(message))).await;
+        let units = calls.units();
         tracing::info!(
             message_id = %id,
             body = message.body.as_deref().unwrap_or_default(),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            ddb_ms = calls.waited().as_secs_f64() * 1000.0,
             ddb_calls = calls.get(),
+            round_trips = calls.round_trips(),
+            read_units = units.read,
+            write_units = units.write,
+            aws_calls = calls.aws_calls_text(),
             returned = outcome.is_err(),
             "queue message handled"
         );

@@ -23,7 +23,7 @@ use crate::error::{ApiError, ErrorCode, InternalCause};
 use crate::gate::WriteGate;
 use crate::metrics::{self, Report};
 use crate::state::AppState;
-use crate::store::calls::{CallCounter, DynamoCalls};
+use crate::store::calls::{AwsCalls, CallCounter, DynamoCalls};
 use crate::store::outcome::Outcome;
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -76,6 +76,9 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         warm: settled.warm,
     };
     response.extensions_mut().insert(cost);
+    response
+        .extensions_mut()
+        .insert(AwsCalls(calls.aws_calls()));
     if let Some(InternalCause(cause)) = response.extensions().get::<InternalCause>() {
         let blamed = calls.blame();
         span.in_scope(|| {
@@ -101,6 +104,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
             read_units = cost.units.read,
             write_units = cost.units.write,
             warm = cost.warm,
+            aws_calls = calls.aws_calls_text(),
             org_id,
             key_id,
             rate_window = settled.admitted.and_then(|(_, window)| window),

@@ -13,6 +13,7 @@
 //! The same interceptor refuses a write that the request's `WriteGate`
 //! still holds (`gate.rs`).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -43,6 +44,9 @@ struct Calls {
     /// The last call that failed, and the last call.
     notes: Mutex<(Option<CallNote>, Option<CallNote>)>,
     units: Mutex<Units>,
+    /// Attempts of calls to other AWS services (`aws_calls`), by
+    /// `service:Operation`.
+    aws_calls: Mutex<BTreeMap<String, u32>>,
 }
 
 /// Capacity units DynamoDB reported for a request's calls: read units of
@@ -117,6 +121,33 @@ impl CallCounter {
         *self.0.units.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Attempts of calls to other AWS services, by `service:Operation`.
+    pub fn aws_calls(&self) -> BTreeMap<String, u32> {
+        self.0
+            .aws_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The same, as a log line's field (`s3:CopyObject=1 sqs:SendMessage=1`);
+    /// None when there were none.
+    pub fn aws_calls_text(&self) -> Option<String> {
+        let calls = self.aws_calls();
+        (!calls.is_empty()).then(|| {
+            calls
+                .iter()
+                .map(|(call, n)| format!("{call}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    }
+
+    pub(crate) fn count_aws_call(&self, call: String) {
+        let mut calls = self.0.aws_calls.lock().unwrap_or_else(|e| e.into_inner());
+        *calls.entry(call).or_default() += 1;
+    }
+
     fn add_units(&self, units: Units) {
         let mut total = self.0.units.lock().unwrap_or_else(|e| e.into_inner());
         total.read += units.read;
@@ -189,6 +220,11 @@ pub struct DynamoCalls {
     /// request, `http::lifecycle`).
     pub warm: bool,
 }
+
+/// A request's calls to other AWS services (`aws_calls`), by
+/// `service:Operation`, put in response extensions beside `DynamoCalls`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AwsCalls(pub BTreeMap<String, u32>);
 
 #[derive(Debug)]
 pub struct CountCalls;

@@ -6,7 +6,8 @@
 //! one after 2: warm.rs), and a PATCH reads beside the admission and then
 //! writes: 2. Parallel calls share a round trip.
 
-use api_tests::{Reply, TestOrg, org, run, send, unique_phone};
+use api_tests::webhooks::{Stack, quick_policy};
+use api_tests::{Reply, TestOrg, call, org, run, send, unique_phone};
 use http::Method;
 use serde_json::{Value, json};
 
@@ -184,5 +185,47 @@ fn warm_reads_take_one_round_trip_patches_two_and_other_writes_at_most_three() {
             ],
         )
         .await;
+    });
+}
+
+/// What a request calls beyond DynamoDB, attempt by attempt as AWS bills
+/// it (`aws_calls` on its log line, priced by `make cost`): nothing for a
+/// read; the waybill's multipart upload its staged object and the copy
+/// to the load's name; a load delivered, the message that announces it.
+#[test]
+fn calls_beyond_dynamodb_are_counted_per_request() {
+    run(async {
+        let stack = Stack::new(quick_policy(2), false, |_| {}).await;
+        let t = stack.org().await;
+        let site = new_site(&t, json!({"name": "Calls"})).await;
+        let load = new_load(&t, &site).await;
+        let counted = |reply: &Reply| {
+            let calls = reply
+                .aws_calls
+                .iter()
+                .map(|(call, n)| format!("{call}={n}"));
+            calls.collect::<Vec<_>>().join(" ")
+        };
+        let read = send(&t, Method::GET, &format!("/api/v1/sites/{site}"), None).await;
+        assert_eq!((read.status.as_u16(), counted(&read)), (200, String::new()));
+        let png = ("file", "image/png", crate::waybills::PNG);
+        let uploaded = crate::waybills::upload(&t, &load, Some(png)).await;
+        assert_eq!(
+            (uploaded.status.as_u16(), counted(&uploaded)),
+            (200, "S3:CopyObject=1 S3:PutObject=1".into()),
+            "{}",
+            uploaded.text
+        );
+        let delivered = call(Method::PATCH, &format!("/api/v1/surpluses/{load}"))
+            .key(&t.key)
+            .json(&json!({"status": "delivered"}))
+            .send_to(&stack.router)
+            .await;
+        assert_eq!(
+            (delivered.status.as_u16(), counted(&delivered)),
+            (200, "SQS:SendMessage=1".into()),
+            "{}",
+            delivered.text
+        );
     });
 }

@@ -12,7 +12,7 @@ pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x0
 const JPEG: &[u8] = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0";
 const BOUNDARY: &str = "waybill-boundary";
 
-async fn upload(t: &TestOrg, id: &str, file: Option<(&str, &str, &[u8])>) -> Reply {
+pub(crate) async fn upload(t: &TestOrg, id: &str, file: Option<(&str, &str, &[u8])>) -> Reply {
     call(Method::POST, &format!("/api/v1/surpluses/{id}/waybill"))
         .key(&t.key)
         .body(
