@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load soak build deploy engines stop-engines clean
+.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load cost soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -135,6 +135,7 @@ lint: $(VENV)/.installed $(CHECKOV_VENV)/.installed
 	$(VENV)/bin/python -m unittest discover -s tests/docs
 	$(VENV)/bin/python -m unittest discover -s tools/metrics
 	$(VENV)/bin/python -m unittest discover -s tests/watch
+	$(VENV)/bin/python -m unittest discover -s tools/cost
 	@# The deliberate bugs of the soak and the model test still apply.
 	@for patch in tools/soak/mutations/*.patch tests/model-mutations/*.patch; do \
 		git apply --check "$$patch" || { echo "$$patch no longer applies: regenerate it"; exit 1; }; done
@@ -151,6 +152,10 @@ bench: $(ENGINES)
 ## load: a bounded load test on loopback (100 connections, 30 s, over 20 keys and again over 200; creates, reads and lists mixed): no answer but 2xx and 429, no lost write; requests/s, latency, server CPU per request
 load: $(ENGINES)
 	tools/local/scripts/load.sh
+
+## cost: what each flow of requests costs in AWS (warm reads, a page, creates, PATCH, waybill uploads, a delivered load's webhook, nearby search), measured on the dev server (DynamoDB units, S3/SQS/Secrets Manager calls, log bytes, function time) and priced with tools/cost/prices.json (PRICES=... for another region); REPETITIONS (100) of each; table and .local/cost/cost.json
+cost: $(ENGINES)
+	tools/cost/run.sh
 
 ## soak: a long concurrent run under faults (DURATION seconds of traffic, 600): three instances and the dispatcher on DynamoDB Local (data on disk, behind a fault proxy) and moto, 32 clients, kill -9, SIGSTOP, engine restarts, latency, cut connections; ten invariants; report in .local/soak (soak.json, soak.png), last line SOAK: ...
 DURATION ?= 600

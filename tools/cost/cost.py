@@ -1,0 +1,243 @@
+"""What a request costs in AWS, measured: each flow's log lines (the dev
+server's, as each function writes them in Lambda) give what it consumed,
+and a dated price table (`prices.json`) prices it.
+
+From a flow's lines: DynamoDB's read and write units as DynamoDB reported
+them (`read_units`, `write_units`), the calls to S3, SQS and Secrets
+Manager attempt by attempt (`aws_calls`), the bytes logged, and the
+function's time: its own (latency less the time waiting on DynamoDB) plus
+its sequential round trips at AWS's round trip (an assumption of the price
+table). The template gives each function's memory and the access log's
+format. What no line can say (API Gateway's request, Lambda's platform
+lines, the event source mapping's calls, X-Ray's traces) is counted per
+API request, invocation or queue message, as the price table says.
+
+    python3 tools/cost/cost.py report RUN.json [--prices FILE]
+        prices a run that `tools/cost/run.sh` measured; prints the table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PRICES = ROOT / "tools/cost/prices.json"
+
+# The platform's floor: API Gateway's request and Lambda's.
+FLOOR_KEYS = ("api_gateway_http_per_million", "lambda_requests_per_million")
+
+# S3 operations billed at the write tier (PUT, COPY, POST, LIST); DELETE
+# is free; every other one is at the read tier.
+S3_WRITES = {"PutObject", "CopyObject", "PostObject", "CreateMultipartUpload", "UploadPart",
+             "CompleteMultipartUpload", "ListObjects", "ListObjectsV2", "ListObjectVersions"}
+S3_FREE = {"DeleteObject", "DeleteObjects", "AbortMultipartUpload"}
+
+
+@dataclass
+class Consumed:
+    """What a flow's repetitions consumed, summed."""
+
+    api_requests: int = 0  # requests through API Gateway
+    invocations: int = 0  # Lambda invocations (API requests and queue messages)
+    queue_messages: int = 0  # messages the dispatcher handled
+    read_units: float = 0.0
+    write_units: float = 0.0
+    aws_calls: dict[str, int] = field(default_factory=dict)
+    log_bytes: int = 0
+    gb_seconds: float = 0.0
+    lines: int = 0
+
+    def add_calls(self, calls: dict[str, int]) -> None:
+        for call, n in calls.items():
+            self.aws_calls[call] = self.aws_calls.get(call, 0) + n
+
+
+def parse_calls(text: str | None) -> dict[str, int]:
+    """`S3:CopyObject=1 SQS:SendMessage=2` as a mapping."""
+    calls: dict[str, int] = {}
+    for part in (text or "").split():
+        name, _, n = part.rpartition("=")
+        if name and n.isdigit():
+            calls[name] = calls.get(name, 0) + int(n)
+    return calls
+
+
+def billed_ms(line: dict, round_trip_ms: float) -> int:
+    """A line's function time in AWS: its own time plus its round trips
+    at AWS's round trip, rounded up to Lambda's millisecond."""
+    own = max(0.0, float(line.get("latency_ms", 0.0)) - float(line.get("ddb_ms", 0.0)))
+    return max(1, math.ceil(own + int(line.get("round_trips", 0)) * round_trip_ms))
+
+
+def measure(lines: list[str], memory_mb, round_trip_ms: float) -> Consumed:
+    """What the log lines of a flow's repetitions say it consumed: each
+    `request served` line is an API request's invocation, each `queue
+    message handled` line a queue message's; `memory_mb(line)` is the
+    memory of the function that wrote it."""
+    consumed = Consumed()
+    for raw in lines:
+        raw = raw.strip()
+        if not raw:
+            continue
+        consumed.log_bytes += len(raw.encode()) + 1
+        consumed.lines += 1
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        message = line.get("message") if isinstance(line, dict) else None
+        if message not in ("request served", "queue message handled"):
+            continue
+        consumed.invocations += 1
+        if message == "request served":
+            consumed.api_requests += 1
+        else:
+            consumed.queue_messages += 1
+        consumed.read_units += float(line.get("read_units", 0.0))
+        consumed.write_units += float(line.get("write_units", 0.0))
+        consumed.add_calls(parse_calls(line.get("aws_calls")))
+        consumed.gb_seconds += billed_ms(line, round_trip_ms) / 1000 * memory_mb(line) / 1024
+    return consumed
+
+
+def access_log_bytes(fmt: str) -> int:
+    """One access log line of the template's `Format`, with typical values
+    (a 36-character id, an IPv4 address, a time, a 60-character path)."""
+    typical = {
+        "$context.requestId": "Kc5-ajRoFiAEMDQ=", "$context.identity.sourceIp": "203.0.113.17",
+        "$context.requestTime": "27/Nov/2026:22:30:39 +0000", "$context.httpMethod": "GET",
+        "$context.routeKey": "GET /api/v1/sites/{siteId}",
+        "$context.path": "/api/v1/sites/0192f3c4-7d1e-7a2b-9c3d-4e5f6a7b8c9d",
+        "$context.status": "200", "$context.responseLength": "412", "$context.responseLatency": "23",
+        "$context.integrationStatus": "200", "$context.integrationLatency": "21",
+        "$context.integrationErrorMessage": "-",
+    }
+    line = re.sub(r"\$context\.[A-Za-z.]+", lambda m: typical.get(m.group(0), "-"), fmt)
+    return len(line.encode()) + 1
+
+
+def usd(prices: dict, name: str) -> float:
+    return float(prices["prices"][name]["usd"])
+
+
+def assumed(prices: dict, name: str) -> float:
+    return float(prices["assumptions"][name]["value"])
+
+
+def price(consumed: Consumed, repetitions: int, prices: dict, access_line: int,
+          client_s3_writes: int = 0) -> dict[str, float]:
+    """Dollars per million repetitions of a flow, by component."""
+    per = 1_000_000 / repetitions
+    s3_write = s3_read = sqs = secrets = 0
+    for call, n in consumed.aws_calls.items():
+        service, _, operation = call.partition(":")
+        if service == "S3":
+            if operation in S3_WRITES:
+                s3_write += n
+            elif operation not in S3_FREE:
+                s3_read += n
+        elif service == "SQS":
+            sqs += n
+        elif service == "Secrets Manager" or service.replace(" ", "").lower() == "secretsmanager":
+            secrets += n
+    s3_write += client_s3_writes * repetitions
+    sqs += int(assumed(prices, "queue_calls_per_message") * consumed.queue_messages)
+    log_bytes = (consumed.log_bytes
+                 + consumed.invocations * assumed(prices, "platform_log_bytes_per_invocation")
+                 + consumed.api_requests * access_line)
+    million = 1_000_000
+    costs = {
+        "api_gateway": consumed.api_requests * usd(prices, "api_gateway_http_per_million") / million,
+        "lambda_requests": consumed.invocations * usd(prices, "lambda_requests_per_million") / million,
+        "lambda_duration": consumed.gb_seconds * usd(prices, "lambda_arm64_gb_second"),
+        "dynamodb_reads": consumed.read_units * usd(prices, "dynamodb_read_units_per_million") / million,
+        "dynamodb_writes": consumed.write_units * usd(prices, "dynamodb_write_units_per_million") / million,
+        "s3": s3_write * usd(prices, "s3_write_requests_per_thousand") / 1000
+        + s3_read * usd(prices, "s3_read_requests_per_thousand") / 1000,
+        "sqs": sqs * usd(prices, "sqs_requests_per_million") / million,
+        "secrets_manager": secrets * usd(prices, "secrets_manager_calls_per_ten_thousand") / 10_000,
+        "logs": log_bytes / 1e9 * usd(prices, "cloudwatch_logs_ingested_per_gb"),
+        "xray": consumed.invocations * assumed(prices, "xray_sampled_share")
+        * usd(prices, "xray_traces_recorded_per_million") / million,
+    }
+    return {name: value * per for name, value in costs.items()}
+
+
+def floor(prices: dict) -> float:
+    """The platform's floor per million API requests."""
+    return sum(usd(prices, name) for name in FLOOR_KEYS)
+
+
+def priced_flow(flow: dict, prices: dict, access_line: int) -> dict:
+    """One measured flow of a run, priced: per million flows, by component,
+    the total, and the ratio to the floor of its API requests."""
+    consumed = Consumed(**{k: v for k, v in flow["consumed"].items()})
+    reps = flow["repetitions"]
+    costs = price(consumed, reps, prices, access_line, flow.get("client_s3_writes", 0))
+    total = sum(costs.values())
+    api_per = consumed.api_requests / reps
+    return {
+        "flow": flow["name"],
+        "per_flow": {
+            "api_requests": api_per,
+            "read_units": consumed.read_units / reps,
+            "write_units": consumed.write_units / reps,
+            "aws_calls": {k: v / reps for k, v in sorted(consumed.aws_calls.items())},
+            "log_bytes": consumed.log_bytes / reps,
+            "gb_seconds": consumed.gb_seconds / reps,
+        },
+        "usd_per_million": {k: round(v, 4) for k, v in costs.items()},
+        "total_usd_per_million": round(total, 3),
+        "floor_usd_per_million": round(api_per * floor(prices), 3),
+        "x_floor": round(total / (api_per * floor(prices)), 2) if api_per else None,
+    }
+
+
+def table(rows: list[dict], prices: dict) -> str:
+    """The run as a text table."""
+    head = (f"{'flow':<34} {'API':>4} {'RRU':>6} {'WRU':>6} {'log B':>6} "
+            f"{'$ DDB':>6} {'$ S3':>5} {'$ logs':>6} {'$ total':>8} {'x floor':>7}")
+    out = [f"$ per million flows, {prices['region']} list prices checked {prices['checked']} "
+           f"(floor ${floor(prices):.2f} per API request)", head, "-" * len(head)]
+    for row in rows:
+        per, cost = row["per_flow"], row["usd_per_million"]
+        ddb = cost["dynamodb_reads"] + cost["dynamodb_writes"]
+        out.append(
+            f"{row['flow']:<34} {per['api_requests']:>4.0f} {per['read_units']:>6.1f} "
+            f"{per['write_units']:>6.1f} {per['log_bytes']:>6.0f} {ddb:>6.2f} {cost['s3']:>5.2f} "
+            f"{cost['logs']:>6.2f} {row['total_usd_per_million']:>8.2f} "
+            f"{row['x_floor'] if row['x_floor'] is not None else '-':>7}"
+        )
+    return "\n".join(out)
+
+
+def report(run: dict, prices: dict) -> list[dict]:
+    access_line = run["access_log_bytes"]
+    return [priced_flow(flow, prices, access_line) for flow in run["flows"]]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="price a measured run")
+    rep.add_argument("run", type=Path)
+    rep.add_argument("--prices", type=Path, default=PRICES)
+    rep.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    prices = json.loads(args.prices.read_text())
+    run = json.loads(args.run.read_text())
+    rows = report(run, prices)
+    print(table(rows, prices))
+    if args.out:
+        args.out.write_text(json.dumps({"prices": prices, "run": run, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
