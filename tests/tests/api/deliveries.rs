@@ -128,22 +128,31 @@ fn verify(request: &api_tests::webhooks::Received, secret: &str) {
     );
 }
 
-/// DynamoDB calls of each queue message whose body names `id`, from the
-/// dispatcher's log lines.
-fn calls_of_messages_naming(id: &str) -> Vec<u32> {
+/// A field of each dispatcher's line for a queue message whose body names
+/// `id` (its value as written, quotes off; empty when the line has none).
+fn field_of_messages_naming(id: &str, name: &str) -> Vec<String> {
+    let prefix = format!(" {name}=");
     logs()
         .lines()
         .filter(|line| line.contains("queue message handled") && line.contains(id))
         .map(|line| {
-            let count = line.split("ddb_calls=").nth(1).expect("ddb_calls logged");
-            count
-                .split(|c: char| !c.is_ascii_digit())
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
+            let Some(rest) = line.split(&prefix).nth(1) else {
+                return String::new();
+            };
+            let value = match rest.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next(),
+                None => rest.split(' ').next(),
+            };
+            value.unwrap_or_default().to_owned()
         })
         .collect()
+}
+
+/// DynamoDB calls of each queue message whose body names `id`, from the
+/// dispatcher's log lines.
+fn calls_of_messages_naming(id: &str) -> Vec<u32> {
+    let calls = field_of_messages_naming(id, "ddb_calls");
+    calls.iter().map(|n| n.parse().expect("ddb_calls logged")).collect()
 }
 
 /// The contract's `data` fields of surplus.delivered, exactly.
@@ -385,6 +394,25 @@ fn a_delivered_load_reaches_the_receiver_signed_complete_and_retried() {
             calls.iter().all(|&n| n <= 10),
             "calls per attempt: {calls:?}"
         );
+        // What each cost, as `make cost` reads it: its time (within a
+        // second here), part of it waiting on its sequential DynamoDB
+        // calls; the attempt's transaction's write units; no call to
+        // another AWS service but, for the failed one, the message's
+        // return to the queue after its wait.
+        let numbers = |name: &str| -> Vec<f64> {
+            let values = field_of_messages_naming(&delivery_id, name);
+            values.iter().map(|v| v.parse().expect(name)).collect()
+        };
+        let (latency, waited) = (numbers("latency_ms"), numbers("ddb_ms"));
+        for (latency, waited) in latency.iter().zip(&waited) {
+            assert!(
+                (1.0..1000.0).contains(waited) && (*waited..1000.0).contains(latency),
+                "latency {latency} ms, of it waiting on DynamoDB {waited} ms"
+            );
+        }
+        assert!(numbers("write_units").iter().all(|&w| w >= 2.0));
+        let others = field_of_messages_naming(&delivery_id, "aws_calls");
+        assert_eq!(others, ["SQS:ChangeMessageVisibility=1", ""]);
 
         // No secret in any log line of the run so far (and the log is live).
         let log = logs();
