@@ -152,7 +152,10 @@ fn field_of_messages_naming(id: &str, name: &str) -> Vec<String> {
 /// dispatcher's log lines.
 fn calls_of_messages_naming(id: &str) -> Vec<u32> {
     let calls = field_of_messages_naming(id, "ddb_calls");
-    calls.iter().map(|n| n.parse().expect("ddb_calls logged")).collect()
+    calls
+        .iter()
+        .map(|n| n.parse().expect("ddb_calls logged"))
+        .collect()
 }
 
 /// The contract's `data` fields of surplus.delivered, exactly.
