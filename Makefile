@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load cost soak build deploy engines stop-engines clean
+.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load cost capacity soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -156,6 +156,10 @@ load: $(ENGINES)
 ## cost: what each flow of requests costs in AWS (warm reads, a page, creates, PATCH, waybill uploads, a delivered load's webhook, nearby search), measured on the dev server (DynamoDB units, S3/SQS/Secrets Manager calls, log bytes, function time) and priced with tools/cost/prices.json (PRICES=... for another region); REPETITIONS (100) of each; table and .local/cost/cost.json
 cost: $(ENGINES)
 	tools/cost/run.sh
+
+## capacity: make cost's run with the store's trace on, scaled by a model (tools/cost/capacity.py) to 10,000 organizations x 2,000 req/s and 100,000 x 20,000 (Zipf, ZIPF=1.0): the hottest key of the table and each index against its partition's limits, the table's throughput, each function's concurrency, the stage throttle; fails when a key passes half its partition's limit
+capacity: $(ENGINES)
+	CAPACITY=1 tools/cost/run.sh
 
 ## soak: a long concurrent run under faults (DURATION seconds of traffic, 600): three instances and the dispatcher on DynamoDB Local (data on disk, behind a fault proxy) and moto, 32 clients, kill -9, SIGSTOP, engine restarts, latency, cut connections; ten invariants; report in .local/soak (soak.json, soak.png), last line SOAK: ...
 DURATION ?= 600

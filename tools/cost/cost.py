@@ -52,6 +52,10 @@ class Consumed:
     log_bytes: int = 0
     gb_seconds: float = 0.0
     lines: int = 0
+    # Billed seconds by function, and the store's trace (`make capacity`):
+    # [index, key class, read units, write units] per partition touched.
+    seconds_by_function: dict[str, float] = field(default_factory=dict)
+    touches: list[list] = field(default_factory=list)
 
     def add_calls(self, calls: dict[str, int]) -> None:
         for call, n in calls.items():
@@ -75,23 +79,32 @@ def billed_ms(line: dict, round_trip_ms: float) -> int:
     return max(1, math.ceil(own + int(line.get("round_trips", 0)) * round_trip_ms))
 
 
-def measure(lines: list[str], memory_mb, round_trip_ms: float) -> Consumed:
+# The store's trace of each partition a call touched: written only when
+# asked for (`make capacity`), never in AWS, so not counted as logged.
+TRACED = "store call traced"
+
+
+def measure(lines: list[str], function_of, round_trip_ms: float) -> Consumed:
     """What the log lines of a flow's repetitions say it consumed: each
     `request served` line is an API request's invocation, each `queue
-    message handled` line a queue message's; `memory_mb(line)` is the
-    memory of the function that wrote it."""
+    message handled` line a queue message's; `function_of(line)` is the
+    function that wrote it and its memory (MB)."""
     consumed = Consumed()
     for raw in lines:
         raw = raw.strip()
         if not raw:
             continue
-        consumed.log_bytes += len(raw.encode()) + 1
-        consumed.lines += 1
         try:
             line = json.loads(raw)
         except ValueError:
-            continue
+            line = None
         message = line.get("message") if isinstance(line, dict) else None
+        if message == TRACED:
+            consumed.touches.append([line.get("index"), line.get("key"),
+                                     float(line.get("read_units", 0.0)), float(line.get("write_units", 0.0))])
+            continue
+        consumed.log_bytes += len(raw.encode()) + 1
+        consumed.lines += 1
         if message not in ("request served", "queue message handled"):
             continue
         consumed.invocations += 1
@@ -102,7 +115,10 @@ def measure(lines: list[str], memory_mb, round_trip_ms: float) -> Consumed:
         consumed.read_units += float(line.get("read_units", 0.0))
         consumed.write_units += float(line.get("write_units", 0.0))
         consumed.add_calls(parse_calls(line.get("aws_calls")))
-        consumed.gb_seconds += billed_ms(line, round_trip_ms) / 1000 * memory_mb(line) / 1024
+        function, memory_mb = function_of(line)
+        seconds = billed_ms(line, round_trip_ms) / 1000
+        consumed.gb_seconds += seconds * memory_mb / 1024
+        consumed.seconds_by_function[function] = consumed.seconds_by_function.get(function, 0.0) + seconds
     return consumed
 
 
@@ -177,7 +193,7 @@ def floor(prices: dict) -> float:
 def priced_flow(flow: dict, prices: dict, access_line: int) -> dict:
     """One measured flow of a run, priced: per million flows, by component,
     the total, and the ratio to the floor of its API requests."""
-    consumed = Consumed(**{k: v for k, v in flow["consumed"].items()})
+    consumed = Consumed(**flow["consumed"])
     reps = flow["repetitions"]
     costs = price(consumed, reps, prices, access_line, flow.get("client_s3_writes", 0))
     total = sum(costs.values())

@@ -222,8 +222,11 @@ class Driver:
             consumed = cost.measure(lines, memory_of, round_trip_ms)
             print(f"  {name}: {self.reps} in {time.monotonic() - began:.1f} s, "
                   f"{consumed.api_requests} API requests, {consumed.queue_messages} queue messages", flush=True)
+            touches, seconds = consumed.touches, consumed.seconds_by_function
+            consumed.touches, consumed.seconds_by_function = [], {}
             measured.append({"name": name, "repetitions": self.reps, "client_s3_writes": client_s3,
-                             "consumed": consumed.__dict__})
+                             "consumed": consumed.__dict__, "touches": touches,
+                             "seconds_by_function": seconds})
         return measured
 
 
@@ -234,7 +237,7 @@ def main(argv: list[str]) -> int:
     memory = template_memory.read(cost.ROOT / "infra/template.yaml")
     flows = Driver(port, log, admin, reps).run(memory.of, cost.assumed(prices, "dynamodb_round_trip_ms"), only)
     run = {"repetitions": reps, "access_log_bytes": cost.access_log_bytes(memory.access_log_format),
-           "memory_mb": memory.by_function, "flows": flows}
+           "memory_mb": memory.by_function, "throttle": memory.throttle, "flows": flows}
     out.write_text(json.dumps(run, indent=2))
     return 0
 

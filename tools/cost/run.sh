@@ -3,7 +3,10 @@
 # server against engines of its own (DynamoDB Local, moto) and priced with
 # tools/cost/prices.json (PRICES=... for another region's). REPETITIONS
 # (100) of each flow, one request after another; the table is printed and
-# kept with what was measured in .local/cost/cost.json. The dev profile's
+# kept with what was measured in .local/cost/cost.json. With CAPACITY=1
+# (`make capacity`) the store's trace is on too, and the capacity model
+# (tools/cost/capacity.py) reads it: .local/cost/capacity.json; the run
+# fails when a key passes half its partition's limit. The dev profile's
 # build (the tests') serves: units, calls and log bytes are the code's,
 # whatever the build; the function's own time is the one figure a debug
 # build inflates, and at these memory sizes it is a small share of any
@@ -32,10 +35,16 @@ export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
 export WEBHOOK_ALLOW_LOOPBACK_HTTP=true
 log=$out/server.log
 # The limit stays on (its write is part of every request) but high.
-RATE_LIMIT_PER_WINDOW=100000000 serve_local "$COST_PORT" "$log"
+trace=""
+[ "${CAPACITY:-0}" = 1 ] && trace=",store_trace=debug"
+RATE_LIMIT_PER_WINDOW=100000000 SERVE_LOG="info$trace" serve_local "$COST_PORT" "$log"
 
 echo "==> $REPETITIONS of each flow"
 "$VENV/bin/python" tools/cost/drive.py "$COST_PORT" "$log" "$bin/admin" "$REPETITIONS" "$out/run.json" ${ONLY:+"$ONLY"}
 stop_local
 echo "==> priced ($PRICES)"
 "$VENV/bin/python" tools/cost/cost.py report "$out/run.json" --prices "$PRICES" --out "$out/cost.json"
+if [ "${CAPACITY:-0}" = 1 ]; then
+    echo "==> capacity (tools/cost/capacity.py)"
+    "$VENV/bin/python" tools/cost/capacity.py "$out/run.json" --out "$out/capacity.json" ${ZIPF:+--zipf "$ZIPF"}
+fi

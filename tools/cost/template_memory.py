@@ -18,11 +18,13 @@ class Memory:
     by_route: dict[tuple[str, str], str]  # (METHOD, path) -> function
     queue_function: str
     access_log_format: str
+    # The stage throttle's defaults (ApiThrottlingRateLimit, ...BurstLimit).
+    throttle: tuple[float, float] = (0.0, 0.0)
 
-    def of(self, line: dict) -> int:
-        """The memory (MB) of the function that wrote a log line."""
+    def of(self, line: dict) -> tuple[str, int]:
+        """The function that wrote a log line, and its memory (MB)."""
         if line.get("message") == "queue message handled":
-            return self.by_function[self.queue_function]
+            return self.queue_function, self.by_function[self.queue_function]
         span = line.get("span") or {}
         function = self.by_route.get((span.get("method", ""), span.get("route", "")))
         if function is None:
@@ -30,8 +32,8 @@ class Memory:
         if function is None:
             # A route the template does not name: priced at the most any
             # function has.
-            return max(self.by_function.values())
-        return self.by_function[function]
+            return "(unrouted)", max(self.by_function.values())
+        return function, self.by_function[function]
 
 
 def read(path: Path) -> Memory:
@@ -50,4 +52,7 @@ def read(path: Path) -> Memory:
     )
     api = template["Resources"][check_template.API]["Properties"]
     fmt = api["AccessLogSettings"]["Format"]
-    return Memory(by_function, by_route, queue_function, str(fmt))
+    parameters = template.get("Parameters") or {}
+    throttle = (float(parameters["ApiThrottlingRateLimit"]["Default"]),
+                float(parameters["ApiThrottlingBurstLimit"]["Default"]))
+    return Memory(by_function, by_route, queue_function, str(fmt), throttle)

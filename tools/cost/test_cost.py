@@ -22,8 +22,8 @@ def served(**fields) -> str:
     return json.dumps(line)
 
 
-def flat(_line) -> int:
-    return 1024
+def flat(_line) -> tuple[str, int]:
+    return "F", 1024
 
 
 class Measure(unittest.TestCase):
@@ -41,6 +41,14 @@ class Measure(unittest.TestCase):
         self.assertEqual(consumed.log_bytes, sum(len(x) + 1 for x in lines if x))
         # Own time 1.2 ms + 1 round trip of 5 ms -> 7 ms; 0.5 + 2 x 5 -> 11 ms; at 1 GB.
         self.assertAlmostEqual(consumed.gb_seconds, (7 + 11) / 1000)
+        self.assertAlmostEqual(consumed.seconds_by_function["F"], (7 + 11) / 1000)
+
+    def test_the_store_trace_is_kept_apart_and_not_counted_as_logged(self):
+        traced = json.dumps({"message": cost.TRACED, "index": "gsi1", "key": "OUTBOX#{bucket}",
+                             "read_units": 0.0, "write_units": 1.0})
+        consumed = cost.measure([served(), traced], flat, 5)
+        self.assertEqual(consumed.touches, [["gsi1", "OUTBOX#{bucket}", 0.0, 1.0]])
+        self.assertEqual(consumed.log_bytes, len(served()) + 1)
 
     def test_a_line_without_a_time_is_billed_one_millisecond(self):
         self.assertEqual(cost.billed_ms({}, 5), 1)
@@ -100,10 +108,10 @@ class Template(unittest.TestCase):
         memory = template_memory.read(cost.ROOT / "infra/template.yaml")
         surplus = {"span": {"method": "PATCH", "route": "/api/v1/surpluses/{surplusId}"}}
         site = {"span": {"method": "GET", "route": "/api/v1/sites/{siteId}"}}
-        self.assertEqual(memory.of(surplus), memory.by_function["SurplusesFunction"])
-        self.assertEqual(memory.of(site), memory.by_function["SitesFunction"])
+        self.assertEqual(memory.of(surplus), ("SurplusesFunction", memory.by_function["SurplusesFunction"]))
+        self.assertEqual(memory.of(site), ("SitesFunction", memory.by_function["SitesFunction"]))
         self.assertEqual(memory.of({"message": "queue message handled"}),
-                         memory.by_function["WebhookDispatcherFunction"])
+                         ("WebhookDispatcherFunction", memory.by_function["WebhookDispatcherFunction"]))
 
 
 if __name__ == "__main__":

@@ -247,7 +247,7 @@ impl Intercept for CountCalls {
             return Err("a write before the request's admission let it in".into());
         }
         if CALLS.try_with(|_| ()).is_ok() {
-            units::ask(context.input_mut());
+            units::ask(context.input_mut(), super::trace::enabled());
         }
         Ok(())
     }
@@ -268,6 +268,11 @@ impl Intercept for CountCalls {
             .unwrap_or_default();
         cfg.interceptor_state()
             .store_put(KeyShape(key_shape(&body)));
+        if super::trace::enabled() {
+            let touches = super::trace::touches(&body);
+            cfg.interceptor_state()
+                .store_put(super::trace::Touches(touches));
+        }
         Ok(())
     }
 
@@ -282,7 +287,12 @@ impl Intercept for CountCalls {
             calls.ended();
             let operation = operation(cfg);
             if let Some(Ok(output)) = context.output_or_error() {
-                calls.add_units(units::reported(&operation, output));
+                let consumed = units::consumed(output);
+                calls.add_units(units::reported(&operation, &consumed));
+                if let Some(touches) = cfg.load::<super::trace::Touches>() {
+                    let write = WRITES.contains(&operation.as_str());
+                    super::trace::emit(&operation, &touches.0, &consumed, write);
+                }
             }
             calls.note(CallNote {
                 operation,
@@ -320,18 +330,23 @@ mod units {
 
     use super::{Units, WRITES};
 
-    /// Sets `ReturnConsumedCapacity=TOTAL` on the input of any operation
-    /// a request makes.
-    pub fn ask(input: &mut Input) {
-        macro_rules! total {
+    /// Sets `ReturnConsumedCapacity` on the input of any operation a
+    /// request makes: `TOTAL`, or `INDEXES` (the table's and each index's
+    /// apart) for the store's trace.
+    pub fn ask(input: &mut Input, indexes: bool) {
+        let asked = match indexes {
+            true => ReturnConsumedCapacity::Indexes,
+            false => ReturnConsumedCapacity::Total,
+        };
+        macro_rules! ask {
             ($($input:ty),*) => {$(
                 if let Some(input) = input.downcast_mut::<$input>() {
-                    input.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
+                    input.return_consumed_capacity = Some(asked);
                     return;
                 }
             )*};
         }
-        total!(
+        ask!(
             op::get_item::GetItemInput,
             op::query::QueryInput,
             op::batch_get_item::BatchGetItemInput,
@@ -344,41 +359,42 @@ mod units {
         );
     }
 
-    /// The units `output` of `operation` reports.
-    pub fn reported(operation: &str, output: &Output) -> Units {
-        fn sum<'a>(consumed: impl IntoIterator<Item = &'a ConsumedCapacity>) -> f64 {
-            consumed.into_iter().filter_map(|c| c.capacity_units).sum()
-        }
+    /// The capacity `output` reports, per table (one for most calls).
+    pub fn consumed(output: &Output) -> Vec<ConsumedCapacity> {
         macro_rules! one {
             ($($output:ty),*) => {$(
                 if let Some(output) = output.downcast_ref::<$output>() {
-                    return sum(output.consumed_capacity.as_ref());
+                    return output.consumed_capacity.iter().cloned().collect();
                 }
             )*};
         }
         macro_rules! many {
             ($($output:ty),*) => {$(
                 if let Some(output) = output.downcast_ref::<$output>() {
-                    return sum(output.consumed_capacity.iter().flatten());
+                    return output.consumed_capacity.iter().flatten().cloned().collect();
                 }
             )*};
         }
-        let units = (|| {
-            one!(
-                op::get_item::GetItemOutput,
-                op::query::QueryOutput,
-                op::put_item::PutItemOutput,
-                op::update_item::UpdateItemOutput,
-                op::delete_item::DeleteItemOutput
-            );
-            many!(
-                op::batch_get_item::BatchGetItemOutput,
-                op::transact_get_items::TransactGetItemsOutput,
-                op::transact_write_items::TransactWriteItemsOutput,
-                op::batch_write_item::BatchWriteItemOutput
-            );
-            0.0
-        })();
+        one!(
+            op::get_item::GetItemOutput,
+            op::query::QueryOutput,
+            op::put_item::PutItemOutput,
+            op::update_item::UpdateItemOutput,
+            op::delete_item::DeleteItemOutput
+        );
+        many!(
+            op::batch_get_item::BatchGetItemOutput,
+            op::transact_get_items::TransactGetItemsOutput,
+            op::transact_write_items::TransactWriteItemsOutput,
+            op::batch_write_item::BatchWriteItemOutput
+        );
+        Vec::new()
+    }
+
+    /// The units `operation` consumed: write units for a write, else read
+    /// units.
+    pub fn reported(operation: &str, consumed: &[ConsumedCapacity]) -> Units {
+        let units = consumed.iter().filter_map(|c| c.capacity_units).sum();
         if WRITES.contains(&operation) {
             Units {
                 read: 0.0,

@@ -29,6 +29,7 @@ pub mod schema;
 pub mod sealed_values;
 pub mod staged;
 pub mod surpluses;
+pub mod trace;
 pub mod trucks;
 pub mod tx;
 pub mod webhooks;

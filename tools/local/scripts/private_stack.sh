@@ -35,10 +35,11 @@ PY
 # (empty when it was reused).
 engine_pid() { cat "$STATE_DIR/$1-$( [ "$1" = moto ] && echo "$MOTO_PORT" || echo "$DYNAMODB_PORT").pid" 2>/dev/null || true; }
 
-# serve_local PORT LOG: the dev server on PORT, logging JSON to LOG, with
-# the caller's environment; returns once it listens.
+# serve_local PORT LOG: the dev server on PORT, logging JSON to LOG (at
+# SERVE_LOG's levels, info), with the caller's environment; returns once
+# it listens.
 serve_local() {
-    LOCAL_ADDR=127.0.0.1:$1 RUST_LOG=info LOG_FORMAT=json $bin/local >"$2" 2>&1 &
+    LOCAL_ADDR=127.0.0.1:$1 RUST_LOG=${SERVE_LOG:-info} LOG_FORMAT=json $bin/local >"$2" 2>&1 &
     server=$!
     for _ in $(seq 1 100); do
         "$VENV/bin/python" -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.3)" 2>/dev/null && return 0

@@ -1,0 +1,92 @@
+"""`make capacity`'s model: a trace with one hot key is flagged, spread
+keys carry the busiest organization's share, and the totals scale with
+the rate."""
+
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import capacity  # noqa: E402
+
+
+def flow(name: str, touches: list, reps: int = 10, api: int = 10, read: float = 0.0,
+         write: float = 0.0, seconds: dict | None = None) -> dict:
+    return {"name": name, "repetitions": reps, "touches": touches,
+            "seconds_by_function": seconds or {},
+            "consumed": {"api_requests": api, "read_units": read, "write_units": write}}
+
+
+class Zipf(unittest.TestCase):
+    def test_the_busiest_share_is_one_over_the_harmonic_number(self):
+        self.assertAlmostEqual(capacity.zipf_top_share(1, 1.0), 1.0)
+        self.assertAlmostEqual(capacity.zipf_top_share(3, 1.0), 1 / (1 + 1 / 2 + 1 / 3))
+        self.assertAlmostEqual(capacity.zipf_top_share(4, 0.0), 0.25)
+
+
+class HotKeys(unittest.TestCase):
+    def test_one_global_key_is_flagged_and_a_spread_one_is_not(self):
+        # Each of 10 repetitions writes 1 unit to the hour's outbox (one
+        # partition for everyone) and 1 to its organization's partition.
+        flows = capacity.per_request([flow("deliver", [
+            ["gsi1", "OUTBOX#{bucket}", 0.0, 10.0],
+            ["table", "ORG#{id}", 0.0, 10.0],
+        ])])
+        hot = capacity.hot_keys(flows, {"deliver": 1.0}, orgs=10_000, rps=2_000, s=1.0)
+        self.assertEqual((hot[0].index, hot[0].key), ("gsi1", "OUTBOX#{bucket}"))
+        self.assertAlmostEqual(hot[0].write, 2_000.0)  # every delivery, one partition
+        self.assertGreater(hot[0].share, capacity.HEADROOM)
+        top = capacity.zipf_top_share(10_000, 1.0)
+        self.assertAlmostEqual(hot[1].write, 2_000.0 * top)
+        self.assertLess(hot[1].share, capacity.HEADROOM)
+
+    def test_one_api_keys_partitions_carry_what_the_rate_limit_admits(self):
+        flows = capacity.per_request([flow("read", [["table", "RATE#{id}", 0.0, 10.0]])])
+        (hot,) = capacity.hot_keys(flows, {"read": 1.0}, orgs=10, rps=20_000, s=1.0)
+        self.assertAlmostEqual(hot.write, 100 / 60)
+
+    def test_reads_are_held_against_three_thousand_units(self):
+        flows = capacity.per_request([flow("nearby", [["table", "GEO#PUBLIC#{bucket}#{bucket}", 40.0, 0.0]])])
+        (hot,) = capacity.hot_keys(flows, {"nearby": 1.0}, orgs=100, rps=100, s=1.0)
+        self.assertAlmostEqual(hot.read, 400.0)
+        self.assertAlmostEqual(hot.share, 400.0 / 3000.0)
+
+    def test_a_flow_of_two_requests_counts_per_request(self):
+        # The mix is in requests: a flow of two requests runs half as often.
+        flows = capacity.per_request([flow("two", [["table", "X#{bucket}", 0.0, 10.0]], api=20)])
+        (hot,) = capacity.hot_keys(flows, {"two": 1.0}, orgs=1, rps=100, s=1.0)
+        self.assertAlmostEqual(hot.write, 50.0)
+
+
+class Run(unittest.TestCase):
+    def run_json(self, touches: list) -> Path:
+        run = {"flows": [flow("GET /sites/{id} (warm)", touches, read=20.0, write=10.0,
+                              seconds={"SitesFunction": 0.1})]}
+        path = Path(tempfile.mkdtemp()) / "run.json"
+        path.write_text(json.dumps(run))
+        return path
+
+    def test_a_hot_key_fails_the_run(self):
+        path = self.run_json([["table", "COUNTER#{bucket}", 0.0, 10.0]])
+        self.assertEqual(capacity.main([str(path), "--scenario", "1000:2000"]), 1)
+
+    def test_spread_keys_pass_and_the_figures_scale(self):
+        path = self.run_json([["table", "ORG#{id}", 20.0, 10.0]])
+        out = path.parent / "capacity.json"
+        self.assertEqual(capacity.main([str(path), "--scenario", "10000:1000", "--out", str(out)]), 0)
+        (result,) = json.loads(out.read_text())
+        # 40% of 1,000 req/s are this flow: 2 read and 1 write unit each.
+        self.assertAlmostEqual(result["table_read_units_per_s"], 800.0)
+        self.assertAlmostEqual(result["table_write_units_per_s"], 400.0)
+        self.assertAlmostEqual(result["concurrency"]["SitesFunction"], 4.0)
+        self.assertEqual(result["stage_throttle"], {"rate": 1000.0, "burst": 2000.0})
+
+    def test_a_run_without_a_trace_is_refused(self):
+        path = self.run_json([])
+        self.assertEqual(capacity.main([str(path)]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
