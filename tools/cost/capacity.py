@@ -12,7 +12,9 @@ shares skewed by Zipf's law (the n-th busiest has a share proportional to
   carries the busiest organization's share of its traffic (an upper
   bound: one organization's records may spread further);
 - a key class with no `{id}` part (an hour's outbox, a public map cell)
-  is one partition for everyone: it carries all of its traffic;
+  is one partition for everyone: it carries all of its traffic, or its
+  shard's share when it has a `{shard}` part (`HOUR_SHARDS`, as
+  shared/src/store/keys.rs spreads an hour's index);
 - a key class of one API key (its item, its rate-limit counter) carries
   at most what the rate limit admits of one key (`RATE_LIMIT_PER_WINDOW`
   a `RATE_LIMIT_WINDOW_SECONDS`: 100 a minute): a busy organization
@@ -48,6 +50,9 @@ HEADROOM = 0.5  # a key past this share of its partition's limit fails the run
 BURST = 2.0
 
 SCENARIOS = [(10_000, 2_000.0), (100_000, 20_000.0)]
+
+# Partitions a `{shard}` key class is spread over (keys::HOUR_SHARDS).
+HOUR_SHARDS = 16
 
 # Key classes of one API key (its item, its counter, its kept answers),
 # and the requests a second one key is
@@ -128,6 +133,8 @@ def hot_keys(flows: dict[str, dict], mix: dict[str, float], orgs: int, rps: floa
             if per_key(key):
                 # One key's requests, of this flow's share of them.
                 factor = KEY_RATE * share / api
+            elif "{shard}" in key:
+                factor = per_second / HOUR_SHARDS
             else:
                 factor = per_second * (top if spread(key) else 1.0)
             entry = load.setdefault((index, key), [0.0, 0.0])

@@ -47,6 +47,15 @@ class HotKeys(unittest.TestCase):
         (hot,) = capacity.hot_keys(flows, {"read": 1.0}, orgs=10, rps=20_000, s=1.0)
         self.assertAlmostEqual(hot.write, 100 / 60)
 
+    def test_a_sharded_hour_carries_its_shards_share(self):
+        flows = capacity.per_request([flow("deliver", [["gsi1", "OUTBOX#{bucket}#{shard}", 0.0, 10.0]])])
+        (hot,) = capacity.hot_keys(flows, {"deliver": 1.0}, orgs=10, rps=1_600, s=1.0)
+        self.assertAlmostEqual(hot.write, 100.0)
+
+    def test_the_shards_are_the_stores(self):
+        keys = (Path(__file__).resolve().parents[2] / "shared/src/store/keys.rs").read_text()
+        self.assertIn(f"pub const HOUR_SHARDS: u32 = {capacity.HOUR_SHARDS};", keys)
+
     def test_reads_are_held_against_three_thousand_units(self):
         flows = capacity.per_request([flow("nearby", [["table", "GEO#PUBLIC#{bucket}#{bucket}", 40.0, 0.0]])])
         (hot,) = capacity.hot_keys(flows, {"nearby": 1.0}, orgs=100, rps=100, s=1.0)

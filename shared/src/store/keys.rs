@@ -183,9 +183,23 @@ pub fn outbox_pk(outbox: Uuid) -> String {
 }
 pub const OUTBOX_SK: &str = "OUTBOX";
 /// `gsi1` partition of the outbox records written in one hour and not yet
-/// dispatched (the sweeper reads it).
-pub fn outbox_hour_pk(at: chrono::DateTime<chrono::Utc>) -> String {
-    format!("OUTBOX#{}", at.format("%Y-%m-%d-%H"))
+/// dispatched (the sweeper reads it): one of the hour's `HOUR_SHARDS`
+/// (`store::hourly`), or, for a record from before the hours were
+/// sharded, the hour's one partition (`None`).
+pub fn outbox_hour_pk(at: chrono::DateTime<chrono::Utc>, shard: Option<u32>) -> String {
+    hour_pk("OUTBOX", at, shard)
+}
+
+/// Partitions an hour's sparse `gsi1` index is spread over, so that no one
+/// partition takes every write of the hour (`make capacity`).
+pub const HOUR_SHARDS: u32 = 16;
+
+fn hour_pk(kind: &str, at: chrono::DateTime<chrono::Utc>, shard: Option<u32>) -> String {
+    let hour = at.format("%Y-%m-%d-%H");
+    match shard {
+        Some(shard) => format!("{kind}#{hour}#SHARD{shard:02}"),
+        None => format!("{kind}#{hour}"),
+    }
 }
 /// A file its record names whose copy to that place is pending
 /// (`store::staged`).
@@ -197,9 +211,9 @@ pub fn staged_file_pk(path: &str) -> String {
 pub const STAGED_FILE_PK_PREFIX: &str = "FILE#";
 pub const STAGED_SK: &str = "STAGED";
 /// `gsi1` partition of the files staged in one hour and not yet in place
-/// (the sweeper reads it).
-pub fn staged_hour_pk(at: chrono::DateTime<chrono::Utc>) -> String {
-    format!("STAGED#{}", at.format("%Y-%m-%d-%H"))
+/// (the sweeper reads it): one of the hour's shards, as the outbox's.
+pub fn staged_hour_pk(at: chrono::DateTime<chrono::Utc>, shard: Option<u32>) -> String {
+    hour_pk("STAGED", at, shard)
 }
 /// A webhook delivery (one per outbox record and webhook).
 pub fn delivery_pk(delivery: Uuid) -> String {

@@ -55,7 +55,7 @@ impl OutboxRecord {
         let item = OutboxItem {
             pk: keys::outbox_pk(self.id),
             sk: keys::OUTBOX_SK,
-            gsi1pk: keys::outbox_hour_pk(at),
+            gsi1pk: keys::outbox_hour_pk(at, Some(super::hourly::shard_of(self.id.as_bytes()))),
             gsi1sk: format!("{}#{}", self.created_at, self.id),
             record: self,
         };
@@ -98,8 +98,7 @@ impl Outbox<'_> {
     }
 
     /// Records not yet dispatched, written in the last `hours` hours and
-    /// at least `settle` ago (one Query per hour, in parallel; the index is
-    /// eventually consistent, which suits a sweeper).
+    /// at least `settle` ago (`store::hourly`).
     pub async fn undispatched(
         &self,
         hours: u32,

@@ -64,7 +64,10 @@ impl StagedFile {
         let item = StagedItem {
             pk: keys::staged_file_pk(&self.path),
             sk: keys::STAGED_SK,
-            gsi1pk: keys::staged_hour_pk(self.created_at.as_datetime()),
+            gsi1pk: keys::staged_hour_pk(
+                self.created_at.as_datetime(),
+                Some(super::hourly::shard_of(self.path.as_bytes())),
+            ),
             gsi1sk: format!("{}#{}", self.created_at, self.path),
             file: self,
         };
@@ -112,8 +115,7 @@ impl Staged<'_> {
     }
 
     /// Files still staged, written in the last `hours` hours and at least
-    /// `settle` ago (one Query per hour, in parallel; the index is
-    /// eventually consistent, which suits a sweeper).
+    /// `settle` ago (`store::hourly`).
     pub async fn waiting(
         &self,
         hours: u32,

@@ -5,8 +5,8 @@
 //! answered, splits the units DynamoDB reported for the table and for
 //! each index (`ReturnConsumedCapacity=INDEXES`) evenly over them: one
 //! line per partition. Keys are written as classes, never values: each
-//! literal part kept, an id or a hash `{id}`, anything else (an hour, a
-//! map cell, a plate) `{bucket}`.
+//! literal part kept, an id or a hash `{id}`, an hour's shard (`SHARD07`)
+//! `{shard}`, anything else (an hour, a map cell, a plate) `{bucket}`.
 
 use aws_sdk_dynamodb::types::ConsumedCapacity;
 use serde_json::Value;
@@ -43,6 +43,11 @@ pub fn class(key: &str) -> String {
         .map(|part| {
             if !part.is_empty() && part.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
                 part.to_owned()
+            } else if part
+                .strip_prefix("SHARD")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                "{shard}".to_owned()
             } else if is_id(part) {
                 "{id}".to_owned()
             } else {
@@ -187,6 +192,10 @@ mod tests {
             "ORG#{id}"
         );
         assert_eq!(class("OUTBOX#2026-11-27-22"), "OUTBOX#{bucket}");
+        assert_eq!(
+            class("OUTBOX#2026-11-27-22#SHARD07"),
+            "OUTBOX#{bucket}#{shard}"
+        );
         assert_eq!(class("GEO#PUBLIC#4#u6sc"), "GEO#PUBLIC#{bucket}#{bucket}");
         let hash = "4fc94efa38f8401e011b4553346caa9af02291b1c3d4e5f60718293a4b5c6d7e";
         assert_eq!(class(&format!("RATE#{hash}")), "RATE#{id}");

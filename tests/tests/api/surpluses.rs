@@ -61,20 +61,21 @@ pub async fn give_waybill(t: &TestOrg, id: &str) {
 async fn outbox_records(id: &str) -> usize {
     let h = harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
-    let hour = chrono::Utc::now().format("%Y-%m-%d-%H").to_string();
+    let now = chrono::Utc::now();
     let mut found = 0;
-    for hour in [
-        hour,
-        (chrono::Utc::now() - chrono::Duration::hours(1))
-            .format("%Y-%m-%d-%H")
-            .to_string(),
-    ] {
+    let shards = (0..shared::store::keys::HOUR_SHARDS).map(Some);
+    let hours = [now, now - chrono::Duration::hours(1)];
+    let partitions = hours.into_iter().flat_map(|hour| {
+        let shards = shards.clone().chain([None]);
+        shards.map(move |shard| shared::store::keys::outbox_hour_pk(hour, shard))
+    });
+    for pk in partitions {
         let out = db
             .query()
             .table_name(h.store().table())
             .index_name("gsi1")
             .key_condition_expression("gsi1pk = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(format!("OUTBOX#{hour}")))
+            .expression_attribute_values(":pk", AttributeValue::S(pk))
             .send()
             .await
             .unwrap();
