@@ -119,20 +119,28 @@ def per_request(flows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def rates(flows: dict[str, dict], mix: dict[str, float], rps: float):
+    """Each flow of the mix that was measured: its name, what was measured,
+    its share of requests, and its repetitions a second at `rps` (a flow
+    of two API requests runs half as often as its share of requests)."""
+    for name, share in mix.items():
+        if name not in flows:
+            continue
+        flow = flows[name]["flow"]
+        api = max(flow["consumed"]["api_requests"] / flow["repetitions"], 1)
+        yield name, flow, share, rps * share / api
+
+
 def hot_keys(flows: dict[str, dict], mix: dict[str, float], orgs: int, rps: float, s: float) -> list[Hot]:
     """Every key class's hottest partition at `rps` requests a second over
     `orgs` organizations, hottest first."""
     top = zipf_top_share(orgs, s)
     load: dict[tuple[str, str], list[float]] = {}
-    for name, share in mix.items():
-        if name not in flows:
-            continue
-        api = max(flows[name]["flow"]["consumed"]["api_requests"] / flows[name]["flow"]["repetitions"], 1)
-        per_second = rps * share / api  # flows a second
+    for name, _, share, per_second in rates(flows, mix, rps):
         for (index, key), (read, write) in flows[name]["touches"].items():
             if per_key(key):
-                # One key's requests, of this flow's share of them.
-                factor = KEY_RATE * share / api
+                # One key's admitted requests, of this flow's share.
+                factor = per_second / rps * KEY_RATE
             elif "{shard}" in key:
                 factor = per_second / HOUR_SHARDS
             else:
@@ -147,12 +155,7 @@ def hot_keys(flows: dict[str, dict], mix: dict[str, float], orgs: int, rps: floa
 def table_throughput(flows: dict[str, dict], mix: dict[str, float], rps: float) -> tuple[float, float]:
     """Read and write units a second the table and its indexes take."""
     read = write = 0.0
-    for name, share in mix.items():
-        if name not in flows:
-            continue
-        flow = flows[name]["flow"]
-        api = max(flow["consumed"]["api_requests"] / flow["repetitions"], 1)
-        per_second = rps * share / api
+    for _, flow, _, per_second in rates(flows, mix, rps):
         read += flow["consumed"]["read_units"] / flow["repetitions"] * per_second
         write += flow["consumed"]["write_units"] / flow["repetitions"] * per_second
     return read, write
@@ -162,12 +165,7 @@ def concurrency(flows: dict[str, dict], mix: dict[str, float], rps: float) -> di
     """Each function's concurrent executions: invocations a second times
     their time in AWS (`seconds_by_function`, measured per repetition)."""
     out: dict[str, float] = {}
-    for name, share in mix.items():
-        if name not in flows:
-            continue
-        flow = flows[name]["flow"]
-        api = max(flow["consumed"]["api_requests"] / flow["repetitions"], 1)
-        per_second = rps * share / api
+    for _, flow, _, per_second in rates(flows, mix, rps):
         for function, seconds in flow.get("seconds_by_function", {}).items():
             out[function] = out.get(function, 0.0) + seconds / flow["repetitions"] * per_second
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))

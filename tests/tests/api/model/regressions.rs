@@ -9,6 +9,25 @@ use super::steps::{By, Fault, KeyName, Resealing, Step, Wait};
 
 const A: By = By { org: 0, key: 0 };
 
+/// `A`'s site, no key.
+fn site(tag: u32) -> Step {
+    Step::CreateSite {
+        by: A,
+        keyed: false,
+        tag,
+    }
+}
+
+/// `A`'s load at its first site, no key.
+fn load(tag: u32) -> Step {
+    Step::CreateLoad {
+        by: A,
+        site: 0,
+        keyed: false,
+        tag,
+    }
+}
+
 /// A ticket with an `Idempotency-Key`.
 fn ticket(by: By, tag: u32) -> Step {
     Step::Ticket {
@@ -42,17 +61,8 @@ fn faulted(fault: Fault, at: usize, step: Step) -> Step {
 #[test]
 fn an_upload_reused_after_its_retention_leaves_the_delivered_waybill() {
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 1,
-        },
+        site(0),
+        load(1),
         Step::Upload {
             by: A,
             load: 0,
@@ -140,17 +150,8 @@ fn every_waybill_upload_names_its_own_object() {
         tag,
     };
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 3,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 4,
-        },
+        site(3),
+        load(4),
         paused(3, false, upload(16)),
         faulted(Fault::Fail, 1, upload(22)),
     ]);
@@ -168,17 +169,8 @@ fn a_delivery_reaches_the_webhooks_registered_when_it_is_announced() {
         tag,
     };
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 1,
-        },
+        site(0),
+        load(1),
         Step::Upload {
             by: A,
             load: 0,
@@ -223,11 +215,7 @@ fn a_granted_site_reads_until_the_grant_or_its_granter_goes() {
         nth: 0,
     };
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
+        site(0),
         peek.clone(),
         Step::Grant {
             by: A,
@@ -255,11 +243,7 @@ fn a_granted_site_reads_until_the_grant_or_its_granter_goes() {
 #[test]
 fn an_operators_photos_are_in_place() {
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
+        site(0),
         Step::CreatePoint {
             by: A,
             site: 0,
@@ -402,12 +386,7 @@ fn two_retries(fault: Option<Fault>) -> Vec<Step> {
             keyed: true,
             tag: 0,
         },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 1,
-        },
+        load(1),
         Step::Upload {
             by: A,
             load: 0,
@@ -526,17 +505,8 @@ fn the_seal_key_rotated_at_once_resealed_and_dropped_loses_nothing() {
             version: 1,
         },
         Step::Replay { by: A, nth: 0 },
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 1,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 2,
-        },
+        site(1),
+        load(2),
         Step::Upload {
             by: A,
             load: 0,
@@ -635,11 +605,7 @@ fn an_answer_that_could_not_be_kept_gives_its_key_back() {
 #[test]
 fn a_claim_unheard_on_every_attempt_gives_its_key_back() {
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 2,
-        },
+        site(2),
         faulted(
             Fault::Fail,
             1,
@@ -650,12 +616,7 @@ fn a_claim_unheard_on_every_attempt_gives_its_key_back() {
                 tag: 5,
             },
         ),
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 6,
-        },
+        load(6),
         faulted(
             Fault::CutEvery,
             4,
@@ -701,17 +662,8 @@ fn a_ticket_the_tracker_answered_late_opens_one_issue() {
 #[test]
 fn an_upload_thawed_after_its_waybill_was_replaced_places_nothing() {
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 1,
-        },
+        site(0),
+        load(1),
         Step::CopyPaused {
             step: Box::new(Step::Upload {
                 by: A,
@@ -730,17 +682,8 @@ fn an_upload_thawed_after_its_waybill_was_replaced_places_nothing() {
 #[test]
 fn a_retry_message_delivered_again_after_many_others_makes_no_attempt() {
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 1,
-        },
+        site(0),
+        load(1),
         Step::Retries {
             by: A,
             load: 0,
@@ -773,23 +716,9 @@ fn a_geocoding_the_provider_answered_late_is_asked_again_at_once() {
 #[test]
 fn a_delivery_its_receiver_answered_late_is_sent_again_and_a_retry_once() {
     replay(vec![
-        Step::CreateSite {
-            by: A,
-            keyed: false,
-            tag: 0,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 1,
-        },
-        Step::CreateLoad {
-            by: A,
-            site: 0,
-            keyed: false,
-            tag: 2,
-        },
+        site(0),
+        load(1),
+        load(2),
         Step::LateReceivers {
             by: A,
             load: 0,
