@@ -25,6 +25,8 @@ use aws_sdk_dynamodb::config::interceptors::{
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 
+use crate::aws_calls::AwsCallCounter;
+
 tokio::task_local! {
     static CALLS: CallCounter;
 }
@@ -44,9 +46,9 @@ struct Calls {
     /// The last call that failed, and the last call.
     notes: Mutex<(Option<CallNote>, Option<CallNote>)>,
     units: Mutex<Units>,
-    /// Attempts of calls to other AWS services (`aws_calls`), by
-    /// `service:Operation`.
-    aws_calls: Mutex<BTreeMap<String, u32>>,
+    /// Attempts of calls to other AWS services (`aws_calls`), scoped
+    /// with this counter.
+    aws_calls: AwsCallCounter,
 }
 
 /// Capacity units DynamoDB reported for a request's calls: read units of
@@ -96,9 +98,11 @@ impl CallCounter {
         CALLS.try_with(Clone::clone).ok()
     }
 
-    /// Runs `future` with this counter as the current request's counter.
+    /// Runs `future` with this counter as the current request's counter
+    /// (and its count of other AWS calls).
     pub async fn scope<F: Future>(&self, future: F) -> F::Output {
-        CALLS.scope(self.clone(), future).await
+        let counted = self.0.aws_calls.scope(future);
+        CALLS.scope(self.clone(), counted).await
     }
 
     /// The call to blame for a failure of the request: the last call that
@@ -123,29 +127,12 @@ impl CallCounter {
 
     /// Attempts of calls to other AWS services, by `service:Operation`.
     pub fn aws_calls(&self) -> BTreeMap<String, u32> {
-        self.0
-            .aws_calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.0.aws_calls.counted()
     }
 
-    /// The same, as a log line's field (`s3:CopyObject=1 sqs:SendMessage=1`);
-    /// None when there were none.
+    /// The same, as a log line's field; None when there were none.
     pub fn aws_calls_text(&self) -> Option<String> {
-        let calls = self.aws_calls();
-        (!calls.is_empty()).then(|| {
-            calls
-                .iter()
-                .map(|(call, n)| format!("{call}={n}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-    }
-
-    pub(crate) fn count_aws_call(&self, call: String) {
-        let mut calls = self.0.aws_calls.lock().unwrap_or_else(|e| e.into_inner());
-        *calls.entry(call).or_default() += 1;
+        self.0.aws_calls.text()
     }
 
     fn add_units(&self, units: Units) {

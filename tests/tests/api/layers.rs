@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
         "error",
         "net",
         "aws",
+        "aws_calls",
         "endpoints",
         "telemetry",
         "gate",
