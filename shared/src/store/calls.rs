@@ -25,8 +25,6 @@ use aws_sdk_dynamodb::config::interceptors::{
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 
-use crate::aws_calls::AwsCallCounter;
-
 tokio::task_local! {
     static CALLS: CallCounter;
 }
@@ -46,9 +44,9 @@ struct Calls {
     /// The last call that failed, and the last call.
     notes: Mutex<(Option<CallNote>, Option<CallNote>)>,
     units: Mutex<Units>,
-    /// Attempts of calls to other AWS services (`aws_calls`), scoped
-    /// with this counter.
-    aws_calls: AwsCallCounter,
+    /// Attempts of calls to other AWS services (`aws_calls`), by
+    /// `service:Operation`.
+    aws_calls: Mutex<BTreeMap<String, u32>>,
 }
 
 /// Capacity units DynamoDB reported for a request's calls: read units of
@@ -98,11 +96,9 @@ impl CallCounter {
         CALLS.try_with(Clone::clone).ok()
     }
 
-    /// Runs `future` with this counter as the current request's counter
-    /// (and its count of other AWS calls).
+    /// Runs `future` with this counter as the current request's counter.
     pub async fn scope<F: Future>(&self, future: F) -> F::Output {
-        let counted = self.0.aws_calls.scope(future);
-        CALLS.scope(self.clone(), counted).await
+        CALLS.scope(self.clone(), future).await
     }
 
     /// The call to blame for a failure of the request: the last call that
@@ -127,12 +123,37 @@ impl CallCounter {
 
     /// Attempts of calls to other AWS services, by `service:Operation`.
     pub fn aws_calls(&self) -> BTreeMap<String, u32> {
-        self.0.aws_calls.counted()
+        self.0
+            .aws_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
-    /// The same, as a log line's field; None when there were none.
+    /// The same, as a log line's field (`S3:CopyObject=1 SQS:SendMessage=1`);
+    /// None when there were none.
     pub fn aws_calls_text(&self) -> Option<String> {
-        self.0.aws_calls.text()
+        let calls = self.aws_calls();
+        (!calls.is_empty()).then(|| {
+            calls
+                .iter()
+                .map(|(call, n)| format!("{call}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    }
+
+    /// The sink of `aws_calls`' interceptor: a call of the request being
+    /// served, if any, counted on its counter.
+    pub(crate) fn count_aws_call(call: String) {
+        let _ = CALLS.try_with(|counter| {
+            let mut calls = counter
+                .0
+                .aws_calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            *calls.entry(call).or_default() += 1;
+        });
     }
 
     fn add_units(&self, units: Units) {

@@ -55,8 +55,10 @@ impl Store {
         }
     }
 
-    /// A DynamoDB client that counts its round trips per request.
+    /// A DynamoDB client that counts its round trips per request (and the
+    /// request's counter takes its other AWS calls too: `aws_calls`).
     pub fn client(sdk: &aws_config::SdkConfig) -> Client {
+        crate::aws_calls::count_into(calls::CallCounter::count_aws_call);
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
             .interceptor(calls::CountCalls)
             .build();
