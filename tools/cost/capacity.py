@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +187,21 @@ def scenario(flows: dict[str, dict], orgs: int, rps: float, s: float, mix=MIX) -
         "new_table_fits": read <= NEW_TABLE_READ and write <= NEW_TABLE_WRITE,
         "concurrency": concurrency(flows, mix, rps),
         "stage_throttle": {"rate": rps, "burst": rps * BURST},
+        "parameters": parameters(rps, read, write),
+    }
+
+
+def parameters(rps: float, read: float, write: float) -> dict[str, int]:
+    """The template's parameters a mix needs: the stage throttle, and the
+    table's warm throughput (never below a new table's own), rounded up to
+    a thousand."""
+    def up(x: float) -> int:
+        return int(math.ceil(x / 1000.0) * 1000)
+    return {
+        "ApiThrottlingRateLimit": up(rps),
+        "ApiThrottlingBurstLimit": up(rps * BURST),
+        "TableWarmReadUnits": max(int(NEW_TABLE_READ), up(read)),
+        "TableWarmWriteUnits": max(int(NEW_TABLE_WRITE), up(write)),
     }
 
 
@@ -208,6 +224,8 @@ def text(result: dict) -> str:
     now = result.get("template_throttle")
     set_now = f" (the template's default: {now[0]:,.0f}, {now[1]:,.0f})" if now else ""
     out.append(f"  stage throttle needed: rate {throttle['rate']:,.0f}, burst {throttle['burst']:,.0f}{set_now}")
+    overrides = " ".join(f"{name}={value}" for name, value in result["parameters"].items())
+    out.append(f"  sam deploy --parameter-overrides {overrides}")
     return "\n".join(out)
 
 

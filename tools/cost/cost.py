@@ -72,11 +72,24 @@ def parse_calls(text: str | None) -> dict[str, int]:
     return calls
 
 
+# A request's line is its metric line too: these figures are its metrics,
+# named as CloudWatch names them; a queue message's line names them so.
+METRIC_NAMES = {"latency_ms": "Latency", "read_units": "ReadUnits",
+                "write_units": "WriteUnits", "round_trips": "RoundTrips"}
+
+
+def figure(line: dict, name: str) -> float:
+    """A figure of a request's or a queue message's line, by its log name."""
+    if line.get("message") == "request served":
+        name = METRIC_NAMES.get(name, name)
+    return float(line.get(name, 0.0))
+
+
 def billed_ms(line: dict, round_trip_ms: float) -> int:
     """A line's function time in AWS: its own time plus its round trips
     at AWS's round trip, rounded up to Lambda's millisecond."""
-    own = max(0.0, float(line.get("latency_ms", 0.0)) - float(line.get("ddb_ms", 0.0)))
-    return max(1, math.ceil(own + int(line.get("round_trips", 0)) * round_trip_ms))
+    own = max(0.0, figure(line, "latency_ms") - figure(line, "ddb_ms"))
+    return max(1, math.ceil(own + int(figure(line, "round_trips")) * round_trip_ms))
 
 
 # The store's trace of each partition a call touched: written only when
@@ -112,8 +125,8 @@ def measure(lines: list[str], function_of, round_trip_ms: float) -> Consumed:
             consumed.api_requests += 1
         else:
             consumed.queue_messages += 1
-        consumed.read_units += float(line.get("read_units", 0.0))
-        consumed.write_units += float(line.get("write_units", 0.0))
+        consumed.read_units += figure(line, "read_units")
+        consumed.write_units += figure(line, "write_units")
         consumed.add_calls(parse_calls(line.get("aws_calls")))
         function, memory_mb = function_of(line)
         seconds = billed_ms(line, round_trip_ms) / 1000
@@ -127,7 +140,7 @@ def access_log_bytes(fmt: str) -> int:
     (a 36-character id, an IPv4 address, a time, a 60-character path)."""
     typical = {
         "$context.requestId": "Kc5-ajRoFiAEMDQ=", "$context.identity.sourceIp": "203.0.113.17",
-        "$context.requestTime": "27/Nov/2026:22:30:39 +0000", "$context.httpMethod": "GET",
+        "$context.httpMethod": "GET",
         "$context.routeKey": "GET /api/v1/sites/{siteId}",
         "$context.path": "/api/v1/sites/0192f3c4-7d1e-7a2b-9c3d-4e5f6a7b8c9d",
         "$context.status": "200", "$context.responseLength": "412", "$context.responseLatency": "23",
@@ -146,8 +159,14 @@ def assumed(prices: dict, name: str) -> float:
     return float(prices["assumptions"][name]["value"])
 
 
+def platform_bytes(level: str, prices: dict) -> float:
+    """Lambda's own log bytes per invocation at its SystemLogLevel: at WARN,
+    none for an invocation that goes well."""
+    return assumed(prices, "platform_log_bytes_per_invocation") if level in ("DEBUG", "INFO") else 0.0
+
+
 def price(consumed: Consumed, repetitions: int, prices: dict, access_line: int,
-          client_s3_writes: int = 0) -> dict[str, float]:
+          client_s3_writes: int = 0, platform_line: float = 0.0) -> dict[str, float]:
     """Dollars per million repetitions of a flow, by component."""
     per = 1_000_000 / repetitions
     s3_write = s3_read = sqs = secrets = 0
@@ -165,7 +184,7 @@ def price(consumed: Consumed, repetitions: int, prices: dict, access_line: int,
     s3_write += client_s3_writes * repetitions
     sqs += int(assumed(prices, "queue_calls_per_message") * consumed.queue_messages)
     log_bytes = (consumed.log_bytes
-                 + consumed.invocations * assumed(prices, "platform_log_bytes_per_invocation")
+                 + consumed.invocations * platform_line
                  + consumed.api_requests * access_line)
     million = 1_000_000
     costs = {
@@ -190,12 +209,12 @@ def floor(prices: dict) -> float:
     return sum(usd(prices, name) for name in FLOOR_KEYS)
 
 
-def priced_flow(flow: dict, prices: dict, access_line: int) -> dict:
+def priced_flow(flow: dict, prices: dict, access_line: int, platform_line: float = 0.0) -> dict:
     """One measured flow of a run, priced: per million flows, by component,
     the total, and the ratio to the floor of its API requests."""
     consumed = Consumed(**flow["consumed"])
     reps = flow["repetitions"]
-    costs = price(consumed, reps, prices, access_line, flow.get("client_s3_writes", 0))
+    costs = price(consumed, reps, prices, access_line, flow.get("client_s3_writes", 0), platform_line)
     total = sum(costs.values())
     api_per = consumed.api_requests / reps
     return {
@@ -235,7 +254,8 @@ def table(rows: list[dict], prices: dict) -> str:
 
 def report(run: dict, prices: dict) -> list[dict]:
     access_line = run["access_log_bytes"]
-    return [priced_flow(flow, prices, access_line) for flow in run["flows"]]
+    platform_line = platform_bytes(run.get("platform_log_level", "INFO"), prices)
+    return [priced_flow(flow, prices, access_line, platform_line) for flow in run["flows"]]
 
 
 def main(argv: list[str]) -> int:

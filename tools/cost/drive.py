@@ -237,7 +237,8 @@ def main(argv: list[str]) -> int:
     memory = template_memory.read(cost.ROOT / "infra/template.yaml")
     flows = Driver(port, log, admin, reps).run(memory.of, cost.assumed(prices, "dynamodb_round_trip_ms"), only)
     run = {"repetitions": reps, "access_log_bytes": cost.access_log_bytes(memory.access_log_format),
-           "memory_mb": memory.by_function, "throttle": memory.throttle, "flows": flows}
+           "memory_mb": memory.by_function, "throttle": memory.throttle,
+           "platform_log_level": memory.platform_log_level, "flows": flows}
     out.write_text(json.dumps(run, indent=2))
     return 0
 

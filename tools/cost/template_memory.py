@@ -20,15 +20,19 @@ class Memory:
     access_log_format: str
     # The stage throttle's defaults (ApiThrottlingRateLimit, ...BurstLimit).
     throttle: tuple[float, float] = (0.0, 0.0)
+    # Lambda's own lines (PlatformLogLevel's default: WARN leaves out the
+    # start and report lines of each invocation).
+    platform_log_level: str = "INFO"
 
     def of(self, line: dict) -> tuple[str, int]:
         """The function that wrote a log line, and its memory (MB)."""
         if line.get("message") == "queue message handled":
             return self.queue_function, self.by_function[self.queue_function]
-        span = line.get("span") or {}
-        function = self.by_route.get((span.get("method", ""), span.get("route", "")))
+        # The request line's Route: `GET /api/v1/sites/{siteId}`.
+        method, _, route = str(line.get("Route", "")).partition(" ")
+        function = self.by_route.get((method, route))
         if function is None:
-            function = self.by_route.get(("ANY", span.get("route", "")))
+            function = self.by_route.get(("ANY", route))
         if function is None:
             # A route the template does not name: priced at the most any
             # function has.
@@ -55,4 +59,5 @@ def read(path: Path) -> Memory:
     parameters = template.get("Parameters") or {}
     throttle = (float(parameters["ApiThrottlingRateLimit"]["Default"]),
                 float(parameters["ApiThrottlingBurstLimit"]["Default"]))
-    return Memory(by_function, by_route, queue_function, str(fmt), throttle)
+    level = str((parameters.get("PlatformLogLevel") or {}).get("Default", "INFO"))
+    return Memory(by_function, by_route, queue_function, str(fmt), throttle, level)

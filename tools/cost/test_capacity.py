@@ -92,6 +92,12 @@ class Run(unittest.TestCase):
         self.assertAlmostEqual(result["concurrency"]["SitesFunction"], 4.0)
         self.assertEqual(result["stage_throttle"], {"rate": 1000.0, "burst": 2000.0})
 
+    def test_the_parameters_a_mix_needs_never_go_below_a_new_tables(self):
+        self.assertEqual(capacity.parameters(2_000.0, 1_600.0, 7_560.0),
+                         {"ApiThrottlingRateLimit": 2000, "ApiThrottlingBurstLimit": 4000,
+                          "TableWarmReadUnits": 12000, "TableWarmWriteUnits": 8000})
+        self.assertEqual(capacity.parameters(20_000.0, 16_001.0, 100.0)["TableWarmReadUnits"], 17000)
+
     def test_a_run_without_a_trace_is_refused(self):
         path = self.run_json([])
         self.assertEqual(capacity.main([str(path)]), 2)

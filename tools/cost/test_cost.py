@@ -15,9 +15,9 @@ PRICES = json.loads(cost.PRICES.read_text())
 
 
 def served(**fields) -> str:
-    line = {"level": "INFO", "message": "request served", "status": 200, "latency_ms": 3.2,
-            "ddb_ms": 2.0, "round_trips": 1, "read_units": 0.5, "write_units": 1.0,
-            "span": {"method": "GET", "route": "/api/v1/sites/{siteId}"}}
+    # A request's line is its metric line: its figures named as metrics.
+    line = {"message": "request served", "Route": "GET /api/v1/sites/{siteId}", "status": 200,
+            "Latency": 3.2, "ddb_ms": 2.0, "RoundTrips": 1, "ReadUnits": 0.5, "WriteUnits": 1.0}
     line.update(fields)
     return json.dumps(line)
 
@@ -62,7 +62,8 @@ class Price(unittest.TestCase):
                                  aws_calls={"S3:PutObject": 1, "S3:GetObject": 2, "S3:DeleteObject": 5,
                                             "SQS:SendMessage": 1})
         # Two repetitions: half of the above per flow.
-        got = cost.price(consumed, 2, PRICES, access_line=400, client_s3_writes=1)
+        got = cost.price(consumed, 2, PRICES, access_line=400, client_s3_writes=1,
+                         platform_line=cost.platform_bytes("INFO", PRICES))
         million = 1_000_000
         self.assertAlmostEqual(got["api_gateway"], 1.00)  # 1 API request per flow
         self.assertAlmostEqual(got["lambda_requests"], 0.20 * 1.5)
@@ -84,7 +85,7 @@ class Price(unittest.TestCase):
         flow = {"name": "read", "repetitions": 4,
                 "consumed": cost.Consumed(api_requests=4, invocations=4, read_units=2.0, write_units=4.0,
                                           log_bytes=4000, gb_seconds=0.0).__dict__}
-        row = cost.priced_flow(flow, PRICES, access_line=370)
+        row = cost.priced_flow(flow, PRICES, access_line=370, platform_line=460)
         self.assertEqual(row["floor_usd_per_million"], 1.2)
         expected = (1.00 + 0.20 + 0.125 * 0.5 + 0.625 * 1 + (1000 + 460 + 370) / 1e9 * 0.5 * 1e6
                     + 0.05 * 5.00)
@@ -95,7 +96,18 @@ class Price(unittest.TestCase):
         memory = template_memory.read(cost.ROOT / "infra/template.yaml")
         line = cost.access_log_bytes('{"id": "$context.requestId", "x": "$context.unknown"}')
         self.assertEqual(line, len('{"id": "Kc5-ajRoFiAEMDQ=", "x": "-"}') + 1)
-        self.assertGreater(cost.access_log_bytes(memory.access_log_format), 300)
+        self.assertGreater(cost.access_log_bytes(memory.access_log_format), 200)
+
+    def test_lambdas_own_lines_are_priced_at_the_templates_level(self):
+        memory = template_memory.read(cost.ROOT / "infra/template.yaml")
+        self.assertEqual(memory.platform_log_level, "WARN")
+        self.assertEqual(cost.platform_bytes("WARN", PRICES), 0)
+        self.assertEqual(cost.platform_bytes("INFO", PRICES), 460)
+        run = {"access_log_bytes": 300, "platform_log_level": "INFO", "flows": [
+            {"name": "read", "repetitions": 1, "consumed": cost.Consumed(api_requests=1, invocations=1).__dict__}]}
+        quiet = {**run, "platform_log_level": "WARN"}
+        logs = [cost.report(r, PRICES)[0]["usd_per_million"]["logs"] for r in (run, quiet)]
+        self.assertAlmostEqual(logs[0] - logs[1], 460 / 1e9 * 0.50 * 1e6, places=4)
 
     def test_calls_parse_from_the_log_field(self):
         self.assertEqual(cost.parse_calls("S3:CopyObject=1 SQS:SendMessage=2"),
@@ -106,8 +118,8 @@ class Price(unittest.TestCase):
 class Template(unittest.TestCase):
     def test_each_line_is_priced_at_its_functions_memory(self):
         memory = template_memory.read(cost.ROOT / "infra/template.yaml")
-        surplus = {"span": {"method": "PATCH", "route": "/api/v1/surpluses/{surplusId}"}}
-        site = {"span": {"method": "GET", "route": "/api/v1/sites/{siteId}"}}
+        surplus = {"message": "request served", "Route": "PATCH /api/v1/surpluses/{surplusId}"}
+        site = {"message": "request served", "Route": "GET /api/v1/sites/{siteId}"}
         self.assertEqual(memory.of(surplus), ("SurplusesFunction", memory.by_function["SurplusesFunction"]))
         self.assertEqual(memory.of(site), ("SitesFunction", memory.by_function["SitesFunction"]))
         self.assertEqual(memory.of({"message": "queue message handled"}),

@@ -2,9 +2,9 @@
 //! the request's lifecycle around its handler (`lifecycle.rs`: arrival
 //! before routing, settlement after, with the `X-RateLimit-*` headers on
 //! `/api/v1/*`), panics as 500, a 500 before Lambda's deadline rather than
-//! none at all, one log line (with `ddb_ms`, the time spent waiting on
-//! DynamoDB, and `round_trips`, the sequential round trips to it) and one
-//! metric line (`metrics::request`).
+//! none at all, and one line that is both the request's log line (with
+//! `ddb_ms`, the time spent waiting on DynamoDB) and its metric line
+//! (`metrics::request`).
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -94,23 +94,6 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let org_id = settled.org.map(|o| o.to_string());
     let key_id = settled.admitted.map(|(key, _)| key.to_string());
-    span.in_scope(|| {
-        tracing::info!(
-            status = response.status().as_u16(),
-            latency_ms,
-            ddb_ms = calls.waited().as_secs_f64() * 1000.0,
-            ddb_calls = cost.calls,
-            round_trips = cost.round_trips,
-            read_units = cost.units.read,
-            write_units = cost.units.write,
-            warm = cost.warm,
-            aws_calls = calls.aws_calls_text(),
-            org_id,
-            key_id,
-            rate_window = settled.admitted.and_then(|(_, window)| window),
-            "request served"
-        );
-    });
     metrics::request::Served {
         method: method.as_str(),
         route: matched.as_deref(),
@@ -123,12 +106,17 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         read_units: cost.units.read,
         write_units: cost.units.write,
         round_trips: cost.round_trips,
+        ddb_ms: calls.waited().as_secs_f64() * 1000.0,
+        ddb_calls: cost.calls,
+        warm: cost.warm,
+        aws_calls: calls.aws_calls_text(),
+        rate_window: settled.admitted.and_then(|(_, window)| window),
         replayed: response.headers().contains_key(idempotency::REPLAYED),
         request_id: &request_id,
         org_id,
         key_id,
     }
-    .emit(&state.config.metrics);
+    .log(&state.config.metrics);
     response
 }
 

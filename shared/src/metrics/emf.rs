@@ -105,6 +105,12 @@ impl Document {
         serde_json::to_string(&line).unwrap_or_default()
     }
 
+    /// The document's members alone, as one line: a log line without
+    /// metrics.
+    pub fn plain_line(&self) -> String {
+        serde_json::to_string(&Members(&self.members)).unwrap_or_default()
+    }
+
     /// Writes the document (when metrics are on). The process's first
     /// line says it is a cold start, by the function it names.
     pub fn emit(mut self, config: &MetricsConfig) {
@@ -143,6 +149,15 @@ impl Serialize for Line<'_> {
             map.serialize_entry(name, value)?;
         }
         map.end()
+    }
+}
+
+/// A document's members without its `_aws`.
+struct Members<'a>(&'a [(&'static str, Value)]);
+
+impl Serialize for Members<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, value)| (name, value)))
     }
 }
 
@@ -233,6 +248,20 @@ mod tests {
             ])
         );
         assert!(line["_aws"]["Timestamp"].as_u64().unwrap() > 1_600_000_000_000);
+    }
+
+    #[test]
+    fn a_plain_line_is_the_members_without_metadata() {
+        let mut doc = Document::new();
+        doc.property("message", "request served")
+            .dimension(Dimension::Service, "sites")
+            .record(&[&[Dimension::Service]], &[(Metric::Latency, 2.5)]);
+        let plain: Value = serde_json::from_str(&doc.plain_line()).unwrap();
+        assert_eq!(
+            plain,
+            serde_json::json!({"message": "request served", "Service": "sites", "Latency": 2.5})
+        );
+        assert!(doc.line("Api/test").contains("\"_aws\""));
     }
 
     #[test]

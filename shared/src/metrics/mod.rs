@@ -1,6 +1,7 @@
-//! Metrics in CloudWatch's embedded metric format (EMF): each request, and
-//! each webhook attempt, writes one JSON line to standard output beside its
-//! log line, and CloudWatch Logs turns it into metrics. No
+//! Metrics in CloudWatch's embedded metric format (EMF): each request
+//! writes one JSON line to standard output, its log line and its metric
+//! line at once (`request`), each webhook attempt one beside its log line,
+//! and CloudWatch Logs turns them into metrics. No
 //! `PutMetricData` call and no DynamoDB call: a line costs the
 //! serialisation and the write (`make bench`).
 //!
@@ -163,6 +164,16 @@ pub trait Report {
     fn emit(&self, config: &MetricsConfig) {
         if config.enabled {
             self.document().emit(config);
+        }
+    }
+
+    /// Writes the line that is a log line as well: with its metrics when
+    /// they are on, else as a plain log line when the log shows `INFO`.
+    fn log(&self, config: &MetricsConfig) {
+        if config.enabled {
+            self.document().emit(config);
+        } else if tracing::enabled!(tracing::Level::INFO) {
+            output::write_log(self.document().plain_line());
         }
     }
 }

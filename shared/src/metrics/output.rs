@@ -26,3 +26,10 @@ pub(super) fn write(mut line: String) {
     line.push('\n');
     let _ = std::io::stdout().lock().write_all(line.as_bytes());
 }
+
+/// Writes a log line that carries no metric to standard output, whole,
+/// wherever metric lines were redirected.
+pub(super) fn write_log(mut line: String) {
+    line.push('\n');
+    let _ = std::io::stdout().lock().write_all(line.as_bytes());
+}

@@ -317,8 +317,12 @@ impl Places<'_> {
     ) -> ApiResult<(Part, Vec<GeoItem>, Option<Item>)> {
         let store = self.0;
         let prefix = format!("{}#{}", PlaceKind::ReceivingPoint.tag(), part.hash);
+        // Other organizations' published points: eventually consistent (half
+        // the read units; a point published a moment ago may show on the
+        // next search: docs/decisions.md, "Eventually consistent reads").
         let page = store
             .prefix_query(part.pk.clone(), &prefix)
+            .consistent_read(false)
             .limit(i32::try_from(limit).unwrap_or(i32::MAX))
             .set_exclusive_start_key(part.start.clone())
             .send()

@@ -115,6 +115,14 @@ fn a_request_reports_its_route_status_and_cost_and_who_asked_as_properties() {
         assert_eq!(line["org_id"], t.org.id.to_string());
         assert_eq!(line["key_id"], key_id(&t).await.to_string());
         assert_eq!(line["status"], 200);
+        // One line a request: the request's log line is this one.
+        assert_eq!(line["message"], "request served");
+        assert_eq!(line["ddb_calls"], reply.ddb_calls);
+        assert!(line["ddb_ms"].as_f64().unwrap() > 0.0);
+        assert!(line["ddb_ms"].as_f64().unwrap() <= line["Latency"].as_f64().unwrap());
+        assert_eq!(line["warm"], reply.warm);
+        assert!(line["rate_window"].as_u64().unwrap() > 29_000_000);
+        assert!(line.get("aws_calls").is_none(), "no call beyond DynamoDB");
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         // The settings' namespace (`IntegrationApi` unless set: the local
         // stack's scripts set `IntegrationApi/local`).

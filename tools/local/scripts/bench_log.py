@@ -27,6 +27,13 @@ def percentile(values, p):
     return values[min(int(len(values) * p), len(values) - 1)] if values else None
 
 
+def served(row):
+    """A request line's figures under their log names (the line names them
+    as its metrics)."""
+    return {**row, "latency_ms": row.get("Latency", 0), "round_trips": row.get("RoundTrips", 0),
+            "read_units": row.get("ReadUnits", 0), "write_units": row.get("WriteUnits", 0)}
+
+
 def main():
     log, labels = sys.argv[1], json.loads(sys.argv[2])
     getitem = float(os.environ.get("GETITEM_P50_MS") or 0)
@@ -38,13 +45,13 @@ def main():
             row = json.loads(line)
         except ValueError:
             continue
-        span = row.get("span", {})
         message = row.get("message")
         if message == "request served" and 200 <= row.get("status", 0) < 300:
             marked = [label for at, label in marks if at <= number]
             label = (marked[-1] if marked else "") or labels.get(row.get("org_id"), "-")
-            key = (span.get("method"), span.get("route"), label)
-            routes.setdefault(key, []).append(row)
+            # The request's line is its metric line: Route is `GET /api/v1/...`.
+            method, _, route = row.get("Route", "").partition(" ")
+            routes.setdefault((method, route, label), []).append(served(row))
         elif message == "daily figures read":
             summary_items.add(row["items_read"])
         elif message == "geo cells read":
