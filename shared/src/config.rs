@@ -86,6 +86,9 @@ pub struct RateLimitConfig {
     /// Successful requests admitted per key in one sliding window.
     pub limit: u32,
     pub window: Duration,
+    /// Slots a busy key's admission may count at once for this instance to
+    /// admit its next requests from (`ratelimit::lease`; 1: none).
+    pub lease: u32,
 }
 
 /// Failed requests (admitted, answered other than 2xx) a key may make in
@@ -319,6 +322,8 @@ impl Config {
                 limit: u32::try_from(number("RATE_LIMIT_PER_WINDOW", 100)?)
                     .map_err(|_| ConfigError("RATE_LIMIT_PER_WINDOW is too large".into()))?,
                 window: Duration::from_secs(number("RATE_LIMIT_WINDOW_SECONDS", 60)?),
+                lease: u32::try_from(number("RATE_LIMIT_LEASE", 8)?.max(1))
+                    .map_err(|_| ConfigError("RATE_LIMIT_LEASE is too large".into()))?,
             },
             cursor_key,
             webhook_seal_key,

@@ -19,11 +19,18 @@
 //! the window's end), so 404 loops, paid provider calls that fail and
 //! password hashes that end in a 409 are bounded per key.
 //!
+//! A busy key's admission counts a few slots at once, and the instance
+//! admits the key's next requests in the window from them (`lease`): a
+//! read of the key instead of a write, with the bound kept (the counters
+//! hold every slot leased).
+//!
 //! The headers: `X-RateLimit-Remaining` is the budget left after this
 //! request; `X-RateLimit-Reset` is the Unix time at which, with no further
 //! requests, none of the key's requests so far counts any more (the full
 //! budget is back); `Retry-After` on a 429 is the number of seconds after
 //! which the next request is admitted.
+
+mod lease;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,6 +41,8 @@ use crate::config::RateLimitConfig;
 use crate::error::ApiError;
 use crate::store::Store;
 use crate::store::api_keys::KeyState;
+
+pub use lease::Leases;
 
 /// What the `X-RateLimit-*` headers say about a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,20 +191,22 @@ fn decision(
 }
 
 /// The decision for a request of a valid key that may use its route, from
-/// what the admitting write found: admitted with its reservation, or
-/// refused with `retry_after` (nothing spent: a request the weighted
-/// estimate refuses after it was counted is taken back).
+/// what the admitting write found: admitted with its reservation and the
+/// slots it counted beyond its own (to lease), or refused with
+/// `retry_after` (nothing spent: what the weighted estimate refuses after
+/// it was counted is taken back).
 pub async fn decide(
     store: &Store,
     config: &RateLimitConfig,
     key: KeyHash,
     window: Window,
     found: &KeyState,
-) -> Result<(RateLimitDecision, Option<Reservation>), ApiError> {
+) -> Result<(RateLimitDecision, Option<Reservation>, u32), ApiError> {
     if !config.enabled {
         return Ok((
             RateLimitDecision::untouched(config, crate::clock::system_time()),
             None,
+            0,
         ));
     }
     let limit = config.limit;
@@ -208,37 +219,90 @@ pub async fn decide(
             ..decision(config, window, current, previous)
         }
     };
-    let (current, previous) = (found.current, found.previous);
-    if !found.counted && found.failed >= config.failure_limit() {
-        // Too many failed requests: nothing more until this window ends.
-        let wait = window.len - window.elapsed;
-        return Ok((
-            RateLimitDecision {
-                allowed: false,
-                remaining: 0,
-                retry_after: wait.div_ceil(1000).max(1),
-                failures: true,
-                ..decision(config, window, current, previous)
-            },
-            None,
-        ));
-    }
+    let (mut current, previous) = (found.current, found.previous);
     if !found.counted {
+        if let Some(ceiling) = failures_ceiling(config, window, found) {
+            return Ok((ceiling, None, 0));
+        }
         // The key may make the request, so what refused it was the window.
-        return Ok((refused(current.max(limit), previous), None));
+        return Ok((refused(current.max(limit), previous), None, 0));
     }
+    let mut slots = found.slots.max(1);
     if window.estimate(current, previous) > limit {
-        store.api_keys().uncount(&key, window.index).await?;
-        return Ok((refused(current - 1, previous), None));
+        // Of the slots counted, those the weighted estimate lets in stay.
+        let before = window.estimate(current - slots, previous);
+        let usable = limit.saturating_sub(before).min(slots);
+        store
+            .api_keys()
+            .uncount(&key, window.index, slots - usable)
+            .await?;
+        current -= slots - usable;
+        if usable == 0 {
+            return Ok((refused(current, previous), None, 0));
+        }
+        slots = usable;
     }
     let reservation = Reservation {
         key,
         window: window.index,
     };
+    let leased = slots - 1;
     Ok((
-        decision(config, window, current, previous),
+        with_lease(decision(config, window, current, previous), leased),
         Some(reservation),
+        leased,
     ))
+}
+
+/// The decision for a request admitted from the instance's lease (`left`
+/// slots still held after its own), from the key's counters as read: its
+/// slot is counted already; only a key whose failures reached their
+/// ceiling is refused (its slot stays spent).
+pub fn leased(
+    config: &RateLimitConfig,
+    key: KeyHash,
+    window: Window,
+    found: &KeyState,
+    left: u32,
+) -> (RateLimitDecision, Option<Reservation>) {
+    if let Some(ceiling) = failures_ceiling(config, window, found) {
+        return (ceiling, None);
+    }
+    let decision = decision(config, window, found.current, found.previous);
+    let reservation = Reservation {
+        key,
+        window: window.index,
+    };
+    (with_lease(decision, left), Some(reservation))
+}
+
+/// What the key has to spend: what its counters leave, and the slots this
+/// instance holds for it (counted already).
+fn with_lease(decision: RateLimitDecision, held: u32) -> RateLimitDecision {
+    RateLimitDecision {
+        remaining: decision.remaining.saturating_add(held).min(decision.limit),
+        ..decision
+    }
+}
+
+/// A refusal when the key's failed requests reached their ceiling in this
+/// window: nothing more until it ends.
+fn failures_ceiling(
+    config: &RateLimitConfig,
+    window: Window,
+    found: &KeyState,
+) -> Option<RateLimitDecision> {
+    if found.failed < config.failure_limit() {
+        return None;
+    }
+    let wait = window.len - window.elapsed;
+    Some(RateLimitDecision {
+        allowed: false,
+        remaining: 0,
+        retry_after: wait.div_ceil(1000).max(1),
+        failures: true,
+        ..decision(config, window, found.current, found.previous)
+    })
 }
 
 /// The key's budget as it stands, spending nothing: for answers to a valid
@@ -340,6 +404,7 @@ mod tests {
             enabled: true,
             limit: 100,
             window: MINUTE,
+            lease: 1,
         };
         let d = RateLimitDecision::untouched(&config, at(61, 0));
         assert_eq!((d.limit, d.remaining, d.reset), (100, 100, 120));

@@ -46,6 +46,8 @@ pub struct Parts {
     pub support_token: DeploymentKey,
     /// The keys this instance admitted lately (`auth::memory`).
     pub key_memory: Arc<KeyMemory>,
+    /// Rate-limit slots this instance counted ahead for busy keys.
+    pub rate_leases: Arc<crate::ratelimit::Leases>,
     /// The clock every request runs by (`crate::clock`): the system's
     /// time, moved forward only by tests.
     pub clock: Clock,
@@ -105,6 +107,7 @@ impl AppState {
             geocode_key,
             support_token,
             key_memory: Arc::default(),
+            rate_leases: Arc::default(),
             clock: Clock::default(),
             config: Arc::new(config),
             store,

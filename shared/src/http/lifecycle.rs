@@ -54,6 +54,7 @@ use crate::error::codes;
 use crate::gate::WriteGate;
 use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
 use crate::state::AppState;
+use crate::store::api_keys::Limits;
 use crate::store::calls::CallCounter;
 use crate::store::idempotency::Claim;
 
@@ -313,20 +314,41 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
     let limits = &config.rate_limit;
     let window = Window::at(now, limits.window);
     let keys = state.store.api_keys();
-    let found = if limits.enabled && config.public_api_enabled {
-        let failures = limits.failure_limit();
-        keys.admit(&hash, needed, window.index, limits.limit, failures, at)
-            .await?
+    let leases = &state.rate_leases;
+    let counting = limits.enabled && config.public_api_enabled;
+    // A slot this instance leased for the key in this window: the key is
+    // read, not counted again (`ratelimit::lease`).
+    let leased = counting.then(|| leases.take(&hash, window.index)).flatten();
+    let found = if leased.is_some() {
+        keys.read_leased(&hash, window.index).await
+    } else if counting {
+        let counted = Limits {
+            window: window.index,
+            cap: limits.limit,
+            failure_cap: limits.failure_limit(),
+            slots: leases.size(&hash, window.index, limits.lease),
+        };
+        keys.admit(&hash, needed, counted, at).await
     } else {
-        keys.read(&hash, window.index).await?
+        keys.read(&hash, window.index).await
     };
-    let record = found.record.as_ref().ok_or(ApiError::InvalidApiKey)?;
-    let stored = KeyHash::from_hex(&record.key_hash).ok_or(ApiError::InvalidApiKey)?;
+    let found = found.inspect_err(|_| leases.forget(&hash))?;
+    // A refused key's lease goes (its slots stay spent).
+    let refused = |error: ApiError| {
+        leases.forget(&hash);
+        error
+    };
+    let record = found
+        .record
+        .as_ref()
+        .ok_or_else(|| refused(ApiError::InvalidApiKey))?;
+    let stored =
+        KeyHash::from_hex(&record.key_hash).ok_or_else(|| refused(ApiError::InvalidApiKey))?;
     if !stored.matches(&hash) {
-        return Err(ApiError::InvalidApiKey.into());
+        return Err(refused(ApiError::InvalidApiKey).into());
     }
     if let Some(rejected) = record.rejection(at) {
-        return Err(rejected.into());
+        return Err(refused(rejected).into());
     }
     // The key is valid: from here on every answer shows its budget.
     let org = Some(record.org_id);
@@ -334,19 +356,29 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
         if !record.org_active && S::INACTIVE_ORG_IS_NOT_FOUND {
             refused = ApiError::org_not_found();
         }
+        leases.forget(&hash);
         return Err(Refusal {
             error: refused,
             rate: Some(ratelimit::standing(limits, window, &found)),
             org,
         });
     }
-    let (rate, slot) = ratelimit::decide(&state.store, limits, hash, window, &found)
-        .await
-        .map_err(|error| Refusal {
-            error,
-            rate: None,
-            org,
-        })?;
+    let (rate, slot) = match leased {
+        Some(left) => ratelimit::leased(limits, hash, window, &found, left),
+        None => {
+            let (rate, slot, lease) = ratelimit::decide(&state.store, limits, hash, window, &found)
+                .await
+                .map_err(|error| Refusal {
+                    error,
+                    rate: None,
+                    org,
+                })?;
+            if slot.is_some() {
+                leases.granted(&hash, window.index, lease + 1, rate.remaining);
+            }
+            (rate, slot)
+        }
+    };
     // Remembered for the key's next request; a key at its limit is not
     // worth starting a read for.
     memory.remember(&hash, record, rate.allowed && rate.remaining > 0);

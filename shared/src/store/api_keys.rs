@@ -168,9 +168,11 @@ impl ApiKeys<'_> {
 
     /// Admits one request of the key with hash `hash`: reads the key and,
     /// at the same time, counts the request in window `window` of its
-    /// counters (one conditional UpdateItem that refuses at `cap` requests
-    /// or `failure_cap` failed ones, and refuses a hash whose counters were
-    /// never made: an unknown key writes nothing). The count stands only
+    /// counters (one conditional UpdateItem that refuses past `cap`
+    /// requests or at `failure_cap` failed ones, and refuses a hash whose
+    /// counters were never made: an unknown key writes nothing). It counts
+    /// `slots` at once (the request's and those the instance will lease,
+    /// `ratelimit::lease`), or one when that many no longer fit. The count stands only
     /// if the key exists, is neither revoked nor expired at `now`, its
     /// organization is active and entitled, and it has scope `needed`; else
     /// it is given back. Answers with the key and its counters either way.
@@ -180,17 +182,15 @@ impl ApiKeys<'_> {
         &self,
         hash: &KeyHash,
         needed: Scope,
-        window: u64,
-        cap: u32,
-        failure_cap: u32,
+        limits: Limits,
         now: Timestamp,
     ) -> ApiResult<KeyState> {
-        let limits = Limits {
-            window,
-            cap,
-            failure_cap,
+        let window = limits.window;
+        let mut limits = Limits {
+            slots: limits.slots.clamp(1, limits.cap.max(1)),
+            ..limits
         };
-        let (record, counted) = CallCounter::together(async {
+        let (record, mut counted) = CallCounter::together(async {
             futures::try_join!(
                 self.lookup(hash),
                 self.count(hash, limits, "attribute_exists(pk) AND ")
@@ -200,6 +200,13 @@ impl ApiKeys<'_> {
         let may = record
             .as_ref()
             .is_some_and(|key| key.rejection(now).is_none() && key.refusal(needed, true).is_none());
+        if limits.slots > 1 && may && matches!(counted, Err(Some(_))) {
+            // The lease no longer fits: the request's own slot may.
+            limits.slots = 1;
+            counted = self
+                .count(hash, limits, "attribute_exists(pk) AND ")
+                .await?;
+        }
         let counted = match (counted, may) {
             // The key's first request: its counters item is made now.
             (Err(None), true) => self.count(hash, limits, "").await?,
@@ -211,22 +218,25 @@ impl ApiKeys<'_> {
                 if !stale.is_empty() {
                     self.remove_counters(hash, &stale).await?;
                 }
-                KeyState::of(record, Some(item), window, true)
+                let mut state = KeyState::of(record, Some(item), window, true)?;
+                state.slots = limits.slots;
+                Ok(state)
             }
             Ok(item) => {
                 // Counted for a key that may not make the request.
-                self.uncount(hash, window).await?;
+                self.uncount(hash, window, limits.slots).await?;
                 let mut state = KeyState::of(record, Some(item), window, false)?;
-                state.current = state.current.saturating_sub(1);
+                state.current = state.current.saturating_sub(limits.slots);
                 Ok(state)
             }
             Err(old) => KeyState::of(record, old, window, false),
         }
     }
 
-    /// Adds one request to window `limits.window` of the key's counters if
-    /// it holds fewer than the caps (and `exists` holds): the counters
-    /// after, or as they stood when refused (None: no counters item).
+    /// Adds `limits.slots` requests to window `limits.window` of the key's
+    /// counters if they fit under the caps (and `exists` holds): the
+    /// counters after, or as they stood when refused (None: no counters
+    /// item).
     async fn count(
         &self,
         hash: &KeyHash,
@@ -237,16 +247,20 @@ impl ApiKeys<'_> {
         let result = self
             .0
             .update(keys::rate_pk(hash), keys::RATE_SK)
-            .update_expression("ADD #now :one REMOVE #old")
+            .update_expression("ADD #now :slots REMOVE #old")
             .condition_expression(format!(
-                "{exists}(attribute_not_exists(#now) OR #now < :cap) \
+                "{exists}(attribute_not_exists(#now) OR #now <= :room) \
                  AND (attribute_not_exists(#failed) OR #failed < :failure_cap)"
             ))
             .expression_attribute_names("#now", counter(window))
             .expression_attribute_names("#old", counter(window.saturating_sub(2)))
             .expression_attribute_names("#failed", failures(window))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":cap", n(limits.cap))
+            .expression_attribute_values(":slots", n(limits.slots))
+            // At most `cap` after: a cap of 0 admits nothing.
+            .expression_attribute_values(
+                ":room",
+                n(i64::from(limits.cap) - i64::from(limits.slots)),
+            )
             .expression_attribute_values(":failure_cap", n(limits.failure_cap))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -268,18 +282,41 @@ impl ApiKeys<'_> {
         KeyState::of(record, counters, window, false)
     }
 
-    /// Takes back one request counted in `window` (the sliding estimate
-    /// refused it).
-    pub async fn uncount(&self, hash: &KeyHash, window: u64) -> ApiResult<()> {
+    /// The key, read strongly consistently, and its counters, eventually:
+    /// for a request admitted from the instance's lease, whose slot is
+    /// counted already (the counters only say what is left, for the
+    /// headers, and whether failures reached their ceiling).
+    pub async fn read_leased(&self, hash: &KeyHash, window: u64) -> ApiResult<KeyState> {
+        let store = self.0;
+        let counters = async {
+            store
+                .db
+                .get_item()
+                .table_name(store.table())
+                .set_key(Some(key(keys::rate_pk(hash), keys::RATE_SK)))
+                .send()
+                .await
+                .map(|out| out.item)
+                .map_err(sdk_error)
+        };
+        let (record, counters) =
+            CallCounter::together(async { futures::try_join!(self.lookup(hash), counters) })
+                .await?;
+        KeyState::of(record, counters, window, false)
+    }
+
+    /// Takes back `slots` requests counted in `window` (the sliding
+    /// estimate refused them, or the key may not make the request).
+    pub async fn uncount(&self, hash: &KeyHash, window: u64, slots: u32) -> ApiResult<()> {
         let store = self.0;
         unless_condition_failed(
             store
                 .update(keys::rate_pk(hash), keys::RATE_SK)
-                .update_expression("ADD #now :minus_one")
-                .condition_expression("#now > :zero")
+                .update_expression("ADD #now :minus")
+                .condition_expression("#now >= :slots")
                 .expression_attribute_names("#now", counter(window))
-                .expression_attribute_values(":minus_one", n(-1))
-                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":minus", n(-i64::from(slots)))
+                .expression_attribute_values(":slots", n(slots))
                 .send()
                 .await,
         )
@@ -519,14 +556,21 @@ pub struct KeyState {
     /// Failed requests in the current window.
     pub failed: u32,
     pub counted: bool,
+    /// Slots the admission counted (its request's, and its lease's).
+    pub slots: u32,
 }
 
-/// The caps one admission counts against.
-#[derive(Clone, Copy)]
-struct Limits {
-    window: u64,
-    cap: u32,
-    failure_cap: u32,
+/// The caps one admission counts against, and what it counts.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// The rate-limit window counted in.
+    pub window: u64,
+    /// Requests the window may hold.
+    pub cap: u32,
+    /// Failed requests the window may hold.
+    pub failure_cap: u32,
+    /// Slots counted at once (the request's, and its instance's lease).
+    pub slots: u32,
 }
 
 impl KeyState {
@@ -553,6 +597,7 @@ impl KeyState {
             previous,
             failed,
             counted,
+            slots: u32::from(counted),
         })
     }
 }

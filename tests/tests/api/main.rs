@@ -34,6 +34,7 @@ mod orphans;
 mod partial_writes;
 mod places;
 mod quotas;
+mod rate_leases;
 mod rate_limit;
 mod receiving_points;
 mod report_rows;

@@ -80,8 +80,11 @@ fn a_warm_read_takes_one_round_trip_and_a_cold_one_two() {
         }
         // The answer is the cold one's, at the cold one's cost: a strongly
         // consistent read of the key and of the site (a unit each, under
-        // 4 KB), and the count's write (a unit).
-        let again = get(&warm, &t, &path).await;
+        // 4 KB), and the count's write (a unit), where no lease is taken
+        // (`rate_limit::a_busy_key_is_admitted_from_its_lease`).
+        let counted = harness().await.router_with(|c| c.rate_limit.lease = 1);
+        get(&counted, &t, "/api/v1/orgs").await.expect(200, None);
+        let again = get(&counted, &t, &path).await;
         assert!(!first.warm && again.warm);
         assert_eq!(again.body, first.body);
         let units = |r: &Reply| (r.units.read, r.units.write);
