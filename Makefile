@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load cost capacity soak build deploy engines stop-engines clean
+.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java lint bench load cpu-pairs cost capacity soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -152,6 +152,10 @@ bench: $(ENGINES)
 ## load: a bounded load test on loopback (100 connections, 30 s, over 20 keys and again over 200; creates, reads and lists mixed): no answer but 2xx and 429, no lost write; requests/s, latency, server CPU per request
 load: $(ENGINES)
 	tools/local/scripts/load.sh
+
+## cpu-pairs: server CPU per request of two commits side by side (A=<commit> B=<commit>): each built from git archive (bench-server profile), then CPU_PAIRS (5) interleaved pairs of make load's traffic; the median ratio B/A with its spread
+cpu-pairs: $(ENGINES)
+	tools/local/scripts/cpu_pairs.sh
 
 ## cost: what each flow of requests costs in AWS (warm reads, a page, creates, PATCH, waybill uploads, a delivered load's webhook, nearby search), measured on the dev server (DynamoDB units, S3/SQS/Secrets Manager calls, log bytes, function time) and priced with tools/cost/prices.json (PRICES=... for another region); REPETITIONS (100) of each; table and .local/cost/cost.json
 cost: $(ENGINES)

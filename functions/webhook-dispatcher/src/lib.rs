@@ -348,7 +348,6 @@ impl Dispatcher {
             .deliveries()
             .record(&after, &attempt, made_for)
             .await?;
-        log_attempt(&attempt, &outcome);
         let dead_lettered = !attempt.succeeded && owner.is_some() && wait.is_none();
         report(
             &attempt,
@@ -357,7 +356,7 @@ impl Dispatcher {
             envelope.data.delivered_at,
             dead_lettered,
         )
-        .emit(&self.state.config.metrics);
+        .log(&self.state.config.metrics);
 
         if attempt.succeeded || owner.is_none() {
             return Ok(Ok(()));
@@ -465,25 +464,6 @@ impl Dispatcher {
     }
 }
 
-fn log_attempt(attempt: &DeliveryAttempt, outcome: &Outcome) {
-    let error = outcome.error.map(|e| match e {
-        AttemptError::Timeout => "timeout",
-        AttemptError::ConnectionFailed => "connection_failed",
-        AttemptError::AddressRefused => "address_refused",
-        AttemptError::Internal => "internal",
-    });
-    tracing::info!(
-        delivery_id = %attempt.delivery_id,
-        attempt = attempt.attempt,
-        manual = attempt.manual,
-        succeeded = attempt.succeeded,
-        status = ?outcome.status,
-        error,
-        duration_ms = attempt.duration_ms,
-        "webhook attempt"
-    );
-}
-
 /// Why an attempt failed, as its metrics name it: the client's error, else
 /// the receiver's answer by class (`http_4xx`, ...); None when it
 /// succeeded.
@@ -527,6 +507,15 @@ fn report(
         org_id: hook.org_id,
         failure: cause(outcome),
         attempt: attempt.attempt,
+        manual: attempt.manual,
+        status: outcome.status,
+        error: outcome.error.map(|e| match e {
+            AttemptError::Timeout => "timeout",
+            AttemptError::ConnectionFailed => "connection_failed",
+            AttemptError::AddressRefused => "address_refused",
+            AttemptError::Internal => "internal",
+        }),
+        duration_ms: attempt.duration_ms,
         dead_lettered,
         lag_to_start_ms: lag(started),
         lag_to_end_ms: lag(ended),

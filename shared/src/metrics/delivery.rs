@@ -1,4 +1,5 @@
-//! What a webhook attempt reports (the dispatcher fills it in).
+//! What a webhook attempt reports (the dispatcher fills it in): one line,
+//! `"message":"webhook attempt"`, its log line and its metric line.
 
 use uuid::Uuid;
 
@@ -18,6 +19,14 @@ pub struct Attempted {
     pub failure: Option<&'static str>,
     /// The delivery's attempts so far, this one included.
     pub attempt: u32,
+    /// Made for an integrator's retry (not the queue's schedule).
+    pub manual: bool,
+    /// The receiver's answer, if it answered.
+    pub status: Option<u16>,
+    /// What kept the attempt from an answer (`timeout`, ...).
+    pub error: Option<&'static str>,
+    /// How long the attempt took.
+    pub duration_ms: u64,
     /// Its attempts ran out with this one: to the dead-letter queue.
     pub dead_lettered: bool,
     /// From the commit of the status change to this attempt's start, and
@@ -32,19 +41,29 @@ impl Report for Attempted {
         use Dimension::{Cause, Service};
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         let mut doc = Document::new();
-        doc.dimension(Service, DISPATCHER)
+        doc.property("message", "webhook attempt")
+            .dimension(Service, DISPATCHER)
             .property("delivery_id", self.delivery_id.to_string())
             .property("webhook_id", self.webhook_id.to_string())
             .property("org_id", self.org_id.to_string())
             .property("attempt", self.attempt)
-            .record(
-                &[&[Service]],
-                &[
-                    (Metric::DeliveryAttempts, 1.0),
-                    (Metric::DeliverySucceeded, flag(self.failure.is_none())),
-                    (Metric::DeadLettered, flag(self.dead_lettered)),
-                ],
-            );
+            .property("manual", self.manual)
+            .property("succeeded", self.failure.is_none())
+            .property("duration_ms", self.duration_ms);
+        if let Some(status) = self.status {
+            doc.property("status", status);
+        }
+        if let Some(error) = self.error {
+            doc.property("error", error);
+        }
+        doc.record(
+            &[&[Service]],
+            &[
+                (Metric::DeliveryAttempts, 1.0),
+                (Metric::DeliverySucceeded, flag(self.failure.is_none())),
+                (Metric::DeadLettered, flag(self.dead_lettered)),
+            ],
+        );
         match self.failure {
             None => doc.record(&[&[Service]], &[(Metric::DeliveryFailed, 0.0)]),
             Some(cause) => doc.dimension(Cause, cause).record(

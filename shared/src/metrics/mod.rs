@@ -1,7 +1,7 @@
-//! Metrics in CloudWatch's embedded metric format (EMF): each request
-//! writes one JSON line to standard output, its log line and its metric
-//! line at once (`request`), each webhook attempt one beside its log line,
-//! and CloudWatch Logs turns them into metrics. No
+//! Metrics in CloudWatch's embedded metric format (EMF): each request and
+//! each webhook attempt writes one JSON line to standard output, its log
+//! line and its metric line at once (`request`, `delivery`), and
+//! CloudWatch Logs turns them into metrics. No
 //! `PutMetricData` call and no DynamoDB call: a line costs the
 //! serialisation and the write (`make bench`).
 //!

@@ -358,6 +358,15 @@ fn a_webhook_attempt_reports_its_outcome_cause_and_lag() {
             (Some(0), Some(1))
         );
         assert!(succeeded.get("Cause").is_none());
+        // One line an attempt: its log line is this one.
+        for (line, status, ok) in [(failed, 503, false), (succeeded, 200, true)] {
+            assert_eq!(line["message"], "webhook attempt");
+            assert_eq!(line["status"], status);
+            assert_eq!(line["succeeded"], ok);
+            assert_eq!(line["manual"], false);
+            assert!(line["duration_ms"].as_u64().unwrap() < 20_000);
+            assert!(line.get("error").is_none(), "answered");
+        }
         // Lags from the load's delivery: to the first attempt, to the success.
         let elapsed = (shared::clock::unix_ms() - before) as f64;
         let first = failed["LagToFirstAttempt"].as_f64().unwrap();
