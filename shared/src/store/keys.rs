@@ -164,7 +164,16 @@ pub fn rollup_pk(org: Uuid) -> String {
 pub fn day_rollup_sk(day: chrono::NaiveDate) -> String {
     format!("{DAY_PREFIX}{}", day.format("%Y-%m-%d"))
 }
+/// One of a day's `DAY_SHARDS` rollup items: the one a load's figures go
+/// to, by the load's id (so that what it added is taken back there).
+pub fn day_rollup_shard_sk(day: chrono::NaiveDate, shard: u32) -> String {
+    format!("{}#S{shard}", day_rollup_sk(day))
+}
 pub const DAY_PREFIX: &str = "DAY#";
+/// Rollup items a day's figures are spread over: deliveries of one
+/// organization on one day meet in a transaction on one item in
+/// `DAY_SHARDS` only (docs/decisions.md, "Reports").
+pub const DAY_SHARDS: u32 = 8;
 /// Webhook of an organization (organization partition).
 pub fn webhook_sk(webhook: Uuid) -> String {
     format!("{WEBHOOK_PREFIX}{webhook}")

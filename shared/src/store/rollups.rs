@@ -1,9 +1,12 @@
-//! Daily figures of delivered loads (`ROLLUP#<org>` / `DAY#<yyyy-mm-dd>`:
-//! `loads`, `litres`), per organization and UTC day of `created_at`. Every
-//! write that moves a load into or out of them (a delivery, a volume edit
-//! of a delivered load, an archive) adds the difference in its own
-//! transaction, so a summary reads one item per day of its window whatever
-//! the number of loads.
+//! Daily figures of delivered loads (`ROLLUP#<org>` /
+//! `DAY#<yyyy-mm-dd>#S<shard>`: `loads`, `litres`), per organization and
+//! UTC day of `created_at`, spread over `DAY_SHARDS` items a day by the
+//! load's id. Every write that moves a load into or out of them (a
+//! delivery, a volume edit of a delivered load, an archive) adds the
+//! difference to its load's item in its own transaction, so a summary
+//! reads a few small items per day of its window whatever the number of
+//! loads, and two deliveries of one day rarely meet on one item. Items of
+//! before the shards (`DAY#<yyyy-mm-dd>`) are read and added in.
 
 use std::collections::BTreeMap;
 
@@ -36,14 +39,18 @@ struct Counters {
     litres: u64,
 }
 
-/// Changes of figures, per organization and day: (loads, litres).
-type Deltas = BTreeMap<(Uuid, NaiveDate), (i64, i64)>;
+/// Changes of figures, per organization, day and shard: (loads, litres).
+type Deltas = BTreeMap<Day, (i64, i64)>;
+
+/// A rollup item: the organization, the day and its shard.
+type Day = (Uuid, NaiveDate, u32);
 
 /// What a load counts for: delivered and not archived.
-fn counted(load: &SurplusRecord) -> Option<((Uuid, NaiveDate), i64)> {
+fn counted(load: &SurplusRecord) -> Option<(Day, i64)> {
     (load.status == SurplusStatus::Delivered && load.archived_at.is_none()).then(|| {
         let day = load.created_at.as_datetime().date_naive();
-        ((load.org_id, day), load.litres().0 as i64)
+        let shard = super::hourly::shard_of(load.id.as_bytes()) % keys::DAY_SHARDS;
+        ((load.org_id, day, shard), load.litres().0 as i64)
     })
 }
 
@@ -66,14 +73,13 @@ fn deltas<'a>(
     deltas
 }
 
-fn update(
-    table: &str,
-    (org, day): (Uuid, NaiveDate),
-    (loads, litres): (i64, i64),
-) -> ApiResult<Update> {
+fn update(table: &str, (org, day, shard): Day, (loads, litres): (i64, i64)) -> ApiResult<Update> {
     Update::builder()
         .table_name(table)
-        .set_key(Some(key(keys::rollup_pk(org), keys::day_rollup_sk(day))))
+        .set_key(Some(key(
+            keys::rollup_pk(org),
+            keys::day_rollup_shard_sk(day, shard),
+        )))
         .update_expression("ADD loads :loads, litres :litres")
         .expression_attribute_values(":loads", n(loads))
         .expression_attribute_values(":litres", n(litres))
@@ -102,7 +108,7 @@ pub struct Rollups<'a>(pub(super) &'a Store);
 
 impl Rollups<'_> {
     /// The days of `org` from `from` to `to` (both included) that have
-    /// figures: one Query, one small item per day.
+    /// figures: one Query, a few small items per day (its shards).
     pub async fn days(
         &self,
         org: Uuid,
@@ -113,19 +119,17 @@ impl Rollups<'_> {
         for item in query_all(self.window(org, from, to)).await? {
             let day = get_s(&item, keys::SK)
                 .and_then(|sk| sk.strip_prefix(DAY_PREFIX))
-                .and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
+                .and_then(|d| NaiveDate::parse_from_str(d.get(..10)?, "%Y-%m-%d").ok())
                 .ok_or_else(|| ApiError::internal("rollup item without a day"))?;
-            let figures = DayFigures {
-                loads: count(&item, "loads")?,
-                litres: Litres(count(&item, "litres")?),
-            };
-            days.insert(day, figures);
+            let figures: &mut DayFigures = days.entry(day).or_default();
+            figures.loads += count(&item, "loads")?;
+            figures.litres = Litres(figures.litres.0 + count(&item, "litres")?);
         }
         Ok(days)
     }
 
     /// The figures of `org` from `from` to `to` (both included) added up,
-    /// and the days read: the same Query, reading only the counters.
+    /// and the items read: the same Query, reading only the counters.
     pub async fn totals(
         &self,
         org: Uuid,
@@ -142,7 +146,8 @@ impl Rollups<'_> {
         Ok((total, days.len()))
     }
 
-    /// The day items of `org` from `from` to `to`, both included.
+    /// The day items of `org` from `from` to `to`, both included (every
+    /// shard of `to`: they sort after its day's own key).
     fn window(
         &self,
         org: Uuid,
@@ -157,7 +162,10 @@ impl Rollups<'_> {
             .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
             .expression_attribute_values(":pk", super::item::s(keys::rollup_pk(org)))
             .expression_attribute_values(":from", super::item::s(keys::day_rollup_sk(from)))
-            .expression_attribute_values(":to", super::item::s(keys::day_rollup_sk(to)))
+            .expression_attribute_values(
+                ":to",
+                super::item::s(format!("{}#~", keys::day_rollup_sk(to))),
+            )
             .consistent_read(true)
     }
 
@@ -210,23 +218,42 @@ mod tests {
         assert!(deltas(None, Some(&new)).is_empty());
         let mut delivered = new.clone();
         delivered.status = SurplusStatus::Delivered;
-        let day = NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
+        let date = NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
+        // The load's own shard, every time.
+        let shard = crate::store::hourly::shard_of(new.id.as_bytes()) % keys::DAY_SHARDS;
+        let day = (Uuid::nil(), date, shard);
         assert_eq!(
             deltas(Some(&new), Some(&delivered)),
-            Deltas::from([((Uuid::nil(), day), (1, 2500))])
+            Deltas::from([(day, (1, 2500))])
         );
         let mut edited = delivered.clone();
         edited.volume_m3 = 3.0;
         assert_eq!(
             deltas(Some(&delivered), Some(&edited)),
-            Deltas::from([((Uuid::nil(), day), (0, 500))])
+            Deltas::from([(day, (0, 500))])
         );
         let mut archived = edited.clone();
         archived.archived_at = Some(Timestamp::now());
         assert_eq!(
             deltas(Some(&edited), Some(&archived)),
-            Deltas::from([((Uuid::nil(), day), (-1, -3000))])
+            Deltas::from([(day, (-1, -3000))])
         );
         assert!(deltas(Some(&edited), Some(&edited)).is_empty());
+    }
+
+    #[test]
+    fn loads_of_a_day_spread_over_its_shards() {
+        let shards: std::collections::BTreeSet<u32> = (0..256)
+            .map(|_| {
+                let mut delivered = load("2026-03-01T12:00:00Z", 1.0);
+                delivered.status = SurplusStatus::Delivered;
+                counted(&delivered).unwrap().0.2
+            })
+            .collect();
+        assert_eq!(shards.len(), keys::DAY_SHARDS as usize, "{shards:?}");
+        assert_eq!(
+            keys::day_rollup_shard_sk(NaiveDate::from_ymd_opt(2026, 3, 1).unwrap(), 7),
+            "DAY#2026-03-01#S7"
+        );
     }
 }

@@ -144,3 +144,51 @@ fn daily_figures_and_billing_follow_any_sequence_of_changes() {
         futures::future::join_all(SEEDS.map(one_sequence)).await;
     });
 }
+
+/// A day's figures are its shards' and, from before the shards, its own
+/// item's, added up; the window's last day counts with all of its shards.
+#[test]
+fn a_days_figures_are_its_shards_and_its_item_of_before_them() {
+    run(async {
+        let h = harness().await;
+        let t = org().await;
+        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
+        let pk = shared::store::keys::rollup_pk(t.id());
+        let items = [
+            (shared::store::keys::day_rollup_sk(day), 2, 5_000),
+            (shared::store::keys::day_rollup_shard_sk(day, 0), 1, 1_500),
+            (shared::store::keys::day_rollup_shard_sk(day, 7), 3, 250),
+            // The next day: outside the window.
+            (
+                shared::store::keys::day_rollup_shard_sk(day.succ_opt().unwrap(), 1),
+                9,
+                9,
+            ),
+        ];
+        for (sk, loads, litres) in items {
+            db.put_item()
+                .table_name(h.store().table())
+                .item("pk", aws_sdk_dynamodb::types::AttributeValue::S(pk.clone()))
+                .item("sk", aws_sdk_dynamodb::types::AttributeValue::S(sk))
+                .item(
+                    "loads",
+                    aws_sdk_dynamodb::types::AttributeValue::N(loads.to_string()),
+                )
+                .item(
+                    "litres",
+                    aws_sdk_dynamodb::types::AttributeValue::N(litres.to_string()),
+                )
+                .send()
+                .await
+                .unwrap();
+        }
+        let rollups = h.store().rollups();
+        let from = day.pred_opt().unwrap();
+        let days = rollups.days(t.id(), from, day).await.unwrap();
+        assert_eq!(days.len(), 1);
+        assert_eq!((days[&day].loads, days[&day].litres), (6, Litres(6_750)));
+        let (total, read) = rollups.totals(t.id(), from, day).await.unwrap();
+        assert_eq!((total.loads, total.litres, read), (6, Litres(6_750), 3));
+    });
+}
