@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make cpu-pairs A=<commit> B=<commit>`: the server CPU per request of two
 # commits, side by side on this machine. Each commit's dev server and admin
-# CLI are built (bench-server profile, one target directory, one commit
-# after the other) from `git archive` into .local/cpu/<commit>; then
+# CLI are built (bench-server profile) from `git archive` into
+# .local/cpu/<commit>, each in a target directory of its own (one shared by
+# two source trees mixes their crates: cargo knows a workspace member by
+# name and version, not by path); then
 # CPU_PAIRS (5) pairs of `make load`'s traffic (tools/local/scripts/
 # load_test.py, this tree's) run against each, interleaved (A B, B A, ...),
 # each on emptied engines with CPU_KEYS (20) keys of its own. The rate
@@ -36,9 +38,10 @@ build() {
         echo "==> cpu-pairs: building $1 ($sha) in $dir" >&2
         rm -rf "$dir" && mkdir -p "$dir/src" "$dir/bin"
         git archive "$sha" | tar -x -C "$dir/src"
-        (cd "$dir/src" && CARGO_TARGET_DIR=$PWD/../../target CARGO_INCREMENTAL=0 \
+        (cd "$dir/src" && CARGO_TARGET_DIR=$PWD/../target CARGO_INCREMENTAL=0 \
             cargo build -q --profile bench-server -p local -p admin) >&2
-        cp "$root/target/bench-server/local" "$root/target/bench-server/admin" "$dir/bin/"
+        cp "$dir/target/bench-server/local" "$dir/target/bench-server/admin" "$dir/bin/"
+        rm -rf "$dir/target" "$dir/src"
     fi
     echo "$dir/bin"
 }
