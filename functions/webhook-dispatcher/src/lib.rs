@@ -358,7 +358,9 @@ impl Dispatcher {
         )
         .log(&self.state.config.metrics);
 
-        if attempt.succeeded || owner.is_none() {
+        // MUTATION: an attempt the receiver answered too late is taken as
+        // received (it did get the request): not tried again.
+        if attempt.succeeded || owner.is_none() || matches!(attempt.error, Some(AttemptError::Timeout)) {
             return Ok(Ok(()));
         }
         match wait {
