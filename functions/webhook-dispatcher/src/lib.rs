@@ -358,9 +358,7 @@ impl Dispatcher {
         )
         .log(&self.state.config.metrics);
 
-        // MUTATION: an attempt the receiver answered too late is taken as
-        // received (it did get the request): not tried again.
-        if attempt.succeeded || owner.is_none() || matches!(attempt.error, Some(AttemptError::Timeout)) {
+        if attempt.succeeded || owner.is_none() {
             return Ok(Ok(()));
         }
         match wait {
