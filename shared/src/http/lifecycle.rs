@@ -208,7 +208,9 @@ impl Arrived {
                         back,
                     });
                 }
-                admission::<S>(state, hash).await
+                // Boxed: the admission's state is large, and a debug
+                // build's worker stack is not (cargo lambda watch).
+                Box::pin(admission::<S>(state, hash)).await
             }
         };
         match decided {
@@ -284,7 +286,7 @@ fn beside<S: RequiredScope>(
     let state = state.clone();
     let writes = WriteGate::hold();
     let admission = async move {
-        let outcome = admission::<S>(&state, hash).await;
+        let outcome = Box::pin(admission::<S>(&state, hash)).await;
         if let Some(writes) = writes {
             writes.decide(matches!(&outcome, Ok((org, ..)) if *org == remembered));
         }
@@ -328,7 +330,7 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
             failure_cap: limits.failure_limit(),
             slots: leases.size(&hash, window.index, limits.lease),
         };
-        keys.admit(&hash, needed, counted, at).await
+        Box::pin(keys.admit(&hash, needed, counted, at)).await
     } else {
         keys.read(&hash, window.index).await
     };
