@@ -321,6 +321,8 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
     // A slot this instance leased for the key in this window: the key is
     // read, not counted again (`ratelimit::lease`).
     let leased = counting.then(|| leases.take(&hash, window.index)).flatten();
+    // Else it counts, and says so until what it leased is held.
+    let flight = (counting && leased.is_none()).then(|| leases.counting(&hash));
     let found = if leased.is_some() {
         keys.read_leased(&hash, window.index).await
     } else if counting {
@@ -378,7 +380,18 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
             if slot.is_some() {
                 leases.granted(&hash, window.index, lease + 1, rate.remaining);
             }
-            (rate, slot)
+            // Refused by the window: a slot another request of this
+            // instance leased, if one is left once they all have.
+            let held = match flight {
+                Some(flight) if !rate.allowed && !rate.failures => {
+                    leases.take_after(flight, window.index).await
+                }
+                _ => None,
+            };
+            match held {
+                Some(left) => ratelimit::leased(limits, hash, window, &found, left),
+                None => (rate, slot),
+            }
         }
     };
     // Remembered for the key's next request; a key at its limit is not

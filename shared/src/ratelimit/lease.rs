@@ -10,9 +10,16 @@
 //! 2, 4, ... up to `RateLimitConfig::lease`), and stays at a quarter of
 //! the budget the key had left, so a key near its limit counts one
 //! request at a time, as without leases.
+//!
+//! A request the window refuses first waits for the key's admissions that
+//! counted before it on this instance to hand over what they leased, and
+//! takes a slot of that if one is left (`take_after`): one instance alone
+//! admits exactly the limit, however many of its requests race.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
+
+use tokio::sync::Notify;
 
 use crate::auth::key::KeyHash;
 
@@ -21,7 +28,43 @@ use crate::auth::key::KeyHash;
 pub const CAPACITY: usize = 10_000;
 
 #[derive(Debug, Default)]
-pub struct Leases(Mutex<HashMap<[u8; 32], Lease>>);
+pub struct Leases {
+    held: Mutex<Held>,
+    /// Told whenever a counted admission ends.
+    settled: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    leases: HashMap<[u8; 32], Lease>,
+    /// Each key's counted admissions in flight, by the order they started.
+    counting: HashMap<[u8; 32], BTreeSet<u64>>,
+    started: u64,
+}
+
+/// A counted admission of a key in flight on this instance: it ends (and
+/// its wait ends for the requests refused after it) when dropped, once its
+/// slots are `granted`.
+#[derive(Debug)]
+pub struct Counting<'a> {
+    leases: &'a Leases,
+    key: [u8; 32],
+    order: u64,
+}
+
+impl Drop for Counting<'_> {
+    fn drop(&mut self) {
+        let mut held = self.leases.held();
+        if let Some(flight) = held.counting.get_mut(&self.key) {
+            flight.remove(&self.order);
+            if flight.is_empty() {
+                held.counting.remove(&self.key);
+            }
+        }
+        drop(held);
+        self.leases.settled.notify_waiters();
+    }
+}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Lease {
@@ -39,8 +82,11 @@ impl Leases {
     /// Takes one slot of the key's lease in `window`, if one is left: the
     /// slots left after it.
     pub fn take(&self, hash: &KeyHash, window: u64) -> Option<u32> {
-        let mut leases = self.leases();
-        let lease = leases.get_mut(&hash.0).filter(|l| l.window == window)?;
+        let mut held = self.held();
+        let lease = held
+            .leases
+            .get_mut(&hash.0)
+            .filter(|l| l.window == window)?;
         if lease.left == 0 {
             return None;
         }
@@ -49,12 +95,49 @@ impl Leases {
         Some(lease.left)
     }
 
+    /// Starts a counted admission of the key.
+    pub fn counting(&self, hash: &KeyHash) -> Counting<'_> {
+        let mut held = self.held();
+        held.started += 1;
+        let order = held.started;
+        held.counting.entry(hash.0).or_default().insert(order);
+        Counting {
+            leases: self,
+            key: hash.0,
+            order,
+        }
+    }
+
+    /// A slot of the key's lease in `window` for the request of `counting`,
+    /// which the window refused: once the key's admissions that started
+    /// before it have ended (their slots are held, or they failed), so
+    /// none of what they counted is left unused while it is refused.
+    pub async fn take_after(&self, counting: Counting<'_>, window: u64) -> Option<u32> {
+        let (key, order) = (counting.key, counting.order);
+        drop(counting);
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            let before = self
+                .held()
+                .counting
+                .get(&key)
+                .and_then(|flight| flight.first().copied())
+                .is_some_and(|first| first < order);
+            if !before {
+                return self.take(&KeyHash(key), window);
+            }
+            settled.await;
+        }
+    }
+
     /// How many slots the key's next counted admission in `window` should
     /// count: what this instance used of the window, at most `max` and a
     /// quarter of the budget left, at least one.
     pub fn size(&self, hash: &KeyHash, window: u64, max: u32) -> u32 {
-        let leases = self.leases();
-        let Some(lease) = leases.get(&hash.0).filter(|l| l.window == window) else {
+        let held = self.held();
+        let Some(lease) = held.leases.get(&hash.0).filter(|l| l.window == window) else {
             return 1;
         };
         lease.used.min(max).min(lease.room / 4).max(1)
@@ -63,7 +146,8 @@ impl Leases {
     /// An admission counted `slots` in `window` (one of them for its own
     /// request) and left the key `room` to spend: the rest are held.
     pub fn granted(&self, hash: &KeyHash, window: u64, slots: u32, room: u32) {
-        let mut leases = self.leases();
+        let mut held = self.held();
+        let leases = &mut held.leases;
         if leases.len() >= CAPACITY && !leases.contains_key(&hash.0) {
             leases.retain(|_, l| l.window >= window);
             if leases.len() >= CAPACITY {
@@ -84,11 +168,11 @@ impl Leases {
 
     /// Drops the key's lease (its key was refused): its slots stay spent.
     pub fn forget(&self, hash: &KeyHash) {
-        self.leases().remove(&hash.0);
+        self.held().leases.remove(&hash.0);
     }
 
-    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Lease>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -141,12 +225,43 @@ mod tests {
         assert_eq!(leases.take(&key, 8), None);
     }
 
+    #[tokio::test]
+    async fn a_refused_request_waits_for_the_admissions_before_it_and_takes_their_slot() {
+        let leases: &'static Leases = Box::leak(Box::default());
+        let key = KeyHash::of("k");
+        let earlier = leases.counting(&key);
+        let refused = leases.counting(&key);
+        let later = leases.counting(&key);
+        // A test's task: no request, no write gate.
+        #[allow(clippy::disallowed_methods)]
+        let waiting = tokio::spawn(leases.take_after(refused, 7));
+        // The earlier admission counted 3 and has not said so yet.
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "it waits for the earlier one");
+        leases.granted(&key, 7, 3, 90);
+        drop(earlier);
+        // The one still in flight started after it: not waited for.
+        assert_eq!(waiting.await.unwrap(), Some(1), "one of the two held");
+        drop(later);
+        assert_eq!(leases.take(&key, 7), Some(0));
+        assert!(leases.held().counting.is_empty(), "nothing left in flight");
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_with_nothing_before_it_takes_what_is_held_at_once() {
+        let leases = Leases::default();
+        let key = KeyHash::of("k");
+        assert_eq!(leases.take_after(leases.counting(&key), 7).await, None);
+        leases.granted(&key, 7, 2, 90);
+        assert_eq!(leases.take_after(leases.counting(&key), 7).await, Some(0));
+    }
+
     #[test]
     fn holds_at_most_capacity_keys() {
         let leases = Leases::default();
         for i in 0..CAPACITY + 5 {
             leases.granted(&KeyHash::of(&i.to_string()), 7, 2, 90);
         }
-        assert!(leases.leases().len() <= CAPACITY);
+        assert!(leases.held().leases.len() <= CAPACITY);
     }
 }
