@@ -285,6 +285,11 @@ def rate_limit(topology, journal, limit: int) -> None:
             successes[(key, window)] += 1
     for (key, window), count in successes.items():
         journal.check(LIMIT, count <= limit, f"key {key} window {window}: {count} successes, limit {limit}")
+    # The hot key's traffic (operators.HotKey) must have come near the limit
+    # in some window, or the check above could not have failed.
+    peak = max(successes.values(), default=0)
+    journal.check(LIMIT, peak >= limit // 2,
+                  f"the busiest key's busiest window had {peak} successes: the limit ({limit}) was never approached")
 
 
 def errors(journal, topology, bound: float) -> None:
