@@ -109,6 +109,17 @@ class TheTemplate(unittest.TestCase):
             dashboard.render(widgets, rules, DOCUMENTS, Path(out))
             self.assertTrue((Path(out) / "dashboard.png").stat().st_size > 10_000)
 
+    def test_the_throttled_by_key_rule_names_a_refused_key(self):
+        # A 429's line as the service writes it: the refused key's id and
+        # organization as properties (tests/tests/api/metrics.rs asserts
+        # them on a real refusal).
+        _, rules = dashboard.read_template(ROOT / "infra/template.yaml")
+        rule = rules[f"{dashboard.STACK}-throttled-by-key"]
+        refused = line(1_000_000, "orgs", "GET /api/v1/orgs", 2, status=429,
+                       org_id="org-1", key_id="key-7", Code="rate_limited")
+        served = line(1_000_500, "orgs", "GET /api/v1/orgs", 2, org_id="org-1", key_id="key-8")
+        self.assertEqual(dashboard.contributors(rule, [refused, refused, served]), [("org-1 key-7", 2)])
+
     def test_the_cli_refuses_logs_without_metric_lines(self):
         with tempfile.NamedTemporaryFile("w", suffix=".log") as log, tempfile.TemporaryDirectory() as out:
             log.write('{"message":"request served"}\n')

@@ -80,8 +80,12 @@ pub struct Arrived {
 #[derive(Debug)]
 pub struct Returned {
     from: oneshot::Receiver<Handback>,
-    shown: Option<(Option<RateLimitDecision>, Option<Uuid>)>,
+    shown: Option<Shown>,
 }
+
+/// The budget an answer shows, and the key's organization and id for its
+/// line.
+type Shown = (Option<RateLimitDecision>, Option<Uuid>, Option<Uuid>);
 
 /// Opens a request's lifecycle, in the layer.
 pub fn begin() -> (Arriving, Returned) {
@@ -93,10 +97,11 @@ pub fn begin() -> (Arriving, Returned) {
 #[derive(Debug)]
 enum Handback {
     /// Refused before admission: the budget to show (None: no key was
-    /// accepted) and the key's organization, when known.
+    /// accepted), and the key's organization and id, when it was found.
     Refused {
         rate: Option<RateLimitDecision>,
         org: Option<Uuid>,
+        key: Option<Uuid>,
     },
     Claimed(Claimed),
 }
@@ -225,6 +230,7 @@ impl Arrived {
                 let _ = back.send(Handback::Refused {
                     rate: refused.rate,
                     org: refused.org,
+                    key: refused.key,
                 });
                 Err(refused.error.into())
             }
@@ -232,12 +238,15 @@ impl Arrived {
     }
 }
 
-/// Why admission refused, with what the answer shows.
+/// Why admission refused, with what the answer shows, and the key's
+/// organization and id when the key was found (for the request's line,
+/// never the answer).
 #[derive(Debug)]
 struct Refusal {
     error: ApiError,
     rate: Option<RateLimitDecision>,
     org: Option<Uuid>,
+    key: Option<Uuid>,
 }
 
 impl From<ApiError> for Refusal {
@@ -246,6 +255,23 @@ impl From<ApiError> for Refusal {
             error,
             rate: None,
             org: None,
+            key: None,
+        }
+    }
+}
+
+impl Refusal {
+    /// A refusal of the key `record` holds.
+    fn of(
+        error: ApiError,
+        rate: Option<RateLimitDecision>,
+        record: &crate::auth::decision::ApiKeyRecord,
+    ) -> Self {
+        Refusal {
+            error,
+            rate,
+            org: Some(record.org_id),
+            key: Some(record.key_id),
         }
     }
 }
@@ -351,32 +377,25 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
     if !stored.matches(&hash) {
         return Err(refused(ApiError::InvalidApiKey).into());
     }
+    // The key is its record's: from here on its line names it.
     if let Some(rejected) = record.rejection(at) {
-        return Err(refused(rejected).into());
+        return Err(Refusal::of(refused(rejected), None, record));
     }
     // The key is valid: from here on every answer shows its budget.
-    let org = Some(record.org_id);
     if let Some(mut refused) = record.refusal(needed, config.public_api_enabled) {
         if !record.org_active && S::INACTIVE_ORG_IS_NOT_FOUND {
             refused = ApiError::org_not_found();
         }
         leases.forget(&hash);
-        return Err(Refusal {
-            error: refused,
-            rate: Some(ratelimit::standing(limits, window, &found)),
-            org,
-        });
+        let rate = ratelimit::standing(limits, window, &found);
+        return Err(Refusal::of(refused, Some(rate), record));
     }
     let (rate, slot) = match leased {
         Some(left) => ratelimit::leased(limits, hash, window, &found, left),
         None => {
             let (rate, slot, lease) = ratelimit::decide(&state.store, limits, hash, window, &found)
                 .await
-                .map_err(|error| Refusal {
-                    error,
-                    rate: None,
-                    org,
-                })?;
+                .map_err(|error| Refusal::of(error, None, record))?;
             if slot.is_some() {
                 leases.granted(&hash, window.index, lease + 1, rate.remaining);
             }
@@ -408,11 +427,7 @@ async fn admission<S: RequiredScope>(state: &AppState, hash: KeyHash) -> Result<
                 retry_after: rate.retry_after,
             }
         };
-        return Err(Refusal {
-            error,
-            rate: Some(rate),
-            org,
-        });
+        return Err(Refusal::of(error, Some(rate), record));
     }
     Ok((record.org_id, record.key_id, rate, slot))
 }
@@ -463,10 +478,12 @@ pub struct Settled {
     /// A warm request: its route's reads went out beside its admission,
     /// which let it in.
     pub warm: bool,
-    /// The key that was admitted, and the rate-limit window its request
-    /// was counted in (None when the limit is off): the admission's record,
-    /// logged with the answer's status.
-    pub admitted: Option<(Uuid, Option<u64>)>,
+    /// The key's id, when the key was found (admitted or refused).
+    pub key: Option<Uuid>,
+    /// The rate-limit window an admitted request was counted in (None
+    /// when the limit is off, or nothing was counted): the admission's
+    /// record, logged with the answer's status.
+    pub rate_window: Option<u64>,
 }
 
 impl Returned {
@@ -480,9 +497,9 @@ impl Returned {
         response: Response,
         span: &tracing::Span,
     ) -> (Response, Settled) {
-        let (mut response, rate, org, warm, admitted) = match self.from.try_recv().ok() {
-            None => (response, None, None, false, None),
-            Some(Handback::Refused { rate, org }) => (response, rate, org, false, None),
+        let (mut response, rate, (org, key), warm, rate_window) = match self.from.try_recv().ok() {
+            None => (response, None, (None, None), false, None),
+            Some(Handback::Refused { rate, org, key }) => (response, rate, (org, key), false, None),
             Some(Handback::Claimed(claimed)) => match claimed.decided(state).await {
                 Decided::Admitted {
                     org,
@@ -492,17 +509,17 @@ impl Returned {
                     claim,
                     warm,
                 } => {
-                    self.shown = Some((Some(rate), Some(org)));
+                    self.shown = Some((Some(rate), Some(org), Some(key)));
                     let window = slot.map(|s| s.window);
                     let (response, rate) = settle(state, rate, slot, claim, response, span).await;
-                    (response, Some(rate), Some(org), warm, Some((key, window)))
+                    (response, Some(rate), (Some(org), Some(key)), warm, window)
                 }
                 // The handler's answer is dropped unread: the refusal
                 // answers, as it would have before the handler.
                 Decided::Refused(refused) => (
                     refused.error.into_response(),
                     refused.rate,
-                    refused.org,
+                    (refused.org, refused.key),
                     false,
                     None,
                 ),
@@ -518,8 +535,9 @@ impl Returned {
         show(state, versioned, rate, &mut response);
         let settled = Settled {
             org,
+            key,
             warm,
-            admitted,
+            rate_window,
             ..Settled::default()
         };
         (response, settled)
@@ -534,17 +552,20 @@ impl Returned {
         versioned: bool,
         response: &mut Response,
     ) -> Settled {
-        let (rate, org) = match self.from.try_recv().ok() {
-            Some(Handback::Refused { rate, org }) => (rate, org),
+        let (rate, org, key) = match self.from.try_recv().ok() {
+            Some(Handback::Refused { rate, org, key }) => (rate, org, key),
             Some(Handback::Claimed(claimed)) => match claimed.admission {
-                Admission::Decided { rate, .. } => (Some(rate), Some(claimed.org_id)),
-                Admission::Running(_) => (None, None),
+                Admission::Decided { rate, .. } => {
+                    (Some(rate), Some(claimed.org_id), Some(claimed.key_id))
+                }
+                Admission::Running(_) => (None, None, None),
             },
-            None => self.shown.take().unwrap_or((None, None)),
+            None => self.shown.take().unwrap_or((None, None, None)),
         };
         show(state, versioned, rate, response);
         Settled {
             org,
+            key,
             ..Settled::default()
         }
     }

@@ -93,7 +93,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
     }
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let org_id = settled.org.map(|o| o.to_string());
-    let key_id = settled.admitted.map(|(key, _)| key.to_string());
+    let key_id = settled.key.map(|key| key.to_string());
     metrics::request::Served {
         method: method.as_str(),
         route: matched.as_deref(),
@@ -110,7 +110,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         ddb_calls: cost.calls,
         warm: cost.warm,
         aws_calls: calls.aws_calls_text(),
-        rate_window: settled.admitted.and_then(|(_, window)| window),
+        rate_window: settled.rate_window,
         replayed: response.headers().contains_key(idempotency::REPLAYED),
         request_id: &request_id,
         org_id,

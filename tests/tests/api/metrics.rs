@@ -7,9 +7,10 @@
 use std::time::Duration;
 
 use api_tests::webhooks::{Receiver, Stack, quick_policy};
-use api_tests::{Reply, call, harness, key_id, metrics, org, run, send, unique};
+use api_tests::{Reply, call, harness, key_id, metrics, org, org_with, run, send, unique};
 use http::Method;
 use serde_json::{Value, json};
+use shared::auth::scope::Scope;
 
 use crate::deliveries::webhook_and_delivered_load;
 use crate::sites::new_site;
@@ -219,6 +220,49 @@ fn a_refused_request_is_counted_as_throttled() {
             (Some(1), Some(1))
         );
         assert_eq!(line["Code"], "rate_limited");
+        // The refusal's line names the key that was refused, and whose it
+        // is (a query's "top keys by 429s" needs both).
+        let key = key_id(&t).await.to_string();
+        assert_eq!(line["key_id"], key.as_str());
+        assert_eq!(line["org_id"], t.org.id.to_string());
+        assert!(line.get("rate_window").is_none(), "nothing was counted");
+    });
+}
+
+#[test]
+fn every_refusal_of_a_found_key_names_it_and_an_unknown_key_names_none() {
+    run(async {
+        let t = org_with(&[Scope::ReadData]).await;
+        let key = key_id(&t).await;
+        // 403: a scope the key lacks.
+        let reply = send(
+            &t,
+            Method::POST,
+            "/api/v1/sites",
+            Some(json!({"name": "x"})),
+        )
+        .await;
+        reply.expect(403, Some("insufficient_scope"));
+        let line = line_of(&reply);
+        assert_eq!(line["key_id"], key.to_string());
+        assert_eq!(line["org_id"], t.org.id.to_string());
+        // 401: a revoked key is still its record's.
+        let store = harness().await.store();
+        store.api_keys().revoke(t.id(), key).await.unwrap();
+        let reply = send(&t, Method::GET, "/api/v1/orgs", None).await;
+        reply.expect(401, Some("api_key_revoked"));
+        let line = line_of(&reply);
+        assert_eq!(line["key_id"], key.to_string());
+        assert_eq!(line["org_id"], t.org.id.to_string());
+        // 401: a key nobody holds names nobody.
+        let unknown = shared::auth::key::generate("svc_app_").plaintext;
+        let reply = call(Method::GET, "/api/v1/orgs").key(&unknown).send().await;
+        reply.expect(401, Some("invalid_api_key"));
+        let line = line_of(&reply);
+        assert!(
+            line.get("key_id").is_none() && line.get("org_id").is_none(),
+            "{line}"
+        );
     });
 }
 
