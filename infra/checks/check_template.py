@@ -36,8 +36,8 @@
    `Dimension::X => "X"`); a `Service` is a function's Binary; a rule
    reads only fields the metric lines carry (their metrics, dimensions and
    `.property("...")`s). Every metric the code writes is on the
-   dashboard, and every function that serves HTTP has a latency alarm on
-   its own `Service`.
+   dashboard, every alarm is in the dashboard's alarm widget, and every
+   function that serves HTTP has a latency alarm on its own `Service`.
 
 Usage: check_template.py [--root DIR]. Prints one line per problem and
 exits 1, or prints a summary and exits 0. The tests beside it
@@ -660,6 +660,7 @@ def metric_problems(template: dict, written: Written) -> list[str]:
                 found.append(f"{owner}: Service {value} is no function's Binary")
 
     latency_alarms: dict[str, str] = {}
+    listed: set[str] = set()
     for rid, resource in (template.get("Resources") or {}).items():
         kind, props = resource.get("Type"), resource.get("Properties") or {}
         if kind == "AWS::CloudWatch::Alarm":
@@ -680,6 +681,8 @@ def metric_problems(template: dict, written: Written) -> list[str]:
                 continue
             for widget in dashboard.get("widgets", []):
                 title = f"{rid} widget {(widget.get('properties') or {}).get('title')!r}"
+                for arn in (widget.get("properties") or {}).get("alarms") or []:
+                    listed.add(arn.removeprefix("${").removesuffix("}").removesuffix(".Arn"))
                 for entry in (widget.get("properties") or {}).get("metrics") or []:
                     if entry and isinstance(entry[0], dict):
                         for ns, keys, name, filters in SEARCH.findall(entry[0].get("expression", "")):
@@ -709,6 +712,9 @@ def metric_problems(template: dict, written: Written) -> list[str]:
                     found.append(f"{rid}: {path} is no field of the metric lines")
     for name in sorted(written.metrics - shown):
         found.append(f"Dashboard: metric {name}, which the code writes, is on no widget")
+    alarms = {rid for rid, r in (template.get("Resources") or {}).items() if r.get("Type") == "AWS::CloudWatch::Alarm"}
+    for rid in sorted(alarms - listed):
+        found.append(f"Dashboard: alarm {rid} is in no alarm widget")
     for fid, resource in functions(template).items():
         http = any((e or {}).get("Type") == "HttpApi" for e in ((resource.get("Properties") or {}).get("Events") or {}).values())
         if http and binaries[fid] not in latency_alarms:

@@ -400,7 +400,8 @@ def observed_template():
         [{"expression": search, "id": "e"}],
         ["IntegrationApi/${AWS::StackName}", "Latency", "Service", "orgs", {"stat": "p99"}],
         ["AWS/Lambda", "Throttles"],
-    ]}}]}
+    ]}}, {"type": "alarm", "properties": {"title": "a", "alarms": [
+        "${DocsFunctionLatencyAlarm.Arn}", "${OrgsFunctionLatencyAlarm.Arn}"]}}]}
     import json
     resources["Dashboard"] = {"Type": "AWS::CloudWatch::Dashboard",
                               "Properties": {"DashboardBody": {"Fn::Sub": json.dumps(body)}}}
@@ -438,6 +439,12 @@ class Metrics(Fails, unittest.TestCase):
         template = observed_template()
         template["Resources"]["OrgsFunctionLatencyAlarm"] = latency_alarm("organisations")
         self.assertFinds(ct.metric_problems(template, WRITTEN), "Service organisations is no function", "OrgsFunction: no latency alarm")
+
+    def test_an_alarm_in_no_alarm_widget_fails(self):
+        template = observed_template()
+        body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]
+        body["Fn::Sub"] = body["Fn::Sub"].replace('"${DocsFunctionLatencyAlarm.Arn}", ', "")
+        self.assertFinds(ct.metric_problems(template, WRITTEN), "alarm DocsFunctionLatencyAlarm is in no alarm widget")
 
     def test_a_rule_reading_a_field_no_line_carries_fails(self):
         template = observed_template()

@@ -14,7 +14,10 @@ Logs reads), then draws each widget as CloudWatch would compute it:
   not in the local lines: the widget says so;
 - Contributor Insights widgets: the template's rule of that name applied
   to the lines (its filters and keys), its top contributors by count;
-- alarm and text widgets: their text.
+- alarm widgets: each alarm with its state, as CloudWatch would judge
+  it at the end of the lines (`alarm_state`: alarms on one metric of
+  the lines' namespace; the others say they are judged by CloudWatch);
+- text widgets: their text.
 Buckets are the lines' time span in about 30 steps (a local run lasts
 minutes, not the widgets' periods); lines stamped far outside the run (a
 test's moved clock) are left out.
@@ -49,12 +52,67 @@ def substitute(text):
     return re.sub(r"\$\{([^}]+)\}", lambda m: f"({m.group(1)})", text)
 
 
-def read_template(path):
-    """The dashboard's widgets and the Contributor Insights rules by name."""
+def load_template(path):
     # cfn-lint's reader: `!Sub x` as {"Fn::Sub": x}, as check_template.py reads it.
     from cfnlint.decode import cfn_yaml
 
-    template = cfn_yaml.load(str(path))
+    return cfn_yaml.load(str(path))
+
+
+def read_alarms(path):
+    """The template's alarms: {logical id: properties}."""
+    return {rid: r.get("Properties") or {} for rid, r in load_template(path)["Resources"].items()
+            if r["Type"] == "AWS::CloudWatch::Alarm"}
+
+
+def text_of(value):
+    """A property's text: `!Sub` substituted; other intrinsics as None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
+        return substitute(value["Fn::Sub"])
+    return None
+
+
+COMPARE = {
+    "GreaterThanThreshold": lambda v, t: v > t,
+    "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,
+    "LessThanThreshold": lambda v, t: v < t,
+    "LessThanOrEqualToThreshold": lambda v, t: v <= t,
+}
+
+
+def alarm_state(props, points, now_ms=None):
+    """An alarm on one metric of the lines' namespace, judged as CloudWatch
+    would at `now_ms` (default: the last point's time): its `Statistic`
+    over each `Period` (aligned to the epoch), the last `EvaluationPeriods`
+    of them, `ALARM` when `DatapointsToAlarm` (default: all) breach
+    `Threshold` (a period without data is missing: not breaching, as the
+    template's alarms treat it). Returns (state, [(period start ms, value)])
+    or (None, why) for an alarm not judged locally."""
+    namespace, name = text_of(props.get("Namespace")), props.get("MetricName")
+    if "Metrics" in props or not namespace or not name:
+        return None, "metric math: judged by CloudWatch"
+    if namespace.startswith("AWS/"):
+        return None, f"{namespace}: judged by CloudWatch"
+    dims = tuple((d["Name"], text_of(d["Value"])) for d in props.get("Dimensions", []))
+    chosen = [p for p in points if p.namespace == namespace and p.name == name
+              and sorted(p.dimensions) == sorted(dims)]
+    period_ms = int(props["Period"]) * 1000
+    if now_ms is None:
+        now_ms = max((p.timestamp_ms for p in points), default=0)
+    evaluated = int(props.get("EvaluationPeriods", 1))
+    needed = int(props.get("DatapointsToAlarm", evaluated))
+    last = now_ms // period_ms * period_ms
+    window = {last - i * period_ms for i in range(evaluated)}
+    values = [(start, v) for start, v in bucketed(chosen, period_ms, props["Statistic"]) if start in window]
+    breaching = sum(1 for _, v in values if COMPARE[props["ComparisonOperator"]](v, float(props["Threshold"])))
+    return ("ALARM" if breaching >= needed else "OK"), values
+
+
+def read_template(path):
+    """The dashboard's widgets and the Contributor Insights rules by name."""
+    template = load_template(path)
     widgets, rules = [], {}
     for resource in template["Resources"].values():
         props = resource.get("Properties") or {}
@@ -184,7 +242,7 @@ def within_the_run(documents, margin_ms=600_000):
     return kept, len(documents) - len(kept)
 
 
-def render(widgets, rules, documents, out):
+def render(widgets, rules, documents, out, alarms=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -208,8 +266,12 @@ def render(widgets, rules, documents, out):
             ax.text(0, 0.5, props["markdown"].replace("# ", ""), fontsize=9, va="center", wrap=True)
         elif widget["type"] == "alarm":
             ax.axis("off")
-            names = "\n".join(a.strip("()").removesuffix(".Arn") for a in props["alarms"])
-            ax.text(0, 1, names + "\n\n(evaluated by CloudWatch only)", fontsize=8, va="top")
+            rows = []
+            for arn in props["alarms"]:
+                name = arn.strip("()").removesuffix(".Arn")
+                state, detail = alarm_state((alarms or {}).get(name, {}), points) if alarms else (None, "")
+                rows.append(f"{state:<6} {name}" if state else f"{'-':<6} {name} ({detail})")
+            ax.text(0, 1, "\n".join(rows), fontsize=8, va="top", family="monospace")
         elif "insightRule" in props:
             rule = rules.get(props["insightRule"]["ruleName"])
             top = contributors(rule, documents, props["insightRule"].get("maxContributorCount", 10)) if rule else []
@@ -262,7 +324,7 @@ def main():
               ": run make run (and send requests), make load or make soak first")
         return 1
     documents, moved = within_the_run(documents)
-    step_ms = render(widgets, rules, documents, args.out)
+    step_ms = render(widgets, rules, documents, args.out, read_alarms(args.template))
     span_s = (max(d["_aws"]["Timestamp"] for d in documents) - min(d["_aws"]["Timestamp"] for d in documents)) / 1000
     rows = "".join(f"<li>{html.escape(str(p))}</li>" for p in args.logs)
     (args.out / "index.html").write_text(

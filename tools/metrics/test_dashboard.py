@@ -120,6 +120,44 @@ class TheTemplate(unittest.TestCase):
         served = line(1_000_500, "orgs", "GET /api/v1/orgs", 2, org_id="org-1", key_id="key-8")
         self.assertEqual(dashboard.contributors(rule, [refused, refused, served]), [("org-1 key-7", 2)])
 
+    def test_the_messages_failed_alarm_fires_on_ten_minutes_of_unhandled_messages(self):
+        # The dispatcher's line for a message an error gave back, as
+        # tests/tests/api/metrics.rs sees it written.
+        def handled(at, failed):
+            document = {
+                "_aws": {"Timestamp": at, "CloudWatchMetrics": [
+                    {"Namespace": NS, "Dimensions": [["Service"]], "Metrics": [{"Name": "QueueMessages", "Unit": "Count"}]},
+                    {"Namespace": NS, "Dimensions": [["Service"], ["Service", "Cause"]] if failed else [["Service"]],
+                     "Metrics": [{"Name": "MessagesFailed", "Unit": "Count"}]}]},
+                "Service": "webhook-dispatcher", "QueueMessages": 1, "MessagesFailed": int(failed),
+                "message": "queue message handled"}
+            if failed:
+                document["Cause"] = "not_attempted"
+            return document
+
+        alarm = dashboard.read_alarms(ROOT / "infra/template.yaml")["WebhookMessagesFailedAlarm"]
+        period = 300_000
+        start = 1_800_000_000_000 // period * period
+
+        def judged(documents):
+            return dashboard.alarm_state(alarm, [p for d in documents for p in emf.points(d)])
+
+        self.assertEqual(judged([handled(start + 1000, False), handled(start + period + 1000, False)])[0], "OK")
+        one = [handled(start + period + 1000, True)]
+        state, values = judged(one)
+        self.assertEqual((state, values), ("OK", [(start + period, 1.0)]), "one window alone")
+        state, values = judged([handled(start + 1000, True), handled(start + 2000, True),
+                                handled(start + period + 1000, True)])
+        self.assertEqual((state, values), ("ALARM", [(start, 2.0), (start + period, 1.0)]))
+        # Handled messages between them clear it: a window of zeros.
+        state, _ = judged([handled(start + 1000, True), handled(start + period + 1000, False)])
+        self.assertEqual(state, "OK")
+
+    def test_an_alarm_on_aws_metrics_or_math_is_left_to_cloudwatch(self):
+        alarms = dashboard.read_alarms(ROOT / "infra/template.yaml")
+        self.assertIsNone(dashboard.alarm_state(alarms["WebhookQueueAgeAlarm"], [])[0])
+        self.assertIsNone(dashboard.alarm_state(alarms["WebhookDeliveryLagAlarm"], [])[0])
+
     def test_the_cli_refuses_logs_without_metric_lines(self):
         with tempfile.NamedTemporaryFile("w", suffix=".log") as log, tempfile.TemporaryDirectory() as out:
             log.write('{"message":"request served"}\n')

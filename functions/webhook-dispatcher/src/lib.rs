@@ -39,9 +39,15 @@ pub struct Dispatcher {
     sender: Sender,
 }
 
-/// The message goes back to the queue (its visibility already set).
+/// The message goes back to the queue (its visibility already set): for
+/// a retry's wait or an attempt in flight elsewhere (`Again::LATER`), or
+/// because an error kept it from being handled (why: its line's `Cause`).
 #[derive(Debug)]
-struct Again;
+struct Again(Option<&'static str>);
+
+impl Again {
+    const LATER: Again = Again(None);
+}
 
 impl Dispatcher {
     pub fn new(state: AppState, policy: Policy) -> Self {
@@ -168,20 +174,21 @@ impl Dispatcher {
         let started = std::time::Instant::now();
         let outcome = Box::pin(calls.scope(self.message(message))).await;
         let units = calls.units();
-        tracing::info!(
-            message_id = %id,
-            body = message.body.as_deref().unwrap_or_default(),
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-            ddb_ms = calls.waited().as_secs_f64() * 1000.0,
-            ddb_calls = calls.get(),
-            round_trips = calls.round_trips(),
-            read_units = units.read,
-            write_units = units.write,
-            aws_calls = calls.aws_calls_text(),
-            returned = outcome.is_err(),
-            "queue message handled"
-        );
-        outcome.err().map(|Again| id)
+        shared::metrics::delivery::Handled {
+            message_id: id.clone(),
+            body: message.body.clone().unwrap_or_default(),
+            failed: outcome.as_ref().err().and_then(|Again(failed)| *failed),
+            returned: outcome.is_err(),
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            ddb_ms: calls.waited().as_secs_f64() * 1000.0,
+            ddb_calls: calls.get().into(),
+            round_trips: calls.round_trips().into(),
+            read_units: units.read,
+            write_units: units.write,
+            aws_calls: calls.aws_calls_text(),
+        }
+        .log(&self.state.config.metrics);
+        outcome.err().map(|_| id)
     }
 
     async fn message(&self, message: &SqsMessage) -> Result<(), Again> {
@@ -190,7 +197,7 @@ impl Dispatcher {
             tracing::error!(message_id = ?message.message_id, "not a webhook queue message: moved to the dead-letter queue");
             return self.state.queue.dead_letter(body).await.map_err(|e| {
                 tracing::error!(error = %e, "dead-letter queue unavailable");
-                Again
+                Again(Some("dead_letter_failed"))
             });
         };
         match parsed {
@@ -201,7 +208,7 @@ impl Dispatcher {
                 }
                 Err(error) => {
                     tracing::error!(%outbox_id, %error, "announcement failed; SQS will return it");
-                    Err(Again)
+                    Err(Again(Some("announcement_failed")))
                 }
             },
             QueueMessage::Deliver {
@@ -215,7 +222,7 @@ impl Dispatcher {
                     .await
                     .unwrap_or_else(|error| {
                         tracing::error!(%delivery_id, %error, "delivery not attempted; SQS will return it");
-                        Err(Again)
+                        Err(Again(Some("not_attempted")))
                     })
             }
         }
@@ -289,7 +296,7 @@ impl Dispatcher {
             Claim::Busy => {
                 // Another attempt is in flight: come back after its lease.
                 self.state.queue.hide(receipt, self.policy.lease).await?;
-                return Ok(Err(Again));
+                return Ok(Err(Again::LATER));
             }
             Claim::Done => {
                 tracing::info!(delivery_id = %id, "delivery made, failed or owned by another message: message dropped");
@@ -364,7 +371,7 @@ impl Dispatcher {
         match wait {
             Some(wait) => {
                 self.state.queue.hide(receipt, wait).await?;
-                Ok(Err(Again))
+                Ok(Err(Again::LATER))
             }
             None => {
                 self.state.queue.dead_letter(body).await?;

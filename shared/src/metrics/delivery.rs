@@ -1,5 +1,7 @@
-//! What a webhook attempt reports (the dispatcher fills it in): one line,
-//! `"message":"webhook attempt"`, its log line and its metric line.
+//! What the dispatcher reports: one line per webhook attempt
+//! (`"message":"webhook attempt"`) and one per queue message
+//! (`"message":"queue message handled"`), each its log line and its metric
+//! line.
 
 use uuid::Uuid;
 
@@ -81,6 +83,59 @@ impl Report for Attempted {
         if !lags.is_empty() {
             doc.record(&[&[Service]], &lags);
         }
+        doc
+    }
+}
+
+/// One queue message the dispatcher handled (an announcement or a
+/// delivery's), and what it cost.
+#[derive(Debug)]
+pub struct Handled {
+    pub message_id: String,
+    /// The message's body (ids only: `QueueMessage`).
+    pub body: String,
+    /// Why an error gave it back to the queue unhandled (`not_attempted`,
+    /// `announcement_failed`, `dead_letter_failed`); None when it was
+    /// handled (a retry's scheduled wait included).
+    pub failed: Option<&'static str>,
+    /// It goes back to the queue (a retry's wait, an attempt in flight
+    /// elsewhere, or `failed`).
+    pub returned: bool,
+    pub latency_ms: f64,
+    pub ddb_ms: f64,
+    pub ddb_calls: u64,
+    pub round_trips: u64,
+    pub read_units: f64,
+    pub write_units: f64,
+    pub aws_calls: Option<String>,
+}
+
+impl Report for Handled {
+    fn document(&self) -> Document {
+        use Dimension::{Cause, Service};
+        let mut doc = Document::new();
+        doc.property("message", "queue message handled")
+            .dimension(Service, DISPATCHER)
+            .property("message_id", self.message_id.as_str())
+            .property("body", self.body.as_str())
+            .property("returned", self.returned)
+            .property("latency_ms", self.latency_ms)
+            .property("ddb_ms", self.ddb_ms)
+            .property("ddb_calls", self.ddb_calls)
+            .property("round_trips", self.round_trips)
+            .property("read_units", self.read_units)
+            .property("write_units", self.write_units);
+        if let Some(calls) = &self.aws_calls {
+            doc.property("aws_calls", calls.as_str());
+        }
+        doc.record(&[&[Service]], &[(Metric::QueueMessages, 1.0)]);
+        match self.failed {
+            None => doc.record(&[&[Service]], &[(Metric::MessagesFailed, 0.0)]),
+            Some(cause) => doc.dimension(Cause, cause).record(
+                &[&[Service], &[Service, Cause]],
+                &[(Metric::MessagesFailed, 1.0)],
+            ),
+        };
         doc
     }
 }

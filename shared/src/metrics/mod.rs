@@ -1,6 +1,7 @@
-//! Metrics in CloudWatch's embedded metric format (EMF): each request and
-//! each webhook attempt writes one JSON line to standard output, its log
-//! line and its metric line at once (`request`, `delivery`), and
+//! Metrics in CloudWatch's embedded metric format (EMF): each request,
+//! each webhook attempt and each queue message writes one JSON line to
+//! standard output, its log line and its metric line at once (`request`,
+//! `delivery`), and
 //! CloudWatch Logs turns them into metrics. No
 //! `PutMetricData` call and no DynamoDB call: a line costs the
 //! serialisation and the write (`make bench`).
@@ -59,6 +60,12 @@ pub enum Metric {
     LagToFirstAttempt,
     /// From the commit of the status change to the attempt that succeeded.
     LagToSuccess,
+    /// A queue message the dispatcher handled (1 per message line).
+    QueueMessages,
+    /// 1 when an error gave the message back to the queue unhandled (a
+    /// delivery not attempted, an announcement not made; by cause too):
+    /// not a retry's scheduled wait.
+    MessagesFailed,
 }
 
 /// CloudWatch's units, as EMF spells them.
@@ -69,7 +76,7 @@ pub enum Unit {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 16] = [
+    pub const ALL: [Metric; 18] = [
         Metric::Requests,
         Metric::Latency,
         Metric::ReadUnits,
@@ -86,6 +93,8 @@ impl Metric {
         Metric::DeadLettered,
         Metric::LagToFirstAttempt,
         Metric::LagToSuccess,
+        Metric::QueueMessages,
+        Metric::MessagesFailed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -106,6 +115,8 @@ impl Metric {
             Metric::DeadLettered => "DeadLettered",
             Metric::LagToFirstAttempt => "LagToFirstAttempt",
             Metric::LagToSuccess => "LagToSuccess",
+            Metric::QueueMessages => "QueueMessages",
+            Metric::MessagesFailed => "MessagesFailed",
         }
     }
 
@@ -139,7 +150,8 @@ pub enum Dimension {
     StatusClass,
     /// The contract's error code.
     Code,
-    /// Why an attempt failed (`timeout`, `http_5xx`, ...).
+    /// Why an attempt failed (`timeout`, `http_5xx`, ...), or why a
+    /// queue message went back unhandled (`not_attempted`, ...).
     Cause,
 }
 

@@ -131,19 +131,16 @@ fn verify(request: &api_tests::webhooks::Received, secret: &str) {
 /// A field of each dispatcher's line for a queue message whose body names
 /// `id` (its value as written, quotes off; empty when the line has none).
 fn field_of_messages_naming(id: &str, name: &str) -> Vec<String> {
-    let prefix = format!(" {name}=");
-    logs()
-        .lines()
-        .filter(|line| line.contains("queue message handled") && line.contains(id))
-        .map(|line| {
-            let Some(rest) = line.split(&prefix).nth(1) else {
-                return String::new();
-            };
-            let value = match rest.strip_prefix('"') {
-                Some(quoted) => quoted.split('"').next(),
-                None => rest.split(' ').next(),
-            };
-            value.unwrap_or_default().to_owned()
+    api_tests::metrics::lines()
+        .into_iter()
+        .filter(|line| {
+            line["message"] == "queue message handled"
+                && line["body"].as_str().is_some_and(|body| body.contains(id))
+        })
+        .map(|line| match &line[name] {
+            serde_json::Value::Null => String::new(),
+            serde_json::Value::String(text) => text.clone(),
+            value => value.to_string(),
         })
         .collect()
 }
@@ -417,11 +414,19 @@ fn a_delivered_load_reaches_the_receiver_signed_complete_and_retried() {
         let others = field_of_messages_naming(&delivery_id, "aws_calls");
         assert_eq!(others, ["SQS:ChangeMessageVisibility=1", ""]);
 
-        // No secret in any log line of the run so far (and the log is live).
+        // No secret in any log or metric line of the run so far (and both
+        // are live).
         let log = logs();
-        assert!(log.contains("queue message handled"), "the log is captured");
+        let lines: String = api_tests::metrics::lines()
+            .iter()
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert!(lines.contains("queue message handled") && log.contains("announced"));
         for secret in [&hmac_secret[..], &token[..], &hmac_secret[6..], &token[6..]] {
-            assert!(!log.contains(secret), "a secret was logged");
+            assert!(
+                !log.contains(secret) && !lines.contains(secret),
+                "a secret was logged"
+            );
         }
     });
 }

@@ -447,3 +447,84 @@ fn an_attempt_that_runs_out_is_counted_dead_lettered() {
         assert_eq!(dead, [0, 1]);
     });
 }
+
+/// A dispatcher that cannot open webhook secrets (its instance cannot
+/// read the seal key) attempts nothing: each delivery message it gives
+/// back to the queue writes a line whose `MessagesFailed` is 1, by cause,
+/// the figure `WebhookMessagesFailedAlarm` sums (infra/template.yaml;
+/// tools/metrics/test_dashboard.py evaluates it over such lines).
+#[test]
+fn a_dispatcher_that_cannot_open_secrets_counts_each_message_it_gives_back() {
+    run(async {
+        let clock = shared::clock::Clock::default();
+        let source = crate::rotation::secret(&"m".repeat(40)).await;
+        let mut stack = crate::rotation::sealed_stack(&clock, &source).await;
+        let t = stack.org().await;
+        let receiver = Receiver::start(vec![]).await;
+        let hook = call(Method::POST, "/api/v1/webhooks")
+            .key(&t.key)
+            .json(&json!({"event": "surplus.delivered", "url": receiver.base}))
+            .send_to(&stack.router)
+            .await;
+        hook.expect(201, None);
+        // The dispatcher's instance reads its seal key from a secret that
+        // is not there.
+        let shared::deployment_key::KeySource::Secret(arn) = &source else {
+            unreachable!()
+        };
+        let mut config = (*stack.state.config).clone();
+        config.webhook_seal_key = Some(shared::deployment_key::KeySource::Secret(format!(
+            "{arn}-gone"
+        )));
+        let state = shared::AppState::new(config, &harness().await.sdk);
+        stack.dispatcher = webhook_dispatcher::Dispatcher::new(state, quick_policy(3));
+        crate::rotation::deliver_a_load(&stack, &t).await;
+
+        // The lines of this stack's deliveries (a table of its own) that
+        // an error gave back.
+        let store = &stack.state.store;
+        let mut lines = Vec::new();
+        for _ in 0..50 {
+            stack
+                .drain_until(Duration::from_millis(200), || false)
+                .await;
+            lines.clear();
+            for line in metrics::lines() {
+                let body: Value = match line["body"].as_str().map(serde_json::from_str) {
+                    Some(Ok(body)) if line["message"] == "queue message handled" => body,
+                    _ => continue,
+                };
+                let Some(Ok(id)) = body["delivery_id"].as_str().map(uuid::Uuid::parse_str) else {
+                    continue;
+                };
+                if store.deliveries().get(id).await.unwrap().is_some() {
+                    lines.push((id, line));
+                }
+            }
+            if !lines.is_empty() {
+                break;
+            }
+        }
+        assert!(!lines.is_empty(), "a return is a line");
+        for (id, line) in &lines {
+            well_formed(line);
+            assert_eq!(line["Service"], "webhook-dispatcher");
+            assert_eq!(line["QueueMessages"], 1);
+            assert_eq!(line["MessagesFailed"], 1, "{line}");
+            assert_eq!(line["Cause"], "not_attempted");
+            assert_eq!(line["returned"], true);
+            assert_eq!(
+                sets_of(line, "MessagesFailed"),
+                [
+                    vec!["Service".to_owned()],
+                    vec!["Service".to_owned(), "Cause".to_owned()]
+                ]
+            );
+            assert!(
+                metrics::of_delivery(&id.to_string()).is_empty(),
+                "no attempt line"
+            );
+        }
+        assert_eq!(receiver.count(), 0, "nothing was attempted");
+    });
+}
