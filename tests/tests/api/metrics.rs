@@ -528,3 +528,43 @@ fn a_dispatcher_that_cannot_open_secrets_counts_each_message_it_gives_back() {
         assert_eq!(receiver.count(), 0, "nothing was attempted");
     });
 }
+
+/// The lag the delivery-lag alarm reads is in milliseconds, as its
+/// `PR(:<objective seconds>000)` assumes: a first attempt made a known 90
+/// seconds (by the clock) after the status change reports 90,000 and
+/// more, never 90 (a lag in seconds would never pass the objective's
+/// 60,000, and the alarm could never fire).
+#[test]
+fn a_known_lag_reads_out_in_the_milliseconds_the_lag_alarm_assumes() {
+    run(async {
+        const LAG: Duration = Duration::from_secs(90);
+        let clock = shared::clock::Clock::default();
+        let stack = crate::rotation::stack_by(&clock, false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![200]).await;
+        let started = std::time::Instant::now();
+        webhook_and_delivered_load(&stack, &t, &receiver).await;
+        clock.advance(LAG);
+        stack
+            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
+            .await;
+        let delivery = receiver.requests()[0].json()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let lines = metrics::of_delivery(&delivery);
+        let first = lines[0]["LagToFirstAttempt"].as_f64().unwrap();
+        let elapsed = started.elapsed() + LAG;
+        assert!(
+            (LAG.as_millis() as f64..=elapsed.as_millis() as f64).contains(&first),
+            "lag {first} ms, for {LAG:?} moved and {elapsed:?} in all"
+        );
+        // The alarm's statistic: the share of first attempts within the
+        // objective (60 s by default), here none.
+        assert!(first > 60_000.0);
+        // It succeeded: its lag to success is the same start plus the
+        // attempt's own time.
+        let success = lines[0]["LagToSuccess"].as_f64().unwrap();
+        assert!(first <= success && success <= elapsed.as_millis() as f64);
+    });
+}

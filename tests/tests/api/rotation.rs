@@ -205,7 +205,11 @@ pub(crate) async fn sealed_stack(clock: &Clock, source: &KeySource) -> Stack {
 
 /// A stack (a table of its own when `own_table`) whose API and dispatcher
 /// both run by `clock`, with the settings `change` makes.
-async fn stack_by(clock: &Clock, own_table: bool, change: impl FnOnce(&mut Config)) -> Stack {
+pub(crate) async fn stack_by(
+    clock: &Clock,
+    own_table: bool,
+    change: impl FnOnce(&mut Config),
+) -> Stack {
     let mut stack = Stack::new(quick_policy(3), own_table, change).await;
     let mut dispatching = AppState::new((*stack.api.config).clone(), &harness().await.sdk);
     dispatching.clock = clock.clone();
