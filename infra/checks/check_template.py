@@ -712,7 +712,8 @@ def metric_problems(template: dict, written: Written) -> list[str]:
                     found.append(f"{rid}: {path} is no field of the metric lines")
     for name in sorted(written.metrics - shown):
         found.append(f"Dashboard: metric {name}, which the code writes, is on no widget")
-    alarms = {rid for rid, r in (template.get("Resources") or {}).items() if r.get("Type") == "AWS::CloudWatch::Alarm"}
+    kinds = ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+    alarms = {rid for rid, r in (template.get("Resources") or {}).items() if r.get("Type") in kinds}
     for rid in sorted(alarms - listed):
         found.append(f"Dashboard: alarm {rid} is in no alarm widget")
     for fid, resource in functions(template).items():

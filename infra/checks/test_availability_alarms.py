@@ -1,0 +1,95 @@
+"""The availability alarms' arithmetic, read from infra/template.yaml and
+worked out for known traffic: which window alarms breach, and which of the
+composite alarms that combine them fire. CloudWatch evaluates them in AWS;
+here each window's expression (`IF(requests >= N, 100 * FILL(errors, 0) /
+requests, 0)`) and threshold are taken from the template, so a changed
+threshold, window or request floor changes what these tests see."""
+
+import re
+import unittest
+from pathlib import Path
+
+from cfnlint.decode import cfn_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARE = re.compile(r"^IF\(requests >= (\d+), 100 \* FILL\(errors, 0\) / requests, 0\)$")
+TERM = re.compile(r'ALARM\("\$\{(\w+)\}"\)')
+
+
+def template():
+    return cfn_yaml.load(str(ROOT / "infra/template.yaml"))["Resources"]
+
+
+class Window:
+    """One window alarm: its period, request floor and threshold (%)."""
+
+    def __init__(self, props):
+        stats = {m["Id"]: m for m in props["Metrics"]}
+        self.seconds = int(stats["requests"]["MetricStat"]["Period"])
+        assert int(stats["errors"]["MetricStat"]["Period"]) == self.seconds
+        match = SHARE.match(stats["share"]["Expression"])
+        assert match, stats["share"]["Expression"]
+        self.floor = int(match.group(1))
+        self.threshold = float(props["Threshold"])
+        assert props["ComparisonOperator"] == "GreaterThanThreshold"
+
+    def breaches(self, per_minute: float, error_share: float) -> bool:
+        """At a steady `per_minute` requests, `error_share` of them 5xx."""
+        requests = per_minute * self.seconds / 60
+        if requests < self.floor:
+            return False
+        return 100 * error_share > self.threshold
+
+
+def fires(resources, composite: str, per_minute: float, error_share: float) -> bool:
+    """Whether the composite alarm's rule holds for that traffic: an OR of
+    ANDs of window alarms (`(A AND B) OR (C AND D)`)."""
+    rule = resources[composite]["Properties"]["AlarmRule"]["Fn::Sub"]
+    breached = {
+        name: Window(resources[name]["Properties"]).breaches(per_minute, error_share)
+        for name in TERM.findall(rule)
+    }
+    expression = TERM.sub(lambda m: str(breached[m.group(1)]), rule)
+    assert set(expression.replace("(", " ").replace(")", " ").split()) <= {"True", "False", "AND", "OR"}
+    return eval(expression.replace("AND", "and").replace("OR", "or"))  # noqa: S307 (True/False/and/or only)
+
+
+class Availability(unittest.TestCase):
+    def setUp(self):
+        self.resources = template()
+
+    def test_the_paging_pairs_are_the_workbooks_burn_rates(self):
+        windows = {name: Window(r["Properties"]) for name, r in self.resources.items()
+                   if name.startswith("ApiBurnRate")}
+        seen = {name: (w.seconds, w.threshold) for name, w in windows.items()}
+        self.assertEqual(seen, {
+            "ApiBurnRate1hAlarm": (3600, 1.44), "ApiBurnRate5mAlarm": (300, 1.44),
+            "ApiBurnRate6hAlarm": (21600, 0.6), "ApiBurnRate30mAlarm": (1800, 0.6),
+            "ApiBurnRate3dAlarm": (259200, 0.1), "ApiBurnRate6hTicketAlarm": (21600, 0.1),
+        })
+
+    def test_a_steady_half_percent_of_5xx_is_a_ticket_not_a_page(self):
+        # 5 times the budget's pace: the month's budget gone in 6 days.
+        self.assertFalse(fires(self.resources, "ApiAvailabilityAlarm", 100, 0.005))
+        self.assertTrue(fires(self.resources, "ApiAvailabilityTicketAlarm", 100, 0.005))
+
+    def test_the_budgets_own_pace_is_no_alarm_and_a_fast_burn_pages(self):
+        self.assertFalse(fires(self.resources, "ApiAvailabilityTicketAlarm", 100, 0.001))
+        self.assertFalse(fires(self.resources, "ApiAvailabilityAlarm", 100, 0.001))
+        self.assertTrue(fires(self.resources, "ApiAvailabilityAlarm", 100, 0.02))
+        self.assertTrue(fires(self.resources, "ApiAvailabilityAlarm", 100, 0.007), "the slow pair")
+
+    def test_a_quiet_service_still_pages(self):
+        # One request every four minutes, 5% of them 5xx: the 5-minute
+        # window holds one or two, the hour about fifteen.
+        self.assertTrue(fires(self.resources, "ApiAvailabilityAlarm", 0.25, 0.05))
+        # One every ten minutes: six an hour, below the hour's floor of
+        # ten, so the fast pair is off; the slow pair (36 in six hours)
+        # still pages.
+        hour = Window(self.resources["ApiBurnRate1hAlarm"]["Properties"])
+        self.assertFalse(hour.breaches(0.1, 0.05))
+        self.assertTrue(fires(self.resources, "ApiAvailabilityAlarm", 0.1, 0.05))
+
+
+if __name__ == "__main__":
+    unittest.main()
