@@ -19,12 +19,15 @@ Logs reads), then draws each widget as CloudWatch would compute it:
   the lines' namespace; the others say they are judged by CloudWatch);
 - text widgets: their text.
 Buckets are the lines' time span in about 30 steps (a local run lasts
-minutes, not the widgets' periods); lines stamped far outside the run (a
+minutes, not the widgets' periods); a bucket without data is a gap in its
+line, not a straight line across it; lines stamped far outside the run (a
 test's moved clock) are left out.
 
     dashboard.py [--template T] [--out DIR] LOG...
 
-Writes DIR/dashboard.png and DIR/index.html; prints what it read.
+Writes DIR/dashboard.png (the whole), DIR/widget-NN.png (each widget)
+and DIR/index.html (a panel per widget, then the whole); prints what it
+read.
 """
 
 import argparse
@@ -242,7 +245,74 @@ def within_the_run(documents, margin_ms=600_000):
     return kept, len(documents) - len(kept)
 
 
+def gapped(values, step_ms):
+    """A series' x (ms) and y, with a gap (None) wherever a bucket between
+    two points had no data: a line is not drawn across a time without
+    traffic."""
+    xs, ys = [], []
+    for t, v in values:
+        if xs and t - xs[-1] > step_ms:
+            xs.append(xs[-1] + step_ms)
+            ys.append(None)
+        xs.append(t)
+        ys.append(v)
+    return xs, ys
+
+
+def draw(ax, widget, context):
+    """One widget on `ax`: `context` holds the rules, alarms, documents,
+    points, the bucket step and the run's start."""
+    props = widget["properties"]
+    ax.set_title(props.get("title", ""), fontsize=10, loc="left")
+    if widget["type"] == "text":
+        ax.axis("off")
+        ax.text(0, 0.5, props["markdown"].replace("# ", ""), fontsize=10, va="center", wrap=True)
+    elif widget["type"] == "alarm":
+        ax.axis("off")
+        rows = []
+        for arn in props["alarms"]:
+            name = arn.strip("${}").removesuffix(".Arn")
+            alarm = context["alarms"].get(name)
+            state, detail = alarm_state(alarm, context["points"]) if alarm else (None, "composite: judged by CloudWatch")
+            rows.append(f"{state:<6} {name}" if state else f"{'-':<6} {name} ({detail})")
+        ax.text(0, 1, "\n".join(rows), fontsize=8, va="top", family="monospace")
+    elif "insightRule" in props:
+        rule = context["rules"].get(props["insightRule"]["ruleName"])
+        top = contributors(rule, context["documents"], props["insightRule"].get("maxContributorCount", 10)) if rule else []
+        if top:
+            # Ids shortened to their last 8 characters (UUIDv7's random
+            # tail: their heads are the time, alike within a run).
+            labels = ["/".join(part[-8:] for part in k.split(" ")) for k, _ in top][::-1]
+            ax.barh(labels, [n for _, n in top][::-1])
+            ax.tick_params(labelsize=8)
+        else:
+            ax.text(0.5, 0.5, "no contributor in the local lines", ha="center", fontsize=9)
+    else:
+        step_ms, t0 = context["step_ms"], context["t0"]
+        drawn, note = series(widget, context["points"], step_ms)
+        if len(drawn) > MOST_SERIES:
+            # The largest, so that the picture stays legible.
+            ax.set_title(f"{props.get('title', '')} ({MOST_SERIES} largest of {len(drawn)})", fontsize=10, loc="left")
+            largest = sorted(drawn, key=lambda label: -sum(v for _, v in drawn[label]))[:MOST_SERIES]
+            drawn = {label: drawn[label] for label in largest}
+        for label, values in drawn.items():
+            xs, ys = gapped(values, step_ms)
+            ax.plot([(t - t0) / 1000 for t in xs], [float("nan") if y is None else y for y in ys],
+                    marker=".", label=label[:40])
+        if drawn:
+            ax.legend(fontsize=8, loc="upper left")
+        elif not note:
+            note = "no data in the local lines"
+        if note:
+            ax.text(0.5, 0.5, note, ha="center", va="center", fontsize=9, transform=ax.transAxes, wrap=True)
+        ax.set_xlabel(f"seconds into the run (buckets of {step_ms // 1000} s)", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.margins(y=0.1)
+
+
 def render(widgets, rules, documents, out, alarms=None):
+    """Draws the whole dashboard (dashboard.png) and each widget on its own
+    (widget-NN.png, the HTML page's panels); returns the bucket step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -253,57 +323,32 @@ def render(widgets, rules, documents, out, alarms=None):
     times = [d["_aws"]["Timestamp"] for d in documents] or [0]
     span = max(times) - min(times)
     step_ms = max(1000, math.ceil(span / 30 / 1000) * 1000)
-    t0 = min(times)
+    context = {"rules": rules, "alarms": alarms or {}, "documents": documents, "points": points,
+               "step_ms": step_ms, "t0": min(times)}
+    out.mkdir(parents=True, exist_ok=True)
     rows = max(w["y"] + w["height"] for w in widgets)
-    figure = plt.figure(figsize=(24, rows * 0.62))
-    grid = GridSpec(rows, 24, figure=figure, hspace=1.6, wspace=1.4, left=0.06, right=0.99, top=0.99, bottom=0.02)
+    figure = plt.figure(figsize=(24, rows * 0.75))
+    grid = GridSpec(rows, 24, figure=figure, hspace=3.0, wspace=1.6, left=0.05, right=0.99, top=0.99, bottom=0.02)
     for widget in widgets:
         ax = figure.add_subplot(grid[widget["y"]:widget["y"] + widget["height"], widget["x"]:widget["x"] + widget["width"]])
-        props = widget["properties"]
-        ax.set_title(props.get("title", ""), fontsize=9, loc="left")
-        if widget["type"] == "text":
-            ax.axis("off")
-            ax.text(0, 0.5, props["markdown"].replace("# ", ""), fontsize=9, va="center", wrap=True)
-        elif widget["type"] == "alarm":
-            ax.axis("off")
-            rows = []
-            for arn in props["alarms"]:
-                name = arn.strip("()").removesuffix(".Arn")
-                state, detail = alarm_state((alarms or {}).get(name, {}), points) if alarms else (None, "")
-                rows.append(f"{state:<6} {name}" if state else f"{'-':<6} {name} ({detail})")
-            ax.text(0, 1, "\n".join(rows), fontsize=8, va="top", family="monospace")
-        elif "insightRule" in props:
-            rule = rules.get(props["insightRule"]["ruleName"])
-            top = contributors(rule, documents, props["insightRule"].get("maxContributorCount", 10)) if rule else []
-            if top:
-                # Ids shortened to their last 8 characters (UUIDv7's random
-                # tail: their heads are the time, alike within a run).
-                labels = ["/".join(part[-8:] for part in k.split(" ")) for k, _ in top][::-1]
-                ax.barh(labels, [n for _, n in top][::-1])
-                ax.tick_params(labelsize=6)
-            else:
-                ax.text(0.5, 0.5, "no contributor in the local lines", ha="center", fontsize=8)
-        else:
-            drawn, note = series(widget, points, step_ms)
-            if len(drawn) > MOST_SERIES:
-                # The largest, so that the picture stays legible.
-                ax.set_title(f"{props.get('title', '')} ({MOST_SERIES} largest of {len(drawn)})", fontsize=9, loc="left")
-                largest = sorted(drawn, key=lambda label: -sum(v for _, v in drawn[label]))[:MOST_SERIES]
-                drawn = {label: drawn[label] for label in largest}
-            for label, values in drawn.items():
-                ax.plot([(t - t0) / 1000 for t, _ in values], [v for _, v in values], marker=".", label=label[:40])
-            if drawn:
-                ax.legend(fontsize=6, loc="upper left")
-            elif not note:
-                note = "no data in the local lines"
-            if note:
-                ax.text(0.5, 0.5, note, ha="center", va="center", fontsize=8, transform=ax.transAxes, wrap=True)
-            ax.set_xlabel(f"seconds (buckets of {step_ms // 1000} s)", fontsize=7)
-            ax.tick_params(labelsize=7)
-    out.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out / "dashboard.png", dpi=60)
+        draw(ax, widget, context)
+    figure.savefig(out / "dashboard.png", dpi=80)
     plt.close(figure)
+    for number, widget in enumerate(widgets):
+        figure, ax = plt.subplots(figsize=(max(widget["width"] / 2, 6), max(widget["height"] * 0.6, 3)))
+        draw(ax, widget, context)
+        figure.tight_layout()
+        figure.savefig(out / f"widget-{number:02}.png", dpi=100)
+        plt.close(figure)
     return step_ms
+
+
+def panels(widgets):
+    """The HTML page's panels: one per widget, its title and its picture."""
+    return "".join(
+        f"<section><h2>{html.escape(w['properties'].get('title') or w['type'])}</h2>"
+        f"<img src=widget-{number:02}.png alt='{html.escape(w['properties'].get('title') or w['type'])}'></section>"
+        for number, w in enumerate(widgets))
 
 
 def main():
@@ -330,7 +375,8 @@ def main():
     (args.out / "index.html").write_text(
         "<!doctype html><meta charset=utf-8><title>Integration API: local dashboard</title>"
         f"<h1>Integration API: the dashboard, locally</h1><p>{len(documents)} metric lines over {span_s:.0f} s, "
-        f"buckets of {step_ms // 1000} s, from:</p><ul>{rows}</ul><img src=dashboard.png style='max-width:100%'>",
+        f"buckets of {step_ms // 1000} s, from:</p><ul>{rows}</ul>{panels(widgets)}"
+        "<h2>All at once</h2><img src=dashboard.png style='max-width:100%'>",
         encoding="utf-8")
     print(f"dashboard: {len(documents)} metric lines ({bad} malformed, {moved} stamped by a moved clock, "
           f"left out) over {span_s:.0f} s from "

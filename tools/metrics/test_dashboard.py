@@ -89,6 +89,13 @@ class Contributors(unittest.TestCase):
         self.assertEqual(dashboard.contributors(rule, DOCUMENTS), [("b", 1)])
 
 
+class Gaps(unittest.TestCase):
+    def test_a_bucket_without_data_breaks_the_line(self):
+        xs, ys = dashboard.gapped([(0, 1.0), (1000, 2.0), (5000, 3.0)], 1000)
+        self.assertEqual(list(zip(xs, ys)), [(0, 1.0), (1000, 2.0), (2000, None), (5000, 3.0)])
+        self.assertEqual(dashboard.gapped([], 1000), ([], []))
+
+
 class TheRun(unittest.TestCase):
     def test_lines_of_a_moved_clock_are_left_out(self):
         run = [line(1_000_000 + i * 1000, "sites", "GET /s", 10) for i in range(200)]
@@ -167,7 +174,12 @@ class TheTemplate(unittest.TestCase):
             log.write(json.dumps(DOCUMENTS[0]) + "\n")
             log.flush()
             self.assertEqual(dashboard.main(), 0)
-            self.assertIn("1 metric lines", (Path(out) / "index.html").read_text())
+            page = (Path(out) / "index.html").read_text()
+            self.assertIn("1 metric lines", page)
+            # One panel per widget, each its own picture.
+            widgets, _ = dashboard.read_template(ROOT / "infra/template.yaml")
+            self.assertEqual(page.count("<section>"), len(widgets))
+            self.assertTrue((Path(out) / f"widget-{len(widgets) - 1:02}.png").is_file())
 
 
 if __name__ == "__main__":
