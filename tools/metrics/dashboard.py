@@ -63,8 +63,24 @@ def load_template(path):
 
 
 def read_alarms(path):
-    """The template's alarms: {logical id: properties}."""
-    return {rid: r.get("Properties") or {} for rid, r in load_template(path)["Resources"].items()
+    """The template's alarms: {logical id: properties}, each `!Sub` with
+    the parameters' defaults (`${LatencyObjectiveMs}` as 1000)."""
+    template = load_template(path)
+    defaults = {name: str(p["Default"]) for name, p in (template.get("Parameters") or {}).items() if "Default" in p}
+
+    def resolved(value):
+        if isinstance(value, dict):
+            if isinstance(value.get("Fn::Sub"), str):
+                text = value["Fn::Sub"]
+                for name, default in defaults.items():
+                    text = text.replace("${" + name + "}", default)
+                return {"Fn::Sub": text}
+            return {k: resolved(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolved(v) for v in value]
+        return value
+
+    return {rid: resolved(r.get("Properties") or {}) for rid, r in template["Resources"].items()
             if r["Type"] == "AWS::CloudWatch::Alarm"}
 
 
@@ -76,6 +92,9 @@ def text_of(value):
         return substitute(value["Fn::Sub"])
     return None
 
+
+# The share of an objective's budget an alarm reads: `IF(n >= N, 100 - within, 0)`.
+SLOW_SHARE = re.compile(r"^IF\((\w+) >= (\d+), 100 - (\w+), 0\)$")
 
 COMPARE = {
     "GreaterThanThreshold": lambda v, t: v > t,
@@ -93,9 +112,11 @@ def alarm_state(props, points, now_ms=None):
     `Threshold` (a period without data is missing: not breaching, as the
     template's alarms treat it). Returns (state, [(period start ms, value)])
     or (None, why) for an alarm not judged locally."""
+    if "Metrics" in props:
+        return objective_state(props, points, now_ms)
     namespace, name = text_of(props.get("Namespace")), props.get("MetricName")
-    if "Metrics" in props or not namespace or not name:
-        return None, "metric math: judged by CloudWatch"
+    if not namespace or not name:
+        return None, "judged by CloudWatch"
     if namespace.startswith("AWS/"):
         return None, f"{namespace}: judged by CloudWatch"
     dims = tuple((d["Name"], text_of(d["Value"])) for d in props.get("Dimensions", []))
@@ -111,6 +132,39 @@ def alarm_state(props, points, now_ms=None):
     values = [(start, v) for start, v in bucketed(chosen, period_ms, props["Statistic"]) if start in window]
     breaching = sum(1 for _, v in values if COMPARE[props["ComparisonOperator"]](v, float(props["Threshold"])))
     return ("ALARM" if breaching >= needed else "OK"), values
+
+
+def objective_state(props, points, now_ms=None):
+    """An objective's alarm (metric math `IF(count >= N, 100 - within, 0)`
+    over one metric of the lines, `within` its `PR(:x)` and `count` its
+    `SampleCount`), judged like `alarm_state`."""
+    returned = [m for m in props["Metrics"] if m.get("ReturnData", True)]
+    match = SLOW_SHARE.match(returned[0].get("Expression", "")) if len(returned) == 1 else None
+    stats = {m["Id"]: m["MetricStat"] for m in props["Metrics"] if "MetricStat" in m}
+    if not match or set(match.group(1, 3)) != set(stats):
+        return None, "metric math: judged by CloudWatch"
+    count, least, within = match.group(1), int(match.group(2)), match.group(3)
+    metric = stats[within]["Metric"]
+    namespace = text_of(metric.get("Namespace"))
+    if not namespace or namespace.startswith("AWS/"):
+        return None, f"{namespace}: judged by CloudWatch"
+    dims = sorted((d["Name"], text_of(d["Value"])) for d in metric.get("Dimensions", []))
+    chosen = [p for p in points if p.namespace == namespace and p.name == metric["MetricName"]
+              and sorted(p.dimensions) == dims]
+    period_ms = int(stats[within]["Period"]) * 1000
+    if now_ms is None:
+        now_ms = max((p.timestamp_ms for p in points), default=0)
+    last = now_ms // period_ms * period_ms
+    evaluated = int(props.get("EvaluationPeriods", 1))
+    needed = int(props.get("DatapointsToAlarm", evaluated))
+    window = {last - i * period_ms for i in range(evaluated)}
+    shares = []
+    for (start, share), (_, n) in zip(bucketed(chosen, period_ms, text_of(stats[within]["Stat"])),
+                                      bucketed(chosen, period_ms, "SampleCount")):
+        if start in window:
+            shares.append((start, 100 - share if n >= least else 0.0))
+    breaching = sum(1 for _, v in shares if COMPARE[props["ComparisonOperator"]](v, float(props["Threshold"])))
+    return ("ALARM" if breaching >= needed else "OK"), shares
 
 
 def read_template(path):
@@ -271,7 +325,7 @@ def draw(ax, widget, context):
         ax.axis("off")
         rows = []
         for arn in props["alarms"]:
-            name = arn.strip("${}").removesuffix(".Arn")
+            name = arn.strip("${}()").removesuffix(".Arn")
             alarm = context["alarms"].get(name)
             state, detail = alarm_state(alarm, context["points"]) if alarm else (None, "composite: judged by CloudWatch")
             rows.append(f"{state:<6} {name}" if state else f"{'-':<6} {name} ({detail})")

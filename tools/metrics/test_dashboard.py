@@ -160,10 +160,25 @@ class TheTemplate(unittest.TestCase):
         state, _ = judged([handled(start + 1000, True), handled(start + period + 1000, False)])
         self.assertEqual(state, "OK")
 
-    def test_an_alarm_on_aws_metrics_or_math_is_left_to_cloudwatch(self):
+    def test_an_alarm_on_aws_metrics_is_left_to_cloudwatch(self):
         alarms = dashboard.read_alarms(ROOT / "infra/template.yaml")
         self.assertIsNone(dashboard.alarm_state(alarms["WebhookQueueAgeAlarm"], [])[0])
-        self.assertIsNone(dashboard.alarm_state(alarms["WebhookDeliveryLagAlarm"], [])[0])
+        self.assertIsNone(dashboard.alarm_state(alarms["ApiBurnRate1hAlarm"], [])[0])
+
+    def test_a_latency_objectives_alarm_is_judged_from_its_slow_share(self):
+        alarm = dashboard.read_alarms(ROOT / "infra/template.yaml")["SitesFunctionLatencyAlarm"]
+        hour = 3_600_000
+        start = 1_800_000_000_000 // hour * hour
+
+        def judged(latencies):
+            documents = [line(start + i, "sites", "GET /s", ms) for i, ms in enumerate(latencies)]
+            return dashboard.alarm_state(alarm, [p for d in documents for p in emf.points(d)])
+
+        # The objective is the parameter's default, 1000 ms: 14.4% slow
+        # fires, fewer do not, and an hour of fewer than 20 never does.
+        self.assertEqual(judged([100] * 85 + [1500] * 15), ("ALARM", [(start, 15.0)]))
+        self.assertEqual(judged([100] * 90 + [1500] * 10)[0], "OK")
+        self.assertEqual(judged([1500] * 19), ("OK", [(start, 0.0)]))
 
     def test_the_cli_refuses_logs_without_metric_lines(self):
         with tempfile.NamedTemporaryFile("w", suffix=".log") as log, tempfile.TemporaryDirectory() as out:
