@@ -31,6 +31,7 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(&request);
+    let (trace_id, invocation_id) = trace(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");
     let matched = request
         .extensions()
@@ -38,7 +39,14 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         .map(|path| path.as_str().to_owned());
     let route = matched.as_deref().unwrap_or("(none)");
     let method = request.method().clone();
-    let span = tracing::info_span!("request", %request_id, %method, %route);
+    let span = tracing::info_span!(
+        "request",
+        %request_id,
+        trace_id = trace_id.as_deref(),
+        invocation_id = invocation_id.as_deref(),
+        %method,
+        %route
+    );
     let calls = CallCounter::default();
     let time_left = time_left(&request);
     let (arriving, mut returned) = lifecycle::begin();
@@ -113,6 +121,8 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         rate_window: settled.rate_window,
         replayed: response.headers().contains_key(idempotency::REPLAYED),
         request_id: &request_id,
+        trace_id: trace_id.as_deref(),
+        invocation_id: invocation_id.as_deref(),
         org_id,
         key_id,
     }
@@ -281,6 +291,41 @@ fn request_id(request: &Request) -> String {
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
 }
 
+/// What ties the request to the rest of its trace: the X-Ray trace's root
+/// (Lambda's context, else API Gateway's `x-amzn-trace-id` header) and
+/// the Lambda invocation's own request id, when there is one. Only a
+/// well-formed root is taken (it is logged).
+fn trace(request: &Request) -> (Option<String>, Option<String>) {
+    use lambda_http::RequestExt;
+    let context = request.lambda_context_ref();
+    let header = || {
+        request
+            .headers()
+            .get("x-amzn-trace-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let root = context
+        .and_then(|c| c.xray_trace_id.clone())
+        .or_else(header)
+        .and_then(|value| trace_root(&value));
+    let invocation = context
+        .map(|c| c.request_id.clone())
+        .filter(|id| !id.is_empty());
+    (root, invocation)
+}
+
+/// The `Root` of an X-Ray trace header (`Root=1-5759e988-bd862e3fe1be46a994272793;Parent=...;Sampled=1`).
+fn trace_root(header: &str) -> Option<String> {
+    let root = header
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("Root="))?;
+    let well_formed = root.len() == 35
+        && root.starts_with("1-")
+        && root.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    well_formed.then(|| root.to_owned())
+}
+
 /// A panic in a handler: logged, answered as 500 `internal_error`.
 pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let detail = panic
@@ -297,4 +342,29 @@ pub async fn not_found() -> ApiError {
 
 pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trace_root;
+
+    #[test]
+    fn a_trace_header_gives_its_root_and_nothing_else_is_taken() {
+        assert_eq!(
+            trace_root(
+                "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+            )
+            .as_deref(),
+            Some("1-5759e988-bd862e3fe1be46a994272793")
+        );
+        assert_eq!(
+            trace_root(
+                "Self=1-67891234-12456789abcdef012345678;Root=1-5759e988-bd862e3fe1be46a994272793"
+            )
+            .as_deref(),
+            Some("1-5759e988-bd862e3fe1be46a994272793")
+        );
+        assert_eq!(trace_root("Root=1-5759e988-bd862e3f\"x"), None);
+        assert_eq!(trace_root("Parent=53995c3f42cd8ad8"), None);
+    }
 }

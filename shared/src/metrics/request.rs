@@ -31,6 +31,9 @@ pub struct Served<'a> {
     /// An `Idempotency-Key` replay.
     pub replayed: bool,
     pub request_id: &'a str,
+    /// The X-Ray trace's root, and the Lambda invocation's request id.
+    pub trace_id: Option<&'a str>,
+    pub invocation_id: Option<&'a str>,
     /// Who: properties of the line, never dimensions.
     pub org_id: Option<String>,
     pub key_id: Option<String>,
@@ -71,6 +74,12 @@ impl Report for Served<'_> {
             .property("warm", self.warm);
         if let Some(calls) = &self.aws_calls {
             doc.property("aws_calls", calls.as_str());
+        }
+        if let Some(trace) = self.trace_id {
+            doc.property("trace_id", trace);
+        }
+        if let Some(invocation) = self.invocation_id {
+            doc.property("invocation_id", invocation);
         }
         if let Some(org) = &self.org_id {
             doc.property("org_id", org.as_str());

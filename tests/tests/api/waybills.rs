@@ -352,13 +352,29 @@ fn the_api_gateway_upload_event_runs_through_the_lambda_adapter() {
         event["requestContext"]["http"]["path"] = event["rawPath"].clone();
         event["pathParameters"]["surplusId"] = json!(id);
         event["headers"]["authorization"] = json!(format!("Bearer {}", t.key));
+        let request_id = api_tests::unique("gateway-request");
+        event["requestContext"]["requestId"] = json!(request_id);
         let request =
             lambda_http::request::from_str(&event.to_string()).expect("an API Gateway v2 event");
         assert!(event["isBase64Encoded"].as_bool().unwrap());
+        // The invocation's context, as `lambda_http::run` adds it.
+        let mut context = lambda_http::Context::default();
+        context.request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678".into();
+        context.xray_trace_id = Some(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1".into(),
+        );
+        let request = lambda_http::RequestExt::with_lambda_context(request, context);
         let router = surpluses::router(harness().await.state.clone());
         // The same service `lambda_http::run` hands the events to.
         let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
         assert_eq!(response.status(), 200);
+        // Its line names the gateway's request, the trace and the invocation.
+        let line = api_tests::metrics::of_request(&request_id);
+        assert_eq!(line["trace_id"], "1-5759e988-bd862e3fe1be46a994272793");
+        assert_eq!(
+            line["invocation_id"],
+            "c6af9ac6-7b61-11e6-9a41-93e812345678"
+        );
         let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
         let (_, bytes) = download(read.body["data"]["waybill"]["url"].as_str().unwrap()).await;
         assert!(shared::files::ImageKind::sniff(&bytes).is_some());

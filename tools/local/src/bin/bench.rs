@@ -115,6 +115,8 @@ fn metric_lines(lines: usize) -> Result<()> {
                 rate_window: Some(29_930_451),
                 replayed: false,
                 request_id,
+                trace_id: Some("1-5759e988-bd862e3fe1be46a994272793"),
+                invocation_id: Some("c6af9ac6-7b61-11e6-9a41-93e812345678"),
                 org_id: Some(org.clone()),
                 key_id: Some(key.clone()),
             };
