@@ -115,6 +115,13 @@ impl Stack {
         }
     }
 
+    /// Runs the dispatcher until `receiver` got `count` requests, or 20 s
+    /// passed.
+    pub async fn drain_until_received(&self, receiver: &Receiver, count: usize) {
+        self.drain_until(Duration::from_secs(20), || receiver.count() >= count)
+            .await;
+    }
+
     /// Runs the dispatcher until the queue stays empty for a moment.
     pub async fn drain(&self) {
         drain(
@@ -344,6 +351,14 @@ impl Receiver {
 
     pub fn requests(&self) -> Vec<Received> {
         self.got.lock().unwrap().clone()
+    }
+
+    /// The delivery id of the first request it got (its body's `id`).
+    pub fn first_delivery(&self) -> String {
+        self.requests()[0].json()["id"]
+            .as_str()
+            .expect("a delivery's id")
+            .to_owned()
     }
 
     pub fn count(&self) -> usize {

@@ -501,13 +501,8 @@ fn an_integrator_retries_a_delivery_with_the_same_id() {
         let t = org().await;
         let receiver = Receiver::start(vec![]).await;
         let (hook, load) = webhook_and_delivered_load(&stack, &t, &receiver).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
-        let delivery = receiver.requests()[0].json()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        stack.drain_until_received(&receiver, 1).await;
+        let delivery = receiver.first_delivery();
 
         let retry = format!("/api/v1/webhooks/{hook}/deliveries/{delivery}/retry");
         let reply = send(&stack, &t, Method::POST, &retry, None).await;
@@ -518,9 +513,7 @@ fn an_integrator_retries_a_delivery_with_the_same_id() {
         assert_eq!(data["surplus_id"], load);
         assert_eq!(data["status"], "succeeded");
         assert_eq!(data["attempts"], 1);
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
-            .await;
+        stack.drain_until_received(&receiver, 2).await;
 
         let posts = receiver.requests();
         assert_eq!(posts.len(), 2);
@@ -562,9 +555,7 @@ fn deliveries_are_paged_newest_first() {
             let load = new_load(&t, &site).await;
             deliver_load(&stack, &t, &load).await;
         }
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 3)
-            .await;
+        stack.drain_until_received(&receiver, 3).await;
 
         let first = send(
             &stack,
@@ -633,13 +624,8 @@ fn another_organizations_deliveries_are_404() {
         let (owner, other) = (org().await, org().await);
         let receiver = Receiver::start(vec![]).await;
         let (hook, _) = webhook_and_delivered_load(&stack, &owner, &receiver).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
-        let delivery = receiver.requests()[0].json()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        stack.drain_until_received(&receiver, 1).await;
+        let delivery = receiver.first_delivery();
 
         attempts(&stack, &other, &hook)
             .await
@@ -671,9 +657,7 @@ fn attempts_running_out_fail_the_delivery_into_the_dead_letter_queue() {
         let receiver = Receiver::start(vec![500, 302, 500]).await;
         let (hook, _) = webhook_and_delivered_load(&stack, &t, &receiver).await;
 
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
-            .await;
+        stack.drain_until_received(&receiver, 2).await;
         stack.drain().await;
 
         assert_eq!(receiver.count(), 2, "two attempts, no more");
@@ -770,9 +754,7 @@ fn a_lost_send_to_the_queue_is_recovered_by_the_sweeper() {
 
         // Then the sweeper finds the outbox record and the POST arrives.
         assert_eq!(stack.dispatcher.sweep().await.unwrap(), 1);
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
+        stack.drain_until_received(&receiver, 1).await;
         assert_eq!(receiver.count(), 1);
         assert_eq!(receiver.requests()[0].json()["subject"]["id"], load);
         // Dispatched records leave the sweeper's index.
@@ -1005,9 +987,7 @@ fn a_retry_requests_message_that_comes_again_after_many_others_makes_no_second_a
         let t = stack.org().await;
         let receiver = Receiver::start(vec![]).await;
         let (hook, _) = webhook_and_delivered_load(&stack, &t, &receiver).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
+        stack.drain_until_received(&receiver, 1).await;
         let listed = attempts(&stack, &t, &hook).await;
         let delivery = listed.body["data"][0]["delivery_id"]
             .as_str()

@@ -101,9 +101,7 @@ fn the_seal_key_takes_no_overlap_and_a_leaked_one_is_replaced_at_once_losing_not
         first.expect(201, None);
         let one = secret_of(&first);
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
+        stack.drain_until_received(&receiver, 1).await;
         signed("/one", &one, 1);
 
         // An overlap for the seal key would end version 1 while values
@@ -155,9 +153,7 @@ fn the_seal_key_takes_no_overlap_and_a_leaked_one_is_replaced_at_once_losing_not
         // sealed (they read the ring again on meeting version 2), while
         // they still seal with version 1 until they read it again.
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 3)
-            .await;
+        stack.drain_until_received(&receiver, 3).await;
         signed("/one", &one, 2);
         signed("/two", &two, 1);
 
@@ -194,9 +190,7 @@ fn the_seal_key_takes_no_overlap_and_a_leaked_one_is_replaced_at_once_losing_not
         // Nothing was lost: every webhook delivers signed with the secret
         // its owner was given, and every kept answer replays.
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 6)
-            .await;
+        stack.drain_until_received(&receiver, 6).await;
         signed("/one", &one, 3);
         signed("/two", &two, 2);
         signed("/three", &three, 1);

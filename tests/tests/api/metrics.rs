@@ -357,13 +357,8 @@ fn a_webhook_attempt_reports_its_outcome_cause_and_lag() {
         let receiver = Receiver::start(vec![503, 200]).await;
         let before = shared::clock::unix_ms();
         let (hook, _) = webhook_and_delivered_load(&stack, &t, &receiver).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
-            .await;
-        let delivery = receiver.requests()[0].json()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        stack.drain_until_received(&receiver, 2).await;
+        let delivery = receiver.first_delivery();
         let lines = metrics::of_delivery(&delivery);
         assert_eq!(lines.len(), 2, "one line an attempt: {lines:?}");
         for line in &lines {
@@ -432,14 +427,9 @@ fn an_attempt_that_runs_out_is_counted_dead_lettered() {
         let t = org().await;
         let receiver = Receiver::start(vec![500, 500]).await;
         webhook_and_delivered_load(&stack, &t, &receiver).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
-            .await;
+        stack.drain_until_received(&receiver, 2).await;
         stack.drain().await;
-        let delivery = receiver.requests()[0].json()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let delivery = receiver.first_delivery();
         let dead: Vec<u64> = metrics::of_delivery(&delivery)
             .iter()
             .map(|line| line["DeadLettered"].as_u64().unwrap())
@@ -545,13 +535,8 @@ fn a_known_lag_reads_out_in_the_milliseconds_the_lag_alarm_assumes() {
         let started = std::time::Instant::now();
         webhook_and_delivered_load(&stack, &t, &receiver).await;
         clock.advance(LAG);
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
-        let delivery = receiver.requests()[0].json()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        stack.drain_until_received(&receiver, 1).await;
+        let delivery = receiver.first_delivery();
         let lines = metrics::of_delivery(&delivery);
         let first = lines[0]["LagToFirstAttempt"].as_f64().unwrap();
         let elapsed = started.elapsed() + LAG;

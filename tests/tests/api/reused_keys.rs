@@ -258,10 +258,7 @@ fn a_delivery_retry_reused_after_its_retention_makes_a_second_attempt() {
         let (hook, _) = crate::deliveries::webhook_and_delivered_load(&stack, &t, &receiver).await;
         let within = Duration::from_secs(20);
         stack.drain_until(within, || receiver.count() >= 1).await;
-        let delivery = receiver.requests()[0].json()["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let delivery = receiver.first_delivery();
         let retry = || {
             call(
                 Method::POST,

@@ -325,9 +325,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         first.expect(201, None);
         let secrets = vec![secret_of(&first)];
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
+        stack.drain_until_received(&receiver, 1).await;
         all_delivered(1, &secrets);
         // Its secret rolled for a week: the secret before is kept sealed too.
         let hook = first.body["data"]["id"].as_str().unwrap().to_owned();
@@ -357,9 +355,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         second.expect(201, None);
         let secrets = [secrets, vec![secret_of(&second)]].concat();
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 3)
-            .await;
+        stack.drain_until_received(&receiver, 3).await;
         all_delivered(3, &secrets);
         let replayed = register(Some("hook-1")).await;
         replayed.expect(201, None);
@@ -435,9 +431,7 @@ fn the_seal_key_rotates_while_webhooks_deliver_and_sealed_answers_replay() {
         .expect("keys drop");
         clock.advance(shared::keyring::REREAD + Duration::from_secs(1));
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 5)
-            .await;
+        stack.drain_until_received(&receiver, 5).await;
         all_delivered(5, &secrets);
         // The rolled webhook's secret before, resealed, still signs.
         let last = receiver
@@ -898,9 +892,7 @@ fn a_second_roll_during_the_overlap_keeps_the_secret_before_it_and_drops_the_old
         overlap_ends_in_an_hour(&twice, &clock);
 
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 1)
-            .await;
+        stack.drain_until_received(&receiver, 1).await;
         let during = &at(&receiver, "/twice")[0];
         assert!(during.signed_with(&third) && during.signed_with(&second));
         assert!(!during.signed_with(&first), "the oldest signs no more");
@@ -911,9 +903,7 @@ fn a_second_roll_during_the_overlap_keeps_the_secret_before_it_and_drops_the_old
         );
         clock.advance(Duration::from_secs(3601));
         deliver_a_load(&stack, &t).await;
-        stack
-            .drain_until(Duration::from_secs(20), || receiver.count() >= 2)
-            .await;
+        stack.drain_until_received(&receiver, 2).await;
         let after = &at(&receiver, "/twice")[1];
         assert!(after.signed_with(&third));
         assert!(!after.signed_with(&second) && !after.signed_with(&first));
