@@ -11,7 +11,9 @@ use serde::Serialize;
 use serde::ser::SerializeSeq;
 use serde_json::Value;
 
-use super::{Dimension, Metric, MetricsConfig, output};
+use crate::config::MetricsConfig;
+use crate::metrics::names::{Dimension, Metric};
+use crate::metrics::output;
 
 /// An EMF document being filled.
 #[derive(Debug)]
@@ -121,7 +123,7 @@ impl Document {
             .members
             .iter()
             .any(|(n, _)| *n == Dimension::Service.name());
-        if named && super::cold_start() {
+        if named && cold_start() {
             self.record(&[&[Dimension::Service]], &[(Metric::ColdStart, 1.0)]);
         }
         output::write(self.line(&config.namespace));
@@ -217,6 +219,14 @@ fn number(value: f64) -> Value {
         return Value::from(value as i64);
     }
     Value::from(value)
+}
+
+/// True the first time it is asked in this process (a Lambda
+/// environment's first invocation: its cold start), false after.
+pub fn cold_start() -> bool {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    !STARTED.swap(true, Ordering::Relaxed)
 }
 
 #[cfg(test)]

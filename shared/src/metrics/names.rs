@@ -1,0 +1,161 @@
+//! The names a metric line may use: its metrics (with their units) and
+//! its dimensions. Every name here is one the template's dashboard and
+//! alarms may use (`infra/checks/check_template.py` reads them from this
+//! folder).
+
+/// A metric: its name in CloudWatch and its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// A request served (1 per request line).
+    Requests,
+    /// From the request's arrival to its answer.
+    Latency,
+    /// DynamoDB read capacity units the request consumed.
+    ReadUnits,
+    /// DynamoDB write capacity units the request consumed.
+    WriteUnits,
+    /// Sequential round trips to DynamoDB.
+    RoundTrips,
+    /// An error answer, by its contract code.
+    Errors,
+    /// 1 when the request was refused with 429 (rate limit, quota).
+    Throttled,
+    /// 1 when the answer was an `Idempotency-Key` replay.
+    Replayed,
+    /// 1 when the answer was 409 `idempotency_key_in_flight`.
+    KeyInFlight,
+    /// 1 on the first line of a process (a Lambda cold start).
+    ColdStart,
+    /// A webhook attempt made (1 per attempt line).
+    DeliveryAttempts,
+    /// 1 when the attempt was answered 2xx.
+    DeliverySucceeded,
+    /// 1 when it was not (by cause too).
+    DeliveryFailed,
+    /// A delivery whose attempts ran out, moved to the dead-letter queue.
+    DeadLettered,
+    /// From the commit of the status change to the first attempt.
+    LagToFirstAttempt,
+    /// From the commit of the status change to the attempt that succeeded.
+    LagToSuccess,
+    /// A queue message the dispatcher handled (1 per message line).
+    QueueMessages,
+    /// 1 when an error gave the message back to the queue unhandled (a
+    /// delivery not attempted, an announcement not made; by cause too):
+    /// not a retry's scheduled wait.
+    MessagesFailed,
+}
+
+/// CloudWatch's units, as EMF spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Milliseconds,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 18] = [
+        Metric::Requests,
+        Metric::Latency,
+        Metric::ReadUnits,
+        Metric::WriteUnits,
+        Metric::RoundTrips,
+        Metric::Errors,
+        Metric::Throttled,
+        Metric::Replayed,
+        Metric::KeyInFlight,
+        Metric::ColdStart,
+        Metric::DeliveryAttempts,
+        Metric::DeliverySucceeded,
+        Metric::DeliveryFailed,
+        Metric::DeadLettered,
+        Metric::LagToFirstAttempt,
+        Metric::LagToSuccess,
+        Metric::QueueMessages,
+        Metric::MessagesFailed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Requests => "Requests",
+            Metric::Latency => "Latency",
+            Metric::ReadUnits => "ReadUnits",
+            Metric::WriteUnits => "WriteUnits",
+            Metric::RoundTrips => "RoundTrips",
+            Metric::Errors => "Errors",
+            Metric::Throttled => "Throttled",
+            Metric::Replayed => "Replayed",
+            Metric::KeyInFlight => "KeyInFlight",
+            Metric::ColdStart => "ColdStart",
+            Metric::DeliveryAttempts => "DeliveryAttempts",
+            Metric::DeliverySucceeded => "DeliverySucceeded",
+            Metric::DeliveryFailed => "DeliveryFailed",
+            Metric::DeadLettered => "DeadLettered",
+            Metric::LagToFirstAttempt => "LagToFirstAttempt",
+            Metric::LagToSuccess => "LagToSuccess",
+            Metric::QueueMessages => "QueueMessages",
+            Metric::MessagesFailed => "MessagesFailed",
+        }
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::Latency | Metric::LagToFirstAttempt | Metric::LagToSuccess => {
+                Unit::Milliseconds
+            }
+            _ => Unit::Count,
+        }
+    }
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Count => "Count",
+            Unit::Milliseconds => "Milliseconds",
+        }
+    }
+}
+
+/// A dimension: a key whose values are few.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dimension {
+    /// The function (`sites`, `webhook-dispatcher`).
+    Service,
+    /// Method and route template (`GET /api/v1/sites/{siteId}`).
+    Route,
+    /// `2xx`, `3xx`, `4xx` or `5xx`.
+    StatusClass,
+    /// The contract's error code.
+    Code,
+    /// Why an attempt failed (`timeout`, `http_5xx`, ...), or why a
+    /// queue message went back unhandled (`not_attempted`, ...).
+    Cause,
+}
+
+impl Dimension {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dimension::Service => "Service",
+            Dimension::Route => "Route",
+            Dimension::StatusClass => "StatusClass",
+            Dimension::Code => "Code",
+            Dimension::Cause => "Cause",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_listed_once_with_its_own_name() {
+        let mut names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Metric::ALL.len());
+        assert_eq!(Metric::Latency.unit().name(), "Milliseconds");
+        assert_eq!(Metric::Requests.unit().name(), "Count");
+    }
+}
