@@ -91,5 +91,28 @@ class Availability(unittest.TestCase):
         self.assertTrue(fires(self.resources, "ApiAvailabilityAlarm", 0.1, 0.05))
 
 
+SLOW = re.compile(r"^IF\(requests >= (\d+), 100 - within, 0\)$")
+
+
+class Latency(unittest.TestCase):
+    def test_the_gateways_latency_objective_pairs_an_hour_and_five_minutes(self):
+        resources = template()
+        rule = resources["ApiLatencyObjectiveAlarm"]["Properties"]["AlarmRule"]["Fn::Sub"]
+        self.assertEqual(TERM.findall(rule), ["ApiSlow1hAlarm", "ApiSlow5mAlarm"])
+        self.assertIn(" AND ", rule)
+        seen = {}
+        for name in TERM.findall(rule):
+            props = resources[name]["Properties"]
+            stats = {m["Id"]: m for m in props["Metrics"]}
+            metric = stats["within"]["MetricStat"]["Metric"]
+            self.assertEqual((metric["Namespace"], metric["MetricName"]), ("AWS/ApiGateway", "Latency"))
+            self.assertEqual(stats["within"]["MetricStat"]["Stat"], {"Fn::Sub": "PR(:${LatencyObjectiveMs})"})
+            floor = int(SLOW.match(stats["slow"]["Expression"]).group(1))
+            seen[name] = (int(stats["within"]["MetricStat"]["Period"]), floor, float(props["Threshold"]))
+        # The fast burn of a 1% budget on both windows; the short one
+        # counts from one answer, the hour from twenty.
+        self.assertEqual(seen, {"ApiSlow1hAlarm": (3600, 20, 14.4), "ApiSlow5mAlarm": (300, 1, 14.4)})
+
+
 if __name__ == "__main__":
     unittest.main()
