@@ -14,6 +14,7 @@
 //! clippy (their `clippy.toml`).
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use tokio::sync::watch;
 
@@ -105,7 +106,8 @@ pub async fn writes_may_go() -> ApiResult<()> {
 }
 
 /// Spawns `future` as a task of its own that keeps the request's gate
-/// (its writes wait for the admission as the handler's do) and its clock.
+/// (its writes wait for the admission as the handler's do), its clock
+/// and its span (the trace's calls under the request's).
 /// Outside a request, a plain spawn.
 #[allow(clippy::disallowed_methods)] // The one spawn that carries the gate.
 pub fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
@@ -113,7 +115,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let future = crate::clock::carried(future);
+    let future = crate::clock::carried(future).instrument(tracing::Span::current());
     match GATE.try_with(Clone::clone) {
         Ok(gate) => tokio::spawn(GATE.scope(gate, future)),
         Err(_) => tokio::spawn(future),

@@ -72,6 +72,7 @@ pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
         aws_sdk_s3::config::Builder::from(sdk)
             .force_path_style(path_style(sdk))
             .interceptor(crate::aws_calls::CountAwsCalls)
+            .interceptor(crate::telemetry::aws_spans::SpanAwsCalls)
             .build(),
     )
 }

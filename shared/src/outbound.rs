@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};
+use tracing::Instrument;
 
 /// Largest answer read from a provider.
 pub const MAX_ANSWER: usize = 1024 * 1024;
@@ -86,6 +87,7 @@ impl Outbound {
             }
             None => call.timeout,
         };
+        let span = crate::telemetry::http_spans::outbound(&call.method, call.url);
         let mut request = self
             .client()?
             .request(call.method, call.url)
@@ -114,9 +116,13 @@ impl Outbound {
                 body: body.into(),
             })
         };
-        tokio::time::timeout(timeout, exchange)
+        let answer = tokio::time::timeout(timeout, exchange)
+            .instrument(span.clone())
             .await
-            .map_err(|_| CallError::Timeout(timeout))?
+            .map_err(|_| CallError::Timeout(timeout))
+            .and_then(|answer| answer);
+        crate::telemetry::http_spans::answered(&span, answer.as_ref().ok().map(|a| a.status));
+        answer
     }
 }
 

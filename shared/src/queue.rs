@@ -70,6 +70,7 @@ impl WebhookQueue {
             sqs: aws_sdk_sqs::Client::from_conf(
                 aws_sdk_sqs::config::Builder::from(sdk)
                     .interceptor(crate::aws_calls::CountAwsCalls)
+                    .interceptor(crate::telemetry::aws_spans::SpanAwsCalls)
                     .build(),
             ),
             url,

@@ -38,6 +38,7 @@ fn client(sdk: &aws_config::SdkConfig) -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::from_conf(
         aws_sdk_secretsmanager::config::Builder::from(sdk)
             .interceptor(crate::aws_calls::CountAwsCalls)
+            .interceptor(crate::telemetry::aws_spans::SpanAwsCalls)
             .build(),
     )
 }

@@ -28,6 +28,7 @@ pub mod logs;
 pub mod metrics;
 pub mod mutate;
 pub mod providers;
+pub mod traces;
 pub mod webhooks;
 
 /// A debug build polls a request tens of futures deep, each frame large:
@@ -35,7 +36,7 @@ pub mod webhooks;
 /// it. Test bodies and the runtime's workers get stacks of this size.
 const STACK_BYTES: usize = 16 * 1024 * 1024;
 
-static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+pub(crate) static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(STACK_BYTES)

@@ -12,6 +12,9 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use serde_json::Value;
 
@@ -68,7 +71,8 @@ impl Write for Capture {
     }
 }
 
-/// Sends every log line of the test run to memory and to the run's log file.
+/// Sends every log line of the test run to memory and to the run's log
+/// file, and its traces to its collector (`traces`).
 pub fn capture_logs() {
     let filter = tracing_subscriber::EnvFilter::new(
         "info,shared=trace,local=trace,orgs=trace,sites=trace,receiving_points=trace,\
@@ -76,10 +80,20 @@ pub fn capture_logs() {
          reports=trace,places=trace,geocode=trace,support=trace,webhooks=trace,\
          webhook_dispatcher=trace,docs=trace,tower_http=trace,reqwest=debug,hyper_util=debug",
     );
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| Capture)
-        .with_ansi(false)
+    // And the run's traces to its collector, as a function's go to the
+    // collector extension (`shared::telemetry::init`).
+    let traces =
+        shared::telemetry::traces::Traces::new(&crate::traces::collector().base, "api-tests")
+            .expect("traces");
+    let traces = shared::telemetry::traces::install(traces);
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(|| Capture)
+                .with_ansi(false)
+                .with_filter(filter),
+        )
+        .with(traces.map(shared::telemetry::traces::Traces::layer))
         .try_init();
 }
 

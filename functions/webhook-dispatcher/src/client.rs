@@ -101,8 +101,19 @@ impl Sender {
         Sender { client, reach }
     }
 
-    /// POSTs `body` with `headers` to `url`.
+    /// POSTs `body` with `headers` to `url`, in a span of the trace.
     pub async fn post(&self, url: &str, headers: http::HeaderMap, body: Vec<u8>) -> Outcome {
+        use tracing::Instrument;
+        let span = shared::telemetry::http_spans::outbound(&http::Method::POST, url);
+        let outcome = self
+            .post_once(url, headers, body)
+            .instrument(span.clone())
+            .await;
+        shared::telemetry::http_spans::answered(&span, outcome.status);
+        outcome
+    }
+
+    async fn post_once(&self, url: &str, headers: http::HeaderMap, body: Vec<u8>) -> Outcome {
         let started = Instant::now();
         let done = |status: Option<u16>, error: Option<AttemptError>| Outcome {
             status,

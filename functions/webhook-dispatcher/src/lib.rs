@@ -25,6 +25,7 @@ use shared::queue::QueueMessage;
 use shared::store::calls::CallCounter;
 use shared::store::deliveries::Claim;
 use shared::{ApiResult, AppState};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::client::{Outcome, Reach, Sender};
@@ -49,6 +50,31 @@ impl Again {
     const LATER: Again = Again(None);
 }
 
+/// What ties an invocation to its trace: Lambda's X-Ray trace header and
+/// its request id (none when the dev server's poller calls).
+#[derive(Clone, Debug, Default)]
+pub struct Invocation {
+    pub trace_header: Option<String>,
+    pub request_id: Option<String>,
+}
+
+impl Invocation {
+    /// Lambda's context of an invocation.
+    pub fn of(context: &lambda_runtime::Context) -> Self {
+        Invocation {
+            trace_header: context.xray_trace_id.clone(),
+            request_id: Some(context.request_id.clone()).filter(|id| !id.is_empty()),
+        }
+    }
+
+    /// The trace's root, when its header is well formed.
+    pub fn trace_id(&self) -> Option<String> {
+        self.trace_header
+            .as_deref()
+            .and_then(shared::telemetry::traces::root)
+    }
+}
+
 impl Dispatcher {
     pub fn new(state: AppState, policy: Policy) -> Self {
         let reach = Reach {
@@ -71,19 +97,40 @@ impl Dispatcher {
     pub async fn invoke(
         &self,
         event: serde_json::Value,
+        invocation: Invocation,
     ) -> Result<serde_json::Value, shared::state::BoxError> {
+        // One span of the trace for the invocation, under Lambda's.
+        let span = tracing::info_span!(
+            "invocation",
+            otel.name = if event.get("Records").is_some() {
+                "webhook queue batch"
+            } else {
+                "sweep"
+            },
+            otel.kind = "consumer",
+        );
+        if let Some(header) = &invocation.trace_header {
+            shared::telemetry::traces::adopt(&span, header);
+        }
         // Every reading of the time by the state's clock (`shared::clock`).
         let clock = self.state.clock.clone();
-        clock.scope(self.invoked(event)).await
+        let result = clock
+            .scope(self.invoked(event, &invocation))
+            .instrument(span.clone())
+            .await;
+        drop(span);
+        shared::telemetry::traces::flush().await;
+        result
     }
 
     async fn invoked(
         &self,
         event: serde_json::Value,
+        invocation: &Invocation,
     ) -> Result<serde_json::Value, shared::state::BoxError> {
         if event.get("Records").is_some() {
             let batch: SqsEvent = serde_json::from_value(event)?;
-            Ok(serde_json::to_value(self.handle(batch).await)?)
+            Ok(serde_json::to_value(self.handled(batch, invocation).await)?)
         } else {
             let (announced, files) = self.scheduled().await?;
             if files.failed > 0 {
@@ -134,10 +181,12 @@ impl Dispatcher {
     /// One SQS batch: the ids of the messages to return to the queue.
     pub async fn handle(&self, batch: SqsEvent) -> SqsBatchResponse {
         let clock = self.state.clock.clone();
-        clock.scope(self.handled(batch)).await
+        clock
+            .scope(self.handled(batch, &Invocation::default()))
+            .await
     }
 
-    async fn handled(&self, batch: SqsEvent) -> SqsBatchResponse {
+    async fn handled(&self, batch: SqsEvent, invocation: &Invocation) -> SqsBatchResponse {
         // The messages of one delivery go one after the other, in the
         // order they came (a second manual retry would otherwise meet the
         // first one's lease and wait it out); the others at once.
@@ -145,7 +194,7 @@ impl Dispatcher {
             .map(|messages| async move {
                 let mut failed = Vec::new();
                 for message in messages {
-                    failed.extend(self.one(&message).await);
+                    failed.extend(self.one(&message, invocation).await);
                 }
                 failed
             })
@@ -167,7 +216,7 @@ impl Dispatcher {
 
     /// One message, logged with what it cost: its id when it goes back to
     /// the queue.
-    async fn one(&self, message: &SqsMessage) -> Option<String> {
+    async fn one(&self, message: &SqsMessage, invocation: &Invocation) -> Option<String> {
         let id = message.message_id.clone().unwrap_or_default();
         let calls = CallCounter::default();
         // Boxed: a delivery's future is large (the payload's reads).
@@ -186,6 +235,8 @@ impl Dispatcher {
             read_units: units.read,
             write_units: units.write,
             aws_calls: calls.aws_calls_text(),
+            trace_id: invocation.trace_id(),
+            invocation_id: invocation.request_id.clone(),
         }
         .log(&self.state.config.metrics);
         outcome.err().map(|_| id)

@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use lambda_runtime::{LambdaEvent, service_fn};
-use webhook_dispatcher::Dispatcher;
 use webhook_dispatcher::policy::Policy;
+use webhook_dispatcher::{Dispatcher, Invocation};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -11,7 +11,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let dispatcher = Arc::new(Dispatcher::new(state, Policy::default()));
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let dispatcher = Arc::clone(&dispatcher);
-        async move { dispatcher.invoke(event.payload).await }
+        async move {
+            let invocation = Invocation::of(&event.context);
+            dispatcher.invoke(event.payload, invocation).await
+        }
     }))
     .await
 }

@@ -25,13 +25,18 @@ use crate::metrics::{self, Report};
 use crate::state::AppState;
 use crate::store::calls::{AwsCalls, CallCounter, DynamoCalls};
 use crate::store::outcome::Outcome;
+use crate::telemetry;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
 pub async fn around(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id(&request);
-    let (trace_id, invocation_id) = trace(&request);
+    let Trace {
+        header: trace_header,
+        root: trace_id,
+        invocation: invocation_id,
+    } = trace(&request);
     let versioned = request.uri().path().starts_with("/api/v1/");
     let matched = request
         .extensions()
@@ -45,24 +50,34 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         trace_id = trace_id.as_deref(),
         invocation_id = invocation_id.as_deref(),
         %method,
-        %route
+        %route,
+        otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
     );
+    if let Some(header) = &trace_header {
+        telemetry::traces::adopt(&span, header);
+    }
     let calls = CallCounter::default();
     let time_left = time_left(&request);
     let (arriving, mut returned) = lifecycle::begin();
 
     // Every reading of the time, from arrival to settlement, is by the
     // state's clock (tasks the request spawns carry it: `clock::carried`).
-    let served = state.clock.scope(serve(
-        &state,
-        &calls,
-        &span,
-        versioned,
-        request,
-        next,
-        arriving,
-        &mut returned,
-    ));
+    let served = state
+        .clock
+        .scope(serve(
+            &state,
+            &calls,
+            &span,
+            versioned,
+            request,
+            next,
+            arriving,
+            &mut returned,
+        ))
+        .instrument(span.clone());
     let (mut response, settled) = match time_left {
         None => served.await,
         Some(left) => match tokio::time::timeout(left, served).await {
@@ -127,6 +142,14 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
         key_id,
     }
     .log(&state.config.metrics);
+    let status = response.status();
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
+    // The request's span ends here, and goes before the answer does.
+    drop(span);
+    telemetry::traces::flush().await;
     response
 }
 
@@ -291,39 +314,35 @@ fn request_id(request: &Request) -> String {
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
 }
 
-/// What ties the request to the rest of its trace: the X-Ray trace's root
-/// (Lambda's context, else API Gateway's `x-amzn-trace-id` header) and
-/// the Lambda invocation's own request id, when there is one. Only a
-/// well-formed root is taken (it is logged).
-fn trace(request: &Request) -> (Option<String>, Option<String>) {
+/// What ties the request to the rest of its trace: the X-Ray trace
+/// header (Lambda's context, else API Gateway's `x-amzn-trace-id`), its
+/// root, and the Lambda invocation's own request id, when there is one.
+struct Trace {
+    header: Option<String>,
+    /// Only a well-formed root is taken (it is logged).
+    root: Option<String>,
+    invocation: Option<String>,
+}
+
+fn trace(request: &Request) -> Trace {
     use lambda_http::RequestExt;
     let context = request.lambda_context_ref();
-    let header = || {
+    let header = context.and_then(|c| c.xray_trace_id.clone()).or_else(|| {
         request
             .headers()
             .get("x-amzn-trace-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
-    };
-    let root = context
-        .and_then(|c| c.xray_trace_id.clone())
-        .or_else(header)
-        .and_then(|value| trace_root(&value));
+    });
+    let root = header.as_deref().and_then(telemetry::traces::root);
     let invocation = context
         .map(|c| c.request_id.clone())
         .filter(|id| !id.is_empty());
-    (root, invocation)
-}
-
-/// The `Root` of an X-Ray trace header (`Root=1-5759e988-bd862e3fe1be46a994272793;Parent=...;Sampled=1`).
-fn trace_root(header: &str) -> Option<String> {
-    let root = header
-        .split(';')
-        .find_map(|part| part.trim().strip_prefix("Root="))?;
-    let well_formed = root.len() == 35
-        && root.starts_with("1-")
-        && root.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
-    well_formed.then(|| root.to_owned())
+    Trace {
+        header,
+        root,
+        invocation,
+    }
 }
 
 /// A panic in a handler: logged, answered as 500 `internal_error`.
@@ -342,29 +361,4 @@ pub async fn not_found() -> ApiError {
 
 pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
-}
-
-#[cfg(test)]
-mod tests {
-    use super::trace_root;
-
-    #[test]
-    fn a_trace_header_gives_its_root_and_nothing_else_is_taken() {
-        assert_eq!(
-            trace_root(
-                "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
-            )
-            .as_deref(),
-            Some("1-5759e988-bd862e3fe1be46a994272793")
-        );
-        assert_eq!(
-            trace_root(
-                "Self=1-67891234-12456789abcdef012345678;Root=1-5759e988-bd862e3fe1be46a994272793"
-            )
-            .as_deref(),
-            Some("1-5759e988-bd862e3fe1be46a994272793")
-        );
-        assert_eq!(trace_root("Root=1-5759e988-bd862e3f\"x"), None);
-        assert_eq!(trace_root("Parent=53995c3f42cd8ad8"), None);
-    }
 }

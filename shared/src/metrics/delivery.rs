@@ -108,6 +108,9 @@ pub struct Handled {
     pub read_units: f64,
     pub write_units: f64,
     pub aws_calls: Option<String>,
+    /// The X-Ray trace's root and the Lambda invocation's request id.
+    pub trace_id: Option<String>,
+    pub invocation_id: Option<String>,
 }
 
 impl Report for Handled {
@@ -127,6 +130,12 @@ impl Report for Handled {
             .property("write_units", self.write_units);
         if let Some(calls) = &self.aws_calls {
             doc.property("aws_calls", calls.as_str());
+        }
+        if let Some(trace) = &self.trace_id {
+            doc.property("trace_id", trace.as_str());
+        }
+        if let Some(invocation) = &self.invocation_id {
+            doc.property("invocation_id", invocation.as_str());
         }
         doc.record(&[&[Service]], &[(Metric::QueueMessages, 1.0)]);
         match self.failed {

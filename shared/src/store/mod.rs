@@ -61,6 +61,7 @@ impl Store {
         crate::aws_calls::count_into(calls::CallCounter::count_aws_call);
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
             .interceptor(calls::CountCalls)
+            .interceptor(crate::telemetry::aws_spans::SpanAwsCalls)
             .build();
         Client::from_conf(config)
     }

@@ -53,6 +53,7 @@ mod support;
 mod surplus_pages;
 mod surpluses;
 mod sweeps;
+mod traces;
 mod trucks;
 mod warm;
 mod waybills;

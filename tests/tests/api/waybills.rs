@@ -375,6 +375,16 @@ fn the_api_gateway_upload_event_runs_through_the_lambda_adapter() {
             line["invocation_id"],
             "c6af9ac6-7b61-11e6-9a41-93e812345678"
         );
+        // Its trace has its calls to S3 in it (the context said sampled).
+        let spans = api_tests::traces::spans_of("5759e988bd862e3fe1be46a994272793");
+        let names: Vec<&str> = spans.iter().filter_map(|s| s["name"].as_str()).collect();
+        for call in [
+            "S3.PutObject",
+            "S3.CopyObject",
+            "POST /api/v1/surpluses/{surplusId}/waybill",
+        ] {
+            assert!(names.contains(&call), "{call} in {names:?}");
+        }
         let read = send(&t, Method::GET, &format!("/api/v1/surpluses/{id}"), None).await;
         let (_, bytes) = download(read.body["data"]["waybill"]["url"].as_str().unwrap()).await;
         assert!(shared::files::ImageKind::sniff(&bytes).is_some());

@@ -89,14 +89,24 @@ impl Setup {
     }
 }
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use shared::ApiResult;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use shared::queue::WebhookQueue;
-use webhook_dispatcher::Dispatcher;
+use shared::{ApiError, ApiResult};
+use webhook_dispatcher::{Dispatcher, Invocation};
 
 /// Hands one batch of visible messages to `dispatcher`. Returns how many
 /// messages it took.
 pub async fn poll_once(dispatcher: &Dispatcher, queue: &WebhookQueue) -> ApiResult<usize> {
+    poll_once_in(dispatcher, queue, Invocation::default()).await
+}
+
+/// `poll_once` as the invocation Lambda would make it: the batch as its
+/// event, through the entry `main` uses, with `invocation`'s context.
+pub async fn poll_once_in(
+    dispatcher: &Dispatcher,
+    queue: &WebhookQueue,
+    invocation: Invocation,
+) -> ApiResult<usize> {
     let received = queue.receive(10).await?;
     if received.is_empty() {
         return Ok(0);
@@ -112,7 +122,12 @@ pub async fn poll_once(dispatcher: &Dispatcher, queue: &WebhookQueue) -> ApiResu
             record
         })
         .collect();
-    let response = dispatcher.handle(batch).await;
+    let event = serde_json::to_value(batch).map_err(ApiError::internal)?;
+    let answer = dispatcher
+        .invoke(event, invocation)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let response: SqsBatchResponse = serde_json::from_value(answer).map_err(ApiError::internal)?;
     for message in &received {
         let returned = response
             .batch_item_failures

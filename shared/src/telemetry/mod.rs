@@ -5,7 +5,9 @@
 //! `RUST_LOG` filters (default `info`) and `LOG_FORMAT=text` gives
 //! human-readable lines for local use.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 /// What the logs are: a filter and a format.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,24 +44,54 @@ impl LogSettings {
     }
 }
 
+pub mod aws_spans;
+pub mod http_spans;
+pub mod traces;
+
+/// The collector traces go to (`OTEL_EXPORTER_OTLP_ENDPOINT`), when one
+/// is set, and the name they are sent under: the function's.
+pub fn trace_settings(var: impl Fn(&str) -> Option<String>) -> Option<(String, String)> {
+    let endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|e| !e.trim().is_empty())?;
+    let service = var("OTEL_SERVICE_NAME")
+        .or_else(|| var("AWS_LAMBDA_FUNCTION_NAME"))
+        .unwrap_or_else(|| "integration-api".into());
+    Some((endpoint, service))
+}
+
 pub fn init() {
-    let settings = LogSettings::from(|name| std::env::var(name).ok());
+    let var = |name: &str| std::env::var(name).ok();
+    let settings = LogSettings::from(var);
     let filter = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    let _ = if settings.json {
+    let logs = if settings.json {
         // Lambda adds its own timestamps; keep the span fields in every line.
-        builder
+        tracing_subscriber::fmt::layer()
+            .with_target(false)
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
             .without_time()
-            .try_init()
+            .boxed()
     } else {
-        builder.try_init()
+        tracing_subscriber::fmt::layer().with_target(false).boxed()
     };
+    let mut failed = None;
+    let traces = trace_settings(var).and_then(|(endpoint, service)| {
+        match traces::Traces::new(&endpoint, &service) {
+            Ok(traces) => traces::install(traces),
+            Err(error) => {
+                failed = Some(error);
+                None
+            }
+        }
+    });
+    let _ = tracing_subscriber::registry()
+        .with(logs.with_filter(filter))
+        .with(traces.map(traces::Traces::layer))
+        .try_init();
+    if let Some(error) = failed {
+        tracing::warn!(%error, "traces are off");
+    }
 }
 
 #[cfg(test)]
