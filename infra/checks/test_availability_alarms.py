@@ -95,11 +95,12 @@ SLOW = re.compile(r"^IF\(requests >= (\d+), 100 - within, 0\)$")
 
 
 class Latency(unittest.TestCase):
-    def test_the_gateways_latency_objective_pairs_an_hour_and_five_minutes(self):
+    def test_the_gateways_latency_objective_pairs_its_windows_in_two_tiers(self):
         resources = template()
         rule = resources["ApiLatencyObjectiveAlarm"]["Properties"]["AlarmRule"]["Fn::Sub"]
-        self.assertEqual(TERM.findall(rule), ["ApiSlow1hAlarm", "ApiSlow5mAlarm"])
-        self.assertIn(" AND ", rule)
+        self.assertEqual(TERM.findall(rule), ["ApiSlow1hAlarm", "ApiSlow5mAlarm", "ApiSlow6hAlarm", "ApiSlow30mAlarm"])
+        self.assertEqual(" ".join(rule.split()), '(ALARM("${ApiSlow1hAlarm}") AND ALARM("${ApiSlow5mAlarm}"))'
+                         ' OR (ALARM("${ApiSlow6hAlarm}") AND ALARM("${ApiSlow30mAlarm}"))')
         seen = {}
         for name in TERM.findall(rule):
             props = resources[name]["Properties"]
@@ -109,9 +110,61 @@ class Latency(unittest.TestCase):
             self.assertEqual(stats["within"]["MetricStat"]["Stat"], {"Fn::Sub": "PR(:${LatencyObjectiveMs})"})
             floor = int(SLOW.match(stats["slow"]["Expression"]).group(1))
             seen[name] = (int(stats["within"]["MetricStat"]["Period"]), floor, float(props["Threshold"]))
-        # The fast burn of a 1% budget on both windows; the short one
-        # counts from one answer, the hour from twenty.
-        self.assertEqual(seen, {"ApiSlow1hAlarm": (3600, 20, 14.4), "ApiSlow5mAlarm": (300, 1, 14.4)})
+        # The fast burn of a 1% budget on both windows, and the slow one
+        # (6 times) on 6 hours and 30 minutes; the short windows count
+        # from one answer, the long ones from twenty.
+        self.assertEqual(seen, {"ApiSlow1hAlarm": (3600, 20, 14.4), "ApiSlow5mAlarm": (300, 1, 14.4),
+                                "ApiSlow6hAlarm": (21600, 20, 6.0), "ApiSlow30mAlarm": (1800, 1, 6.0)})
+
+    def test_every_functions_latency_alarm_pages_on_its_hour_and_its_last_five_minutes(self):
+        resources = template()
+        composites = {name: r for name, r in resources.items()
+                      if name.endswith("FunctionLatencyAlarm")}
+        self.assertEqual(len(composites), 14)
+        for name, resource in composites.items():
+            self.assertEqual(resource["Type"], "AWS::CloudWatch::CompositeAlarm")
+            function = name.removesuffix("LatencyAlarm")
+            rule = " ".join(resource["Properties"]["AlarmRule"]["Fn::Sub"].split())
+            self.assertEqual(rule, f'ALARM("${{{function}Slow1hAlarm}}") AND ALARM("${{{function}Slow5mAlarm}}")')
+            self.assertIn("AlarmActions", resource["Properties"], name)
+            windows = {}
+            for window in (f"{function}Slow1hAlarm", f"{function}Slow5mAlarm"):
+                props = resources[window]["Properties"]
+                self.assertNotIn("AlarmActions", props, f"{window} tells no one by itself")
+                stats = {m["Id"]: m for m in props["Metrics"]}
+                floor = int(SLOW.match(stats["slow"]["Expression"]).group(1))
+                windows[window] = (int(stats["within"]["MetricStat"]["Period"]), floor, float(props["Threshold"]))
+            self.assertEqual(list(windows.values()), [(3600, 20, 14.4), (300, 1, 14.4)], name)
+
+
+class FunctionFailures(unittest.TestCase):
+    """The API functions' errors and durations near their timeouts: every
+    API function in one alarm of each, its duration held against its own
+    Timeout."""
+
+    def test_every_api_function_is_watched_for_errors_and_time_against_its_timeout(self):
+        resources = template()
+        api = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"
+               and any(e.get("Type") == "HttpApi" for e in (r["Properties"].get("Events") or {}).values())}
+        watched = {"Errors": set(), "Duration": set()}
+        for name, resource in resources.items():
+            if not name.startswith("ApiFunction"):
+                continue
+            props = resource["Properties"]
+            stats = {m["Id"]: m["MetricStat"] for m in props["Metrics"] if "MetricStat" in m}
+            (returned,) = [m for m in props["Metrics"] if m.get("ReturnData")]
+            self.assertLessEqual(len(stats), 10, "a metric math alarm takes at most 10 metrics")
+            for id_, stat in stats.items():
+                metric = stat["Metric"]
+                function = metric["Dimensions"][0]["Value"]["Ref"]
+                watched[metric["MetricName"]].add(function)
+                if metric["MetricName"] == "Duration":
+                    timeout = int(resources[function]["Properties"]["Timeout"])
+                    # Its p99 in ms as a share (%) of its timeout.
+                    self.assertIn(f"FILL({id_}, 0) / {timeout * 10}", returned["Expression"], name)
+                else:
+                    self.assertIn(f"FILL({id_}, 0)", returned["Expression"], name)
+        self.assertEqual(watched, {"Errors": api, "Duration": api})
 
 
 if __name__ == "__main__":

@@ -80,8 +80,42 @@ def read_alarms(path):
             return [resolved(v) for v in value]
         return value
 
+    kinds = ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
     return {rid: resolved(r.get("Properties") or {}) for rid, r in template["Resources"].items()
-            if r["Type"] == "AWS::CloudWatch::Alarm"}
+            if r["Type"] in kinds}
+
+
+# A composite's term: `ALARM("${Name}")`.
+TERM = re.compile(r'ALARM\("\$\{(\w+)\}"\)')
+
+
+def composite_state(props, alarms, points, now_ms=None):
+    """A composite alarm (`AND`, `OR`, parentheses over `ALARM(...)` terms)
+    judged from its members' states; (None, why) when one of them is not
+    judged locally."""
+    rule = props.get("AlarmRule")
+    rule = rule.get("Fn::Sub") if isinstance(rule, dict) else rule
+    rule = rule if isinstance(rule, str) else ""
+    states = {}
+    for name in TERM.findall(rule):
+        member = alarms.get(name)
+        state, _ = state_of(member, alarms, points, now_ms) if member else (None, None)
+        if state is None:
+            return None, f"{name}: judged by CloudWatch"
+        states[name] = state == "ALARM"
+    expression = TERM.sub(lambda m: str(states[m.group(1)]), rule)
+    expression = expression.replace("AND", "and").replace("OR", "or")
+    if not re.fullmatch(r"[\s()]*(?:(?:True|False|and|or)[\s()]*)+", expression):
+        return None, "composite rule: judged by CloudWatch"
+    fired = eval(expression, {"__builtins__": {}})  # only True, False, and, or
+    return ("ALARM" if fired else "OK"), sorted(n for n, on in states.items() if on)
+
+
+def state_of(props, alarms, points, now_ms=None):
+    """Any alarm of the template, as `alarm_state` or `composite_state`."""
+    if "AlarmRule" in props:
+        return composite_state(props, alarms, points, now_ms)
+    return alarm_state(props, points, now_ms)
 
 
 def text_of(value):
@@ -327,7 +361,8 @@ def draw(ax, widget, context):
         for arn in props["alarms"]:
             name = arn.strip("${}()").removesuffix(".Arn")
             alarm = context["alarms"].get(name)
-            state, detail = alarm_state(alarm, context["points"]) if alarm else (None, "composite: judged by CloudWatch")
+            state, detail = (state_of(alarm, context["alarms"], context["points"]) if alarm
+                             else (None, "not in the template"))
             rows.append(f"{state:<6} {name}" if state else f"{'-':<6} {name} ({detail})")
         ax.text(0, 1, "\n".join(rows), fontsize=8, va="top", family="monospace")
     elif "insightRule" in props:

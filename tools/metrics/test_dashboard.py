@@ -166,7 +166,7 @@ class TheTemplate(unittest.TestCase):
         self.assertIsNone(dashboard.alarm_state(alarms["ApiBurnRate1hAlarm"], [])[0])
 
     def test_a_latency_objectives_alarm_is_judged_from_its_slow_share(self):
-        alarm = dashboard.read_alarms(ROOT / "infra/template.yaml")["SitesFunctionLatencyAlarm"]
+        alarm = dashboard.read_alarms(ROOT / "infra/template.yaml")["SitesFunctionSlow1hAlarm"]
         hour = 3_600_000
         start = 1_800_000_000_000 // hour * hour
 
@@ -179,6 +179,28 @@ class TheTemplate(unittest.TestCase):
         self.assertEqual(judged([100] * 85 + [1500] * 15), ("ALARM", [(start, 15.0)]))
         self.assertEqual(judged([100] * 90 + [1500] * 10)[0], "OK")
         self.assertEqual(judged([1500] * 19), ("OK", [(start, 0.0)]))
+
+    def test_a_functions_latency_alarm_needs_the_hour_and_its_last_five_minutes(self):
+        alarms = dashboard.read_alarms(ROOT / "infra/template.yaml")
+        hour = 3_600_000
+        start = 1_800_000_000_000 // hour * hour
+        late = start + 50 * 60_000  # the hour's 11th five minutes
+
+        def judged(early, recent):
+            documents = [line(start + i, "sites", "GET /s", ms) for i, ms in enumerate(early)]
+            documents += [line(late + i, "sites", "GET /s", ms) for i, ms in enumerate(recent)]
+            points = [p for d in documents for p in emf.points(d)]
+            return dashboard.state_of(alarms["SitesFunctionLatencyAlarm"], alarms, points)
+
+        # A slow hour that is still slow pages; one that recovered in its
+        # last five minutes does not (the hour alone would for an hour).
+        self.assertEqual(judged([100] * 80 + [1500] * 20, [1500] * 2),
+                         ("ALARM", ["SitesFunctionSlow1hAlarm", "SitesFunctionSlow5mAlarm"]))
+        self.assertEqual(judged([100] * 70 + [1500] * 30, [100] * 20),
+                         ("OK", ["SitesFunctionSlow1hAlarm"]))
+        # The gateway's objective is on AWS's metrics: CloudWatch's to judge.
+        state, why = dashboard.state_of(alarms["ApiLatencyObjectiveAlarm"], alarms, [])
+        self.assertEqual((state, why), (None, "ApiSlow1hAlarm: judged by CloudWatch"))
 
     def test_the_cli_refuses_logs_without_metric_lines(self):
         with tempfile.NamedTemporaryFile("w", suffix=".log") as log, tempfile.TemporaryDirectory() as out:
