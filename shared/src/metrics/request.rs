@@ -98,17 +98,24 @@ impl Report for Served<'_> {
                 &[Service, Route, StatusClass],
             ],
             &[(Metric::Requests, 1.0)],
-        )
-        .record(
-            BY_ROUTE,
-            &[
-                (Metric::Latency, round_us(self.latency_ms)),
-                (Metric::ReadUnits, self.read_units),
-                (Metric::WriteUnits, self.write_units),
-                (Metric::RoundTrips, f64::from(self.round_trips)),
-            ],
-        )
-        .record(
+        );
+        // The latency objective is the answers that did their work (2xx,
+        // 3xx, 5xx): a client's mistake or a refusal answers fast, and a
+        // flood of 429s would hide the slow share. Its time stays on its
+        // line, as a property.
+        let latency = round_us(self.latency_ms);
+        let mut by_route = vec![
+            (Metric::ReadUnits, self.read_units),
+            (Metric::WriteUnits, self.write_units),
+            (Metric::RoundTrips, f64::from(self.round_trips)),
+        ];
+        if class == "4xx" {
+            doc.property(Metric::Latency.name(), latency);
+        } else {
+            by_route.insert(0, (Metric::Latency, latency));
+        }
+        doc.record(BY_ROUTE, &by_route);
+        doc.record(
             &[&[Service]],
             &[
                 (Metric::Throttled, flag(self.status == 429)),

@@ -226,6 +226,17 @@ fn a_refused_request_is_counted_as_throttled() {
         assert_eq!(line["key_id"], key.as_str());
         assert_eq!(line["org_id"], t.org.id.to_string());
         assert!(line.get("rate_window").is_none(), "nothing was counted");
+        // Its time is on its line, but not in the latency objective: a
+        // flood of fast refusals would hide the slow answers.
+        assert!(line["Latency"].as_f64().unwrap() > 0.0);
+        assert_eq!(sets_of(&line, "Latency"), Vec::<Vec<String>>::new());
+        assert_eq!(
+            sets_of(&line_of(&admitted), "Latency"),
+            [
+                vec!["Service".to_owned()],
+                vec!["Service".to_owned(), "Route".to_owned()]
+            ]
+        );
     });
 }
 
