@@ -169,6 +169,10 @@ pub struct Config {
     pub webhook_seal_key: Option<KeySource>,
     /// Largest accepted JSON request body.
     pub max_body_bytes: usize,
+    /// Copies of the `PUBLIC` cells a nearby search may read
+    /// (`PUBLIC_CELL_COPIES`, 1 to 8, 1 by default): raised once
+    /// `admin reindex-places` filled them (docs/operations.md).
+    pub public_cell_copies: u32,
     /// A request of a key this instance admitted lately reads beside its
     /// admission (`http::lifecycle`; `WARM_REQUESTS`, on by default). Off,
     /// every request waits for its admission first: `make bench`'s before.
@@ -329,6 +333,15 @@ impl Config {
             webhook_seal_key,
             max_body_bytes: usize::try_from(number("MAX_BODY_BYTES", 1024 * 1024)?)
                 .map_err(|_| ConfigError("MAX_BODY_BYTES is too large".into()))?,
+            public_cell_copies: u32::try_from(number("PUBLIC_CELL_COPIES", 1)?)
+                .ok()
+                .filter(|n| *n <= crate::model::geo::PUBLIC_COPIES)
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "PUBLIC_CELL_COPIES must be 1 to {}",
+                        crate::model::geo::PUBLIC_COPIES
+                    ))
+                })?,
             warm_requests: flag("WARM_REQUESTS", true)?,
             metrics,
             sdk_limits,
@@ -448,6 +461,19 @@ mod tests {
         assert_eq!(c.short_name.key_prefix(), "acme_app_");
         assert_eq!(c.short_name.header("event"), "x-acme-event");
         assert!(config(&[LOCAL, ("SERVICE_SHORT_NAME", "Bad Name")]).is_err());
+    }
+
+    #[test]
+    fn public_cell_copies_are_one_to_the_copies_written() {
+        assert_eq!(config(&[LOCAL]).unwrap().public_cell_copies, 1);
+        let c = config(&[LOCAL, ("PUBLIC_CELL_COPIES", "8")]).unwrap();
+        assert_eq!(c.public_cell_copies, 8);
+        for bad in ["0", "9", "-1", "all"] {
+            assert!(
+                config(&[LOCAL, ("PUBLIC_CELL_COPIES", bad)]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

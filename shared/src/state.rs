@@ -79,7 +79,8 @@ impl AppState {
     }
 
     pub fn new(config: Config, sdk: &aws_config::SdkConfig) -> Self {
-        let store = Store::new(Store::client(sdk), config.table_name.as_str());
+        let store = Store::new(Store::client(sdk), config.table_name.as_str())
+            .with_public_copies(config.public_cell_copies);
         let links = LinkSigner::new(
             sdk,
             &config.bucket_name,

@@ -15,6 +15,10 @@ shares skewed by Zipf's law (the n-th busiest has a share proportional to
   is one partition for everyone: it carries all of its traffic, or its
   shard's share when it has a `{shard}` part (`HOUR_SHARDS`, as
   shared/src/store/keys.rs spreads an hour's index);
+- a key class with a `{copy}` part (a copy of a public map cell:
+  `PUBLIC_COPIES`, as shared/src/model/geo.rs writes them) is one
+  family with the class without it (the first copy): a search reads one
+  copy at random, so the family's traffic spreads over its copies;
 - a key class of one API key (its item, its rate-limit counter) carries
   at most what the rate limit admits of one key (`RATE_LIMIT_PER_WINDOW`
   a `RATE_LIMIT_WINDOW_SECONDS`: 100 a minute): a busy organization
@@ -54,6 +58,10 @@ SCENARIOS = [(10_000, 2_000.0), (100_000, 20_000.0)]
 
 # Partitions a `{shard}` key class is spread over (keys::HOUR_SHARDS).
 HOUR_SHARDS = 16
+
+# Copies of a public cell a search spreads over (model::geo::PUBLIC_COPIES).
+PUBLIC_COPIES = 8
+COPY = "#{copy}"
 
 # Key classes of one API key (its item, its counter, its kept answers),
 # and the requests a second one key is
@@ -137,13 +145,19 @@ def hot_keys(flows: dict[str, dict], mix: dict[str, float], orgs: int, rps: floa
     `orgs` organizations, hottest first."""
     top = zipf_top_share(orgs, s)
     load: dict[tuple[str, str], list[float]] = {}
+    copied = {key.removesuffix(COPY) for flow in flows.values() for (_, key) in flow["touches"]
+              if key.endswith(COPY)}
     for name, _, share, per_second in rates(flows, mix, rps):
         for (index, key), (read, write) in flows[name]["touches"].items():
+            if key in copied:
+                key = key + COPY  # the first copy, of its family
             if per_key(key):
                 # One key's admitted requests, of this flow's share.
                 factor = per_second / rps * KEY_RATE
             elif "{shard}" in key:
                 factor = per_second / HOUR_SHARDS
+            elif key.endswith(COPY):
+                factor = per_second / PUBLIC_COPIES
             else:
                 factor = per_second * (top if spread(key) else 1.0)
             entry = load.setdefault((index, key), [0.0, 0.0])
@@ -192,9 +206,9 @@ def scenario(flows: dict[str, dict], orgs: int, rps: float, s: float, mix=MIX) -
 
 
 def parameters(rps: float, read: float, write: float) -> dict[str, int]:
-    """The template's parameters a mix needs: the stage throttle, and the
+    """The template's parameters a mix needs: the stage throttle, the
     table's warm throughput (never below a new table's own), rounded up to
-    a thousand."""
+    a thousand, and the public cells' copies read."""
     def up(x: float) -> int:
         return int(math.ceil(x / 1000.0) * 1000)
     return {
@@ -202,6 +216,8 @@ def parameters(rps: float, read: float, write: float) -> dict[str, int]:
         "ApiThrottlingBurstLimit": up(rps * BURST),
         "TableWarmReadUnits": max(int(NEW_TABLE_READ), up(read)),
         "TableWarmWriteUnits": max(int(NEW_TABLE_WRITE), up(write)),
+        # The model spreads the public cells' reads over their copies.
+        "PublicCellCopies": PUBLIC_COPIES,
     }
 
 

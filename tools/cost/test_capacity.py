@@ -56,6 +56,21 @@ class HotKeys(unittest.TestCase):
         keys = (Path(__file__).resolve().parents[2] / "shared/src/store/keys.rs").read_text()
         self.assertIn(f"pub const HOUR_SHARDS: u32 = {capacity.HOUR_SHARDS};", keys)
 
+    def test_a_copied_cell_and_its_first_copy_share_their_copies(self):
+        # Of 10 searches, 1 read the first copy and 9 the others (8 copies
+        # in all): 4 units each, 100 searches a second.
+        flows = capacity.per_request([flow("nearby", [
+            ["table", "GEO#PUBLIC#{bucket}#{bucket}", 4.0, 0.0],
+            ["table", "GEO#PUBLIC#{bucket}#{bucket}#{copy}", 36.0, 0.0],
+        ])])
+        (hot,) = capacity.hot_keys(flows, {"nearby": 1.0}, orgs=100, rps=100, s=1.0)
+        self.assertEqual(hot.key, "GEO#PUBLIC#{bucket}#{bucket}#{copy}")
+        self.assertAlmostEqual(hot.read, 400.0 / 8)
+
+    def test_the_copies_are_the_stores(self):
+        geo = (Path(__file__).resolve().parents[2] / "shared/src/model/geo.rs").read_text()
+        self.assertIn(f"pub const PUBLIC_COPIES: u32 = {capacity.PUBLIC_COPIES};", geo)
+
     def test_reads_are_held_against_three_thousand_units(self):
         flows = capacity.per_request([flow("nearby", [["table", "GEO#PUBLIC#{bucket}#{bucket}", 40.0, 0.0]])])
         (hot,) = capacity.hot_keys(flows, {"nearby": 1.0}, orgs=100, rps=100, s=1.0)
@@ -95,7 +110,8 @@ class Run(unittest.TestCase):
     def test_the_parameters_a_mix_needs_never_go_below_a_new_tables(self):
         self.assertEqual(capacity.parameters(2_000.0, 1_600.0, 7_560.0),
                          {"ApiThrottlingRateLimit": 2000, "ApiThrottlingBurstLimit": 4000,
-                          "TableWarmReadUnits": 12000, "TableWarmWriteUnits": 8000})
+                          "TableWarmReadUnits": 12000, "TableWarmWriteUnits": 8000,
+                          "PublicCellCopies": 8})
         self.assertEqual(capacity.parameters(20_000.0, 16_001.0, 100.0)["TableWarmReadUnits"], 17000)
 
     def test_a_run_without_a_trace_is_refused(self):

@@ -90,6 +90,13 @@ impl Coordinates {
     }
 }
 
+/// Copies of each `PUBLIC` cell: every public entry is written into each,
+/// and a search reads one at random (as many as the deployment's
+/// `PUBLIC_CELL_COPIES` says are filled), so that every organization's
+/// searches of one place spread over this many partitions instead of
+/// heating one (docs/decisions.md, "Nearby places").
+pub const PUBLIC_COPIES: u32 = 8;
+
 /// Geohash precision of the sort keys in the `PUBLIC` cells (cells of
 /// about 4.8 m): a crowded cell is read by ever finer parts of it, nearest
 /// first (`store::places`).

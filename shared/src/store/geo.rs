@@ -44,7 +44,7 @@ pub struct GeoEntry {
 }
 
 /// An index entry as stored (`kind` is the tag: `RP`, `SITE`, `FACTORY`).
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct GeoItem {
     pub pk: String,
     pub sk: String,
@@ -58,6 +58,26 @@ pub(crate) struct GeoItem {
 
 pub fn cell_pk(scope: &str, precision: usize, cell: &str) -> String {
     format!("GEO#{scope}#{precision}#{cell}")
+}
+
+pub use crate::model::geo::PUBLIC_COPIES;
+
+/// The partition of copy `copy` of a `PUBLIC` cell: the first is the
+/// cell's own key (as tables from before the copies hold it), the others
+/// the same with `#COPY<n>`.
+pub fn public_cell_pk(copy: u32, precision: usize, cell: &str) -> String {
+    let pk = cell_pk(PUBLIC, precision, cell);
+    if copy == 0 {
+        pk
+    } else {
+        format!("{pk}#COPY{copy}")
+    }
+}
+
+/// Whether `pk` is the first copy of a `PUBLIC` cell (the one every table
+/// has had).
+pub fn is_first_copy(pk: &str) -> bool {
+    is_public_cell(pk) && !pk.contains("#COPY")
 }
 
 /// Whether `pk` is a cell of the `PUBLIC` scope.
@@ -92,17 +112,14 @@ impl GeoEntry {
         let own_sk = format!("{}#{}", self.kind.tag(), self.id);
         let public_sk = public_sk(self.kind, &self.coordinates, self.id);
         let org = self.org_id.to_string();
-        let mut scopes = vec![(org.as_str(), &own_sk)];
-        if self.public {
-            scopes.push((PUBLIC, &public_sk));
-        }
         let mut keys = Vec::new();
-        for (scope, sk) in scopes {
-            for precision in INDEX_PRECISIONS {
-                keys.push((
-                    cell_pk(scope, precision, &self.coordinates.geohash(precision)),
-                    sk.clone(),
-                ));
+        for precision in INDEX_PRECISIONS {
+            let cell = self.coordinates.geohash(precision);
+            keys.push((cell_pk(&org, precision, &cell), own_sk.clone()));
+            if self.public {
+                for copy in 0..PUBLIC_COPIES {
+                    keys.push((public_cell_pk(copy, precision, &cell), public_sk.clone()));
+                }
             }
         }
         keys

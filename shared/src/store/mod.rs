@@ -45,6 +45,9 @@ use crate::error::{ApiError, ApiResult};
 pub struct Store {
     db: Client,
     table: Arc<str>,
+    /// Copies of the `PUBLIC` cells a search may read (`geo::PUBLIC_COPIES`
+    /// are written; the deployment says how many are filled).
+    public_copies: u32,
 }
 
 impl Store {
@@ -52,7 +55,19 @@ impl Store {
         Self {
             db,
             table: table.into(),
+            public_copies: 1,
         }
+    }
+
+    /// The store whose searches read `copies` copies of the `PUBLIC` cells
+    /// (1 to `geo::PUBLIC_COPIES`; `PUBLIC_CELL_COPIES`).
+    pub fn with_public_copies(mut self, copies: u32) -> Self {
+        self.public_copies = copies.clamp(1, geo::PUBLIC_COPIES);
+        self
+    }
+
+    pub(crate) fn public_copies(&self) -> u32 {
+        self.public_copies
     }
 
     /// A DynamoDB client that counts its round trips per request (and the

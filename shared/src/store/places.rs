@@ -6,15 +6,17 @@
 //! the answer asked for, never with the table or with what others publish.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 
 use futures::{StreamExt, TryStreamExt};
 use uuid::Uuid;
 
-use super::geo::{GeoItem, PUBLIC, cell_pk};
+use super::geo::{GeoItem, PUBLIC, PUBLIC_COPIES, cell_pk, public_cell_pk};
 use super::item::{Item, from_item, s};
 use super::{Store, query_counted, sdk_error};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::model::geo::{self, Coordinates, Cover, PUBLIC_SORT_PRECISION};
 use crate::model::place::{NearbyQuery, Place, PlaceKind};
 
@@ -179,11 +181,14 @@ impl Places<'_> {
         query: &NearbyQuery,
     ) -> ApiResult<(Vec<GeoItem>, PublicReading)> {
         let center = query.center;
+        // One copy of the cells for the whole search (its pages follow
+        // their own key), chosen among those the deployment has filled.
+        let copy = rand::random_range(0..self.0.public_copies());
         let mut parts: BinaryHeap<Part> = cover
             .cells
             .iter()
             .map(|cell| Part {
-                pk: cell_pk(PUBLIC, cover.precision, cell),
+                pk: public_cell_pk(copy, cover.precision, cell),
                 hash: cell.clone(),
                 min_km: center.min_km_to_cell(cell),
                 start: None,
@@ -273,25 +278,54 @@ impl Places<'_> {
         Ok((found.into_values().map(|(_, e)| e).collect(), reading))
     }
 
-    /// Rewrites the `PUBLIC` cells' entries of a table from before their
-    /// sort keys held the point's geohash (`geo::public_sk`): each old entry
-    /// is put under its new key and deleted. An operator's upgrade step
-    /// (`admin reindex-places`): it reads the whole table (a Scan, never in
-    /// a request's path), and is safe to run again. Returns the entries
-    /// rewritten.
-    pub async fn reindex_public(&self) -> ApiResult<usize> {
+    /// Brings a table's `PUBLIC` cells up to date, an operator's upgrade
+    /// step (`admin reindex-places`): an entry from before the sort keys
+    /// held the point's geohash (`geo::public_sk`) is put under its new key
+    /// and its old one deleted; and each entry of a cell's first copy is
+    /// written into the other copies where it is missing (tables from
+    /// before the copies: `geo::PUBLIC_COPIES`), on the condition that the
+    /// first copy still holds it as read, so that a point moved or removed
+    /// meanwhile is never brought back. It reads the whole table (a Scan,
+    /// never in a request's path), works on `PARALLEL` entries at once, and
+    /// is safe to run again, or beside the API.
+    pub async fn reindex_public(&self) -> ApiResult<Reindexed> {
         let store = self.0;
         let public = s(format!("GEO#{PUBLIC}#"));
         let items =
             super::scan_all(store, "begins_with(pk, :public)", &[(":public", public)]).await?;
-        let mut rewritten = 0;
-        for item in items {
-            let mut entry: GeoItem = from_item(item)?;
-            if super::geo::is_public_sk(&entry.sk) {
-                continue;
-            }
+        let entries = items
+            .into_iter()
+            .map(from_item)
+            .collect::<ApiResult<Vec<GeoItem>>>()?;
+        let present: HashSet<(String, String)> = entries
+            .iter()
+            .map(|e| (e.pk.clone(), e.sk.clone()))
+            .collect();
+        let present = &present;
+        let done = futures::stream::iter(entries)
+            .filter(|entry| std::future::ready(super::geo::is_first_copy(&entry.pk)))
+            .map(|entry| self.upgrade(entry, present))
+            .buffer_unordered(PARALLEL)
+            .try_fold(Reindexed::default(), |mut done, one| async move {
+                done.rewritten += one.rewritten;
+                done.copied += one.copied;
+                Ok(done)
+            })
+            .await?;
+        Ok(done)
+    }
+
+    /// One first-copy entry brought up to date: its sort key, its copies.
+    async fn upgrade(
+        &self,
+        mut entry: GeoItem,
+        present: &HashSet<(String, String)>,
+    ) -> ApiResult<Reindexed> {
+        let store = self.0;
+        let mut done = Reindexed::default();
+        if !super::geo::is_public_sk(&entry.sk) {
             let Some(kind) = PlaceKind::from_tag(&entry.kind) else {
-                continue;
+                return Ok(done);
             };
             let at = Coordinates {
                 lat: entry.lat,
@@ -302,9 +336,47 @@ impl Places<'_> {
             let put = super::tx::put(store.table(), super::item::to_item(&entry)?, None)?;
             let delete = super::tx::delete(store.table(), old, None)?;
             super::tx::transact(store, vec![put, delete], &[]).await?;
-            rewritten += 1;
+            done.rewritten = 1;
         }
-        Ok(rewritten)
+        done.copied = self.copy(&entry, present).await?;
+        Ok(done)
+    }
+
+    /// Writes first-copy `entry` into the copies of its cell that lack it,
+    /// if the first copy still holds it as it was read: the copies written.
+    async fn copy(&self, entry: &GeoItem, present: &HashSet<(String, String)>) -> ApiResult<usize> {
+        let store = self.0;
+        let Some(cell) = entry.pk.strip_prefix(&format!("GEO#{PUBLIC}#")) else {
+            return Ok(0);
+        };
+        let Some((precision, cell)) = cell
+            .split_once('#')
+            .and_then(|(p, c)| Some((p.parse::<usize>().ok()?, c)))
+        else {
+            return Ok(0);
+        };
+        let mut actions = vec![still_there(store.table(), entry)?];
+        for copy in 1..PUBLIC_COPIES {
+            let pk = public_cell_pk(copy, precision, cell);
+            if !present.contains(&(pk.clone(), entry.sk.clone())) {
+                let item = super::item::to_item(&GeoItem {
+                    pk,
+                    ..entry.clone()
+                })?;
+                actions.push(super::tx::put(store.table(), item, None)?);
+            }
+        }
+        let copies = actions.len() - 1;
+        if copies == 0 {
+            return Ok(0);
+        }
+        match super::tx::transact(store, actions, &[(0, super::tx::raced)]).await {
+            Ok(()) => Ok(copies),
+            // Moved, renamed or removed since the scan: its new entries
+            // were written with their copies.
+            Err(e) if super::tx::is_raced(&e) => Ok(0),
+            Err(e) => Err(e),
+        }
     }
 
     /// One page (at most `limit` entries) of the receiving points of one
@@ -381,3 +453,26 @@ impl PartialEq for Part {
 }
 
 impl Eq for Part {}
+
+/// What `reindex_public` did: entries moved to their geohash sort keys,
+/// and copies written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Reindexed {
+    pub rewritten: usize,
+    pub copied: usize,
+}
+
+/// A check that a first-copy entry is still there as it was read.
+fn still_there(table: &str, entry: &GeoItem) -> ApiResult<TransactWriteItem> {
+    let check = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(super::item::key(entry.pk.clone(), entry.sk.clone())))
+        .condition_expression("#name = :name AND lat = :lat AND lng = :lng")
+        .expression_attribute_names("#name", "name")
+        .expression_attribute_values(":name", s(&entry.name))
+        .expression_attribute_values(":lat", super::item::n(entry.lat))
+        .expression_attribute_values(":lng", super::item::n(entry.lng))
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
+}

@@ -43,11 +43,10 @@ pub fn class(key: &str) -> String {
         .map(|part| {
             if !part.is_empty() && part.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
                 part.to_owned()
-            } else if part
-                .strip_prefix("SHARD")
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            {
+            } else if numbered(part, "SHARD") {
                 "{shard}".to_owned()
+            } else if numbered(part, "COPY") {
+                "{copy}".to_owned()
             } else if is_id(part) {
                 "{id}".to_owned()
             } else {
@@ -56,6 +55,13 @@ pub fn class(key: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("#")
+}
+
+/// `prefix` and a number: a shard of an hour (`SHARD07`), a copy of a
+/// public cell (`COPY3`).
+fn numbered(part: &str, prefix: &str) -> bool {
+    part.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Holds a UUID, or 32 or more hex digits (a hash): alone, or as a
@@ -197,6 +203,10 @@ mod tests {
             "OUTBOX#{bucket}#{shard}"
         );
         assert_eq!(class("GEO#PUBLIC#4#u6sc"), "GEO#PUBLIC#{bucket}#{bucket}");
+        assert_eq!(
+            class("GEO#PUBLIC#4#u6sc#COPY3"),
+            "GEO#PUBLIC#{bucket}#{bucket}#{copy}"
+        );
         let hash = "4fc94efa38f8401e011b4553346caa9af02291b1c3d4e5f60718293a4b5c6d7e";
         assert_eq!(class(&format!("RATE#{hash}")), "RATE#{id}");
         let path = "waybills/0196aa2b-3c4d-7e5f-8a9b-0c1d2e3f4a5b/0196aa2b-3c4d-7e5f-8a9b-0c1d2e3f4a5c/w.png";

@@ -385,7 +385,7 @@ fn a_search_reads_its_cells_in_one_round_trip_of_parallel_queries() {
 /// as the store writes them (the `PUBLIC` cells only), in bulk: `(lat, lng)`
 /// each, named `Crowd <i>` padded to 500 characters (the longest name).
 async fn crowd(points: &[(f64, f64)]) {
-    use shared::store::geo::{GeoEntry, is_public_cell};
+    use shared::store::geo::{GeoEntry, is_first_copy};
     let h = api_tests::harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     let entries: Vec<GeoEntry> = points
@@ -403,7 +403,8 @@ async fn crowd(points: &[(f64, f64)]) {
     let items: Vec<_> = shared::store::geo::items(&entries)
         .unwrap()
         .into_iter()
-        .filter(|item| is_public_cell(item["pk"].as_s().unwrap()))
+        // The copy the searches of this run read (they read one).
+        .filter(|item| is_first_copy(item["pk"].as_s().unwrap()))
         .map(|item| {
             aws_sdk_dynamodb::types::WriteRequest::builder()
                 .put_request(
@@ -577,15 +578,20 @@ fn a_crowd_on_one_spot_is_read_within_the_budget() {
 #[test]
 fn a_deactivated_organizations_public_points_leave_everyones_search() {
     run(async {
+        let table = api_tests::harness().await.store().table().to_owned();
         let owner = org().await;
         let searcher = org().await;
         let center = somewhere(-50.0..50.0);
         let site = site_at(&owner, "Yard", at(center, 0.0, 1.0)).await;
-        let point = point_at(&owner, &site, "Open gate", at(center, 90.0, 1.0), true).await;
+        let (lat, lng) = at(center, 90.0, 1.0);
+        let point = point_at(&owner, &site, "Open gate", (lat, lng), true).await;
         assert_eq!(
             names(&nearby(&searcher, center, "&radius_km=5").await),
             ["Open gate"]
         );
+        let here = Coordinates { lat, lng };
+        let id: uuid::Uuid = point.parse().unwrap();
+        assert_eq!(copies_holding(&table, id, here).await, [8, 8, 8]);
         api_tests::harness()
             .await
             .store()
@@ -594,6 +600,11 @@ fn a_deactivated_organizations_public_points_leave_everyones_search() {
             .await
             .unwrap();
         assert!(names(&nearby(&searcher, center, "&radius_km=5").await).is_empty());
+        assert_eq!(
+            copies_holding(&table, id, here).await,
+            [0, 0, 0],
+            "out of every copy"
+        );
         // Nor can a load go there any more.
         let own_site = site_at(&searcher, "Origin", at(center, 180.0, 1.0)).await;
         crate::surpluses::create_load(
@@ -674,18 +685,36 @@ fn an_organization_has_at_most_200_public_places() {
 }
 
 /// A public point indexed before the entries of the `PUBLIC` cells were
-/// sorted by geohash is found again once an operator rewrites them
-/// (`admin reindex-places`, an upgrade step safe to run again).
+/// sorted by geohash, and before their copies, is found again once an
+/// operator rewrites them (`admin reindex-places`, an upgrade step safe to
+/// run again): under its new key, in every copy. In a table of its own:
+/// the run's table holds the crowds other tests write, which the command
+/// would copy too.
 #[test]
 fn an_older_public_entry_is_found_once_reindexed() {
     use shared::store::item::{n, s};
     run(async {
-        let t = org().await;
+        let h = api_tests::harness().await;
+        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+        let mut config = (*h.state.config).clone();
+        config.table_name = format!("reindex-{}", uuid::Uuid::new_v4());
+        shared::store::schema::ensure_table(&db, &config.table_name)
+            .await
+            .unwrap();
+        let store = shared::store::Store::new(db.clone(), config.table_name.as_str());
+        let reindex = || async {
+            let cli =
+                <admin::cli::Cli as clap::Parser>::try_parse_from(["admin", "reindex-places"])
+                    .unwrap();
+            admin::cli::run(cli.command, &config, &h.sdk)
+                .await
+                .unwrap()
+                .lines[0]
+                .clone()
+        };
         let center = somewhere(-50.0..50.0);
         let center = Coordinates::new(center.lat, center.lng).unwrap();
         let (lat, lng) = at(center, 30.0, 2.0);
-        let h = api_tests::harness().await;
-        let db = aws_sdk_dynamodb::Client::new(&h.sdk);
         let id = uuid::Uuid::now_v7();
         let point = Coordinates { lat, lng };
         for precision in shared::model::geo::INDEX_PRECISIONS {
@@ -695,7 +724,7 @@ fn an_older_public_entry_is_found_once_reindexed() {
                 &point.geohash(precision),
             );
             db.put_item()
-                .table_name(h.store().table())
+                .table_name(store.table())
                 .item("pk", s(pk))
                 .item("sk", s(format!("RP#{id}")))
                 .item("kind", s("RP"))
@@ -708,11 +737,144 @@ fn an_older_public_entry_is_found_once_reindexed() {
                 .await
                 .unwrap();
         }
-        assert!(!names(&nearby(&t, center, "&radius_km=5").await).contains(&"Older"));
-        let done = crate::audit::admin(&["reindex-places"]).await.unwrap();
-        assert!(done.lines[0]["rewritten"].as_u64().unwrap() >= 3);
-        assert_eq!(names(&nearby(&t, center, "&radius_km=5").await), ["Older"]);
-        crate::audit::admin(&["reindex-places"]).await.unwrap();
-        assert_eq!(names(&nearby(&t, center, "&radius_km=5").await), ["Older"]);
+        let search = |copies: u32| {
+            let store = store.clone().with_public_copies(copies);
+            async move {
+                let query = shared::model::place::NearbyQuery {
+                    center,
+                    radius_km: 5.0,
+                    kinds: vec![shared::model::place::PlaceKind::ReceivingPoint],
+                    limit: 20,
+                };
+                let found = store
+                    .places()
+                    .nearby(uuid::Uuid::now_v7(), &query)
+                    .await
+                    .unwrap();
+                found.into_iter().map(|p| p.name).collect::<Vec<_>>()
+            }
+        };
+        assert!(search(1).await.is_empty(), "its old key is not read");
+        let done = reindex().await;
+        assert_eq!(
+            (done["rewritten"].as_u64(), done["copied"].as_u64()),
+            (Some(3), Some(21))
+        );
+        assert_eq!(search(1).await, ["Older"]);
+        // Every copy of its cells holds it now, as a request writes it:
+        // whichever a search reads finds it.
+        assert_eq!(copies_holding(store.table(), id, point).await, [8, 8, 8]);
+        for _ in 0..16 {
+            assert_eq!(search(8).await, ["Older"]);
+        }
+        // Again: nothing left to do.
+        let again = reindex().await;
+        assert_eq!(
+            (again["rewritten"].as_u64(), again["copied"].as_u64()),
+            (Some(0), Some(0))
+        );
+        assert_eq!(copies_holding(store.table(), id, point).await, [8, 8, 8]);
+    });
+}
+
+/// How many copies of its `PUBLIC` cell in `table` hold public point `id` at `at`,
+/// at each index precision (read strongly consistent).
+async fn copies_holding(table: &str, id: uuid::Uuid, at: Coordinates) -> Vec<usize> {
+    use shared::model::place::PlaceKind;
+    use shared::store::geo::{PUBLIC_COPIES, public_cell_pk, public_sk};
+    let h = api_tests::harness().await;
+    let db = aws_sdk_dynamodb::Client::new(&h.sdk);
+    let mut held = Vec::new();
+    for precision in shared::model::geo::INDEX_PRECISIONS {
+        let mut n = 0;
+        for copy in 0..PUBLIC_COPIES {
+            let found = db
+                .get_item()
+                .table_name(table)
+                .key(
+                    "pk",
+                    shared::store::item::s(public_cell_pk(copy, precision, &at.geohash(precision))),
+                )
+                .key(
+                    "sk",
+                    shared::store::item::s(public_sk(PlaceKind::ReceivingPoint, &at, id)),
+                )
+                .consistent_read(true)
+                .send()
+                .await
+                .unwrap();
+            n += usize::from(found.item.is_some());
+        }
+        held.push(n);
+    }
+    held
+}
+
+/// Every public point is written into each copy of its cells, moved and
+/// archived in all of them in the same transaction; a deployment that
+/// reads all the copies (`PUBLIC_CELL_COPIES=8`) finds it from whichever
+/// it reads, and loses it from each when it moves or goes.
+#[test]
+fn a_public_point_is_in_every_copy_of_its_cells_and_found_from_any() {
+    run(async {
+        let table = api_tests::harness().await.store().table().to_owned();
+        let owner = org().await;
+        let searcher = org().await;
+        let center = somewhere(-50.0..50.0);
+        let site = site_at(&owner, "Yard", at(center, 0.0, 1.0)).await;
+        let (lat, lng) = at(center, 90.0, 1.0);
+        let id = point_at(&owner, &site, "Every copy", (lat, lng), true).await;
+        let id: uuid::Uuid = id.parse().unwrap();
+        let here = Coordinates { lat, lng };
+        assert_eq!(copies_holding(&table, id, here).await, [8, 8, 8]);
+
+        let h = api_tests::harness().await;
+        let spread = h.router_with(|c| c.public_cell_copies = 8);
+        let path = format!(
+            "/api/v1/places/nearby?lat={}&lng={}&radius_km=5",
+            center.lat, center.lng
+        );
+        let search = || async {
+            api_tests::call(Method::GET, &path)
+                .key(&searcher.key)
+                .send_to(&spread)
+                .await
+        };
+        // Searches choose their copy at random: 24 of them miss a copy
+        // with a chance of (7/8)^24, about 4%, per copy; each must find it.
+        for _ in 0..24 {
+            assert_eq!(names(&search().await), ["Every copy"]);
+        }
+
+        // Moved 20 km away: gone from every copy here, in every copy there.
+        let (lat2, lng2) = at(center, 180.0, 20.0);
+        send(
+            &owner,
+            Method::PATCH,
+            &format!("/api/v1/receiving-points/{id}"),
+            Some(json!({"lat": lat2, "lng": lng2})),
+        )
+        .await
+        .expect(200, None);
+        let there = Coordinates {
+            lat: lat2,
+            lng: lng2,
+        };
+        assert_eq!(copies_holding(&table, id, here).await, [0, 0, 0]);
+        assert_eq!(copies_holding(&table, id, there).await, [8, 8, 8]);
+        for _ in 0..8 {
+            assert!(names(&search().await).is_empty());
+        }
+
+        // Archived: gone from every copy.
+        send(
+            &owner,
+            Method::DELETE,
+            &format!("/api/v1/receiving-points/{id}"),
+            None,
+        )
+        .await
+        .expect(200, None);
+        assert_eq!(copies_holding(&table, id, there).await, [0, 0, 0]);
     });
 }

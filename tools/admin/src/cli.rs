@@ -193,7 +193,9 @@ pub enum Command {
     IndexKeys,
     /// Upgrade step: rewrite the public receiving points' entries of a
     /// table from before their sort keys held the point's geohash (nearby
-    /// search reads crowded cells by parts). Safe to run again.
+    /// search reads crowded cells by parts), and write each into the
+    /// copies of its cell (then raise `PublicCellCopies`). Safe to run
+    /// again, and beside the API.
     ReindexPlaces,
     /// Create a demo organization with an all-scopes key (local stack).
     Demo,
@@ -476,9 +478,10 @@ async fn execute(
             print(key_json(&record));
         }
         Command::ReindexPlaces => {
-            let rewritten = store.places().reindex_public().await?;
-            made = Some(json!({"rewritten": rewritten}));
-            print(json!({"rewritten": rewritten}));
+            let done = store.places().reindex_public().await?;
+            let done = json!({"rewritten": done.rewritten, "copied": done.copied});
+            made = Some(done.clone());
+            print(done);
         }
         Command::IndexKeys => {
             let written = store.api_keys().index_every_key().await?;
