@@ -11,6 +11,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source tools/local/scripts/env.sh
 mkdir -p "$STATE_DIR"
+# Each stage's time (tools/local/scripts/stages.sh): `.ci/run` passes its
+# file on, with its own stages in it; alone, the run keeps its own.
+[[ -n ${STAGES_FILE:-} ]] || { export STAGES_FILE=$PWD/$STATE_DIR/stages.tsv; : >"$STAGES_FILE"; }
+source tools/local/scripts/stages.sh
 
 started=$(tools/local/scripts/engines.sh start) || exit 1
 echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
@@ -22,46 +26,50 @@ echo "==> unit and integration tests"
 rm -rf "$STATE_DIR/test-logs" "$STATE_DIR/metrics.json" "$STATE_DIR/model.json" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
     "$STATE_DIR/rolled-deliveries" "$STATE_DIR/receivers.json"
 # The model test's seeded, bounded run writes its counts here (totals).
-MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
-tests=${PIPESTATUS[0]}
+cargo_tests() {
+    MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
+    return "${PIPESTATUS[0]}"
+}
+stage "unit and integration tests (with the build)" cargo_tests
+tests=$?
 
 echo "==> secrets in the test run's logs"
-"$VENV/bin/python" tests/secrets_in_logs.py "$STATE_DIR/test-logs" "$STATE_DIR/secrets-in-logs.json"
+stage "secrets in logs" "$VENV/bin/python" tests/secrets_in_logs.py "$STATE_DIR/test-logs" "$STATE_DIR/secrets-in-logs.json"
 secrets=$?
 
 echo "==> the tests' webhook deliveries against the released baseline (old receivers keep working)"
 baseline=(api/baseline/openapi-*.yaml)
-"$VENV/bin/python" tools/compat/payloads.py "${baseline[0]}" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
+stage "deliveries against the baseline" "$VENV/bin/python" tools/compat/payloads.py "${baseline[0]}" "$STATE_DIR/webhook-deliveries" "$STATE_DIR/payloads.json" \
     functions/docs/openapi.yaml
 export PAYLOADS_STATUS=$?
 
 echo "==> receivers through a roll of their webhook's secret (Standard Webhooks library, docs/webhooks.md)"
-"$VENV/bin/python" tests/receivers.py "$STATE_DIR/rolled-deliveries" docs/webhooks.md "$STATE_DIR/receivers.json"
+stage "receivers through a roll" "$VENV/bin/python" tests/receivers.py "$STATE_DIR/rolled-deliveries" docs/webhooks.md "$STATE_DIR/receivers.json"
 export RECEIVERS_STATUS=$?
 
 echo "==> the tests' metric lines against the embedded metric format (tools/metrics/emf.py)"
-"$VENV/bin/python" tools/metrics/check_emf.py "$STATE_DIR/metrics.json" "$STATE_DIR"/test-logs/metrics-*
+stage "metric lines" "$VENV/bin/python" tools/metrics/check_emf.py "$STATE_DIR/metrics.json" "$STATE_DIR"/test-logs/metrics-*
 export METRICS_STATUS=$?
 
 echo "==> contract gate"
-tests/conformance/run.sh
+stage "contract gate" tests/conformance/run.sh
 conformance=$?
 
 echo "==> cargo lambda watch smoke"
-tests/watch/run.sh
+stage "cargo lambda watch smoke" tests/watch/run.sh
 watch=$?
 
 echo "==> soak, short (${SOAK_SECONDS:-50} s of traffic under faults; make soak runs 10 minutes)"
-SOAK_PROFILE=dev tools/soak/run.sh --duration "${SOAK_SECONDS:-50}" --out "$STATE_DIR/soak-short"
+stage "short soak" env SOAK_PROFILE=dev tools/soak/run.sh --duration "${SOAK_SECONDS:-50}" --out "$STATE_DIR/soak-short"
 soak=$?
 
 echo "==> the dashboard, drawn from the run's metric lines (make dashboard; not counted)"
-"$VENV/bin/python" tools/metrics/dashboard.py --out "$STATE_DIR/dashboard" \
+stage dashboard "$VENV/bin/python" tools/metrics/dashboard.py --out "$STATE_DIR/dashboard" \
     "$STATE_DIR"/test-logs/metrics-* "$STATE_DIR"/soak-short/logs/*.log || echo "the dashboard could not be drawn"
 
 if [[ -n ${MUTANTS_BASE:-} ]]; then
     echo "==> mutants of the lines the change touches, for at most ${MUTANTS_MINUTES:-15} minutes (make mutants runs them all)"
-    MUTANTS_MINUTES=${MUTANTS_MINUTES:-15} tools/mutants/run.sh
+    stage mutants env MUTANTS_MINUTES="${MUTANTS_MINUTES:-15}" tools/mutants/run.sh
     export MUTANTS_STATUS=$?
 fi
 

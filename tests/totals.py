@@ -1,4 +1,5 @@
-"""The totals of `make test`, printed last: cargo's test counts (summed over
+"""The totals of `make test`, printed last (after each stage's duration,
+when they were timed: STAGES_FILE): cargo's test counts (summed over
 every test binary), the search of their logs for secrets, the contract
 gate's (generated cases and the browser check) and the `cargo lambda watch`
 smoke's checks, and the generated clients' flow checks, then one `N passed, N failed` line. Exits 1 when anything
@@ -46,6 +47,24 @@ def check_log(path):
     return tests_passed, tests_failed, checks_passed, checks_failed
 
 
+def read_stages(path):
+    """The stages `.ci/run` and `make test` timed (tools/local/scripts/
+    stages.sh): [(name, seconds)], in the order they ran."""
+    if not path or not Path(path).exists():
+        return []
+    stages = []
+    for line in Path(path).read_text().splitlines():
+        name, _, seconds = line.rpartition("\t")
+        if name and seconds.isdigit():
+            stages.append((name, int(seconds)))
+    return stages
+
+
+def clock(seconds):
+    """`12m05s`."""
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
 def main():
     log, summary_path = Path(sys.argv[1]), Path(sys.argv[2])
     cargo_status, conformance_status = int(sys.argv[3]), int(sys.argv[4])
@@ -87,6 +106,13 @@ def main():
         soak_failed = 1  # a fault kind missing, or the run could not be made
     soak_passed = soak_checks - sum(i["violations"] for i in soak.get("invariants", []))
 
+    stages = read_stages(os.environ.get("STAGES_FILE"))
+    if stages:
+        print()
+        print("==> stages")
+        for name, seconds in stages:
+            print(f"{name + ':':<46}{clock(seconds):>8}")
+        print(f"{'all stages:':<46}{clock(sum(s for _, s in stages)):>8}")
     print()
     print("==> totals")
     print(f"cargo tests:   {passed} passed, {failed} failed, {ignored} ignored ({binaries} test binaries with tests)")
