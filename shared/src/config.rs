@@ -281,7 +281,7 @@ impl Config {
         }
         // Development only: attempts longer than production's, for a
         // developer whose machine or debugger is slower than AWS (no local
-        // script sets it: docs/decisions.md, "Runtime").
+        // script sets it: docs/decisions/runtime.md, "Runtime").
         let mut sdk_limits = crate::aws::SdkLimits::default();
         if let Some(attempt) = get("AWS_SDK_ATTEMPT_TIMEOUT_MS") {
             if !local {

@@ -33,7 +33,7 @@ pub use error::{ApiError, ApiResult};
 
 /// Every binary that links the platform allocates with mimalloc: decoding a
 /// page of items is thousands of small allocations and frees, which it
-/// serves about a third faster than glibc's malloc (docs/decisions.md,
+/// serves about a third faster than glibc's malloc (docs/decisions/runtime.md,
 /// "Runtime").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

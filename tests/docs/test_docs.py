@@ -2,9 +2,10 @@
 
     .venv/bin/python -m unittest discover -s tests/docs
 
-- docs/decisions.md: every decision (`##` heading) is in the index at its
-  top, and every index link names a heading.
-- README.md, docs/*.md and infra/README.md: every relative link points at a
+- docs/decisions/: every chapter (a page of its own) is in the index
+  (README.md), once, under its own title, and every index line names a
+  page.
+- README.md, docs/**/*.md and infra/README.md: every relative link points at a
   file that exists, and at a heading of it when it names an anchor
   (GitHub's anchors: lowercase, punctuation removed, spaces to `-`).
 - infra/template.yaml against the docs: the table of functions and routes
@@ -26,7 +27,7 @@ except ImportError as error:  # pragma: no cover: a message, not a skip
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "infra" / "template.yaml"
-DECISIONS = ROOT / "docs" / "decisions.md"
+DECISIONS = ROOT / "docs" / "decisions"
 INFRA_README = ROOT / "infra" / "README.md"
 OPERATIONS = ROOT / "docs" / "operations.md"
 README = ROOT / "README.md"
@@ -42,7 +43,7 @@ def rel(page):
 
 def linked_docs():
     """The pages whose links are checked."""
-    return [README, INFRA_README, *sorted((ROOT / "docs").glob("*.md"))]
+    return [README, INFRA_README, *sorted((ROOT / "docs").glob("**/*.md"))]
 
 
 # ---------------------------------------------------------------------------
@@ -258,24 +259,29 @@ def routes(function):
 
 class DecisionsIndex(unittest.TestCase):
     def setUp(self):
-        self.text = DECISIONS.read_text(encoding="utf-8")
+        self.text = (DECISIONS / "README.md").read_text(encoding="utf-8")
         self.index = section(self.text, "Index")
-        self.decisions = [title for level, title in headings(self.text) if level == 2 and title != "Index"]
+        self.pages = sorted(p.name for p in DECISIONS.glob("*.md") if p.name != "README.md")
 
-    def test_every_decision_is_in_the_index_in_order(self):
-        linked = [target[1:] for _, target in links(self.index) if target.startswith("#")]
-        self.assertEqual(linked, [slug(title) for title in self.decisions])
+    def test_every_chapter_is_in_the_index_once(self):
+        linked = [target for _, target in links(self.index)]
+        self.assertEqual(sorted(linked), self.pages)
+        self.assertEqual(len(set(linked)), len(linked))
 
     def test_every_index_line_is_a_link_with_a_summary(self):
         entries = [line for line in self.index.splitlines() if line.startswith("- ")]
-        self.assertEqual(len(entries), len(self.decisions))
+        self.assertEqual(len(entries), len(self.pages))
         for entry in entries:
-            self.assertRegex(entry, r"^- \[[^\]]+\]\(#[^)]+\): \S", entry)
+            self.assertRegex(entry, r"^- \[[^\]]+\]\([a-z0-9-]+\.md\): \S", entry)
 
-    def test_every_index_link_names_a_heading(self):
-        known = anchors(self.text)
-        for _, target in links(self.index):
-            self.assertIn(target.lstrip("#"), known, target)
+    def test_every_index_line_names_its_page_by_its_title(self):
+        for entry in self.index.splitlines():
+            match = re.match(r"^- \[([^\]]+)\]\(([^)]+)\)", entry)
+            if not match:
+                continue
+            title, page = match.groups()
+            first = next(headings((DECISIONS / page).read_text(encoding="utf-8")))
+            self.assertEqual(first, (1, title), page)
 
 
 class RelativeLinks(unittest.TestCase):

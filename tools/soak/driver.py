@@ -232,7 +232,7 @@ class Client:
         self.model.own(self.org, reply.data["id"])
         if public:
             # A public point is shown to everyone, with its site (the
-            # destination of a load names both: docs/decisions.md).
+            # destination of a load names both: docs/decisions/nearby-places.md).
             self.model.public.update({reply.data["id"], site_id})
         return True
 

@@ -1,6 +1,6 @@
 //! Geocoding: an address to coordinates through the configured provider
 //! (Google's Geocoding API, `google.rs`). Contract: api-v1.md, "Geocode";
-//! the answer: docs/decisions.md, "Geocoding".
+//! the answer: docs/decisions/geocoding.md, "Geocoding".
 
 pub mod google;
 

@@ -1,6 +1,6 @@
 //! Nearby places: receiving points, worksites and factories around a
 //! point, nearest first, from the geo index. Contract: api-v1.md, "Nearby
-//! places"; result rows: docs/decisions.md, "Nearby places".
+//! places"; result rows: docs/decisions/nearby-places.md, "Nearby places".
 
 use axum::Router;
 use axum::routing::get;

@@ -1,7 +1,7 @@
 //! Support tickets: one-way tickets in the configured issue tracker
 //! (GitHub Issues, `github.rs`) for the key's organization, at most 5 an
 //! hour per key. Contract: api-v1.md, "Support" and "Limits"; the answer
-//! and the quota: docs/decisions.md, "Support tickets".
+//! and the quota: docs/decisions/support-tickets.md, "Support tickets".
 
 pub mod github;
 

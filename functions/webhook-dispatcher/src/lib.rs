@@ -7,7 +7,7 @@
 //! outbox records the fast path did not queue, and puts in place the files
 //! whose records committed but whose requests died before the copy
 //! (`files::promote`). Contract: api-v1.md, "Events"; design:
-//! docs/decisions.md, "Webhooks (delivery)" and "Surplus loads".
+//! docs/decisions/webhooks-delivery.md, "Webhooks (delivery)" and "Surplus loads".
 
 pub mod client;
 pub mod payload;

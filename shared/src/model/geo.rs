@@ -94,7 +94,7 @@ impl Coordinates {
 /// and a search reads one at random (as many as the deployment's
 /// `PUBLIC_CELL_COPIES` says are filled), so that every organization's
 /// searches of one place spread over this many partitions instead of
-/// heating one (docs/decisions.md, "Nearby places").
+/// heating one (docs/decisions/nearby-places.md, "Nearby places").
 pub const PUBLIC_COPIES: u32 = 8;
 
 /// Geohash precision of the sort keys in the `PUBLIC` cells (cells of

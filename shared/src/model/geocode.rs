@@ -1,6 +1,6 @@
 //! Geocoding: the body of `POST /api/v1/geocode` and its answer. The
 //! contract (api-v1.md, "Geocode") fixes the two forms of the body; the
-//! answer is ours (docs/decisions.md, "Geocoding").
+//! answer is ours (docs/decisions/geocoding.md, "Geocoding").
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,6 @@
 //! Nearby places: the query of `GET /api/v1/places/nearby` and its result
 //! rows. Contract: api-v1.md, "Nearby places"; the result record is ours
-//! (docs/decisions.md, "Nearby places").
+//! (docs/decisions/nearby-places.md, "Nearby places").
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;

@@ -1,6 +1,6 @@
 //! Support tickets: the body of `POST /api/v1/support`, its answer, and the
 //! quota. Contract: api-v1.md, "Support" and "Limits"; the answer and the
-//! bounds: docs/decisions.md, "Support tickets".
+//! bounds: docs/decisions/support-tickets.md, "Support tickets".
 
 use std::time::Duration;
 

@@ -172,7 +172,7 @@ pub fn day_rollup_shard_sk(day: chrono::NaiveDate, shard: u32) -> String {
 pub const DAY_PREFIX: &str = "DAY#";
 /// Rollup items a day's figures are spread over: deliveries of one
 /// organization on one day meet in a transaction on one item in
-/// `DAY_SHARDS` only (docs/decisions.md, "Reports").
+/// `DAY_SHARDS` only (docs/decisions/reports-and-billing.md, "Reports").
 pub const DAY_SHARDS: u32 = 8;
 /// Webhook of an organization (organization partition).
 pub fn webhook_sk(webhook: Uuid) -> String {

@@ -391,7 +391,7 @@ impl Places<'_> {
         let prefix = format!("{}#{}", PlaceKind::ReceivingPoint.tag(), part.hash);
         // Other organizations' published points: eventually consistent (half
         // the read units; a point published a moment ago may show on the
-        // next search: docs/decisions.md, "Eventually consistent reads").
+        // next search: docs/decisions/nearby-places.md, "Eventually consistent reads").
         let page = store
             .prefix_query(part.pk.clone(), &prefix)
             .consistent_read(false)

@@ -1,7 +1,7 @@
 //! Traces: a request, each of its AWS calls and each outbound HTTP call
 //! as OpenTelemetry spans under the X-Ray trace Lambda started, exported
 //! as OTLP (JSON over HTTP) to the collector extension beside the
-//! function, which forwards them to X-Ray (decisions.md, "Traces").
+//! function, which forwards them to X-Ray (decisions/observability.md, "Traces").
 //!
 //! - Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` names the collector (the
 //!   template sets it with the collector's layer).

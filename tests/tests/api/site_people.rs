@@ -1,7 +1,7 @@
 //! The people at a worksite (`members` of the single site read, and
 //! GET /sites/{siteId}/members): the site's contact person, then the
 //! organization's active members whose membership names the site
-//! (`site_id`, set on member create and PATCH). docs/decisions.md, "The
+//! (`site_id`, set on member create and PATCH). docs/decisions/sites-receiving-points-factories-grants.md, "The
 //! people at a worksite".
 
 use api_tests::{TestOrg, org, send, unique_phone};

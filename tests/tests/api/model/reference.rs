@@ -386,7 +386,7 @@ impl Model {
                 let by_form = matches!(step, Step::UploadByForm { .. });
                 let load = &mut self.orgs[by.org].loads[*load];
                 // Confirming the upload the waybill came from again answers
-                // the load again, delivered or not (decisions.md).
+                // the load again, delivered or not (docs/decisions/surplus-loads.md).
                 if by_form && load.waybill == Some(*tag) {
                     return Expect::ok(200);
                 }

@@ -411,7 +411,7 @@ fn two_retries(fault: Option<Fault>) -> Vec<Step> {
 /// reference: a direct upload's confirmation sent again after its
 /// retention, on a load delivered since with that very upload as its
 /// waybill, answers the load again (200, nothing changed), as
-/// decisions.md says, not 409 `waybill_locked`.
+/// docs/decisions/surplus-loads.md says, not 409 `waybill_locked`.
 #[test]
 fn a_confirmation_sent_again_after_its_retention_answers_the_delivered_load() {
     let by = By { org: 1, key: 1 };
