@@ -37,4 +37,3 @@ pub use error::{ApiError, ApiResult};
 /// "Runtime").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-pub use state::AppState;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use http::{HeaderMap, StatusCode, Uri};
-use shared::AppState;
 use shared::queue::WebhookQueue;
+use shared::state::AppState;
 use webhook_dispatcher::Dispatcher;
 use webhook_dispatcher::policy::Policy;
 

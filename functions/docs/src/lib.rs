@@ -13,8 +13,8 @@ use axum::http::{HeaderMap, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
-use shared::AppState;
 use shared::http::Json;
+use shared::state::AppState;
 
 /// The OpenAPI 3 description, kept beside this crate.
 pub const OPENAPI_YAML: &str = include_str!("../openapi.yaml");

@@ -6,6 +6,7 @@
 use axum::Router;
 use axum::response::Response;
 use axum::routing::{get, post};
+use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
@@ -15,7 +16,7 @@ use shared::http::path::{FactoryId, PathId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
 use shared::model::factory::{CreateFactory, Factory, FactoryRecord};
-use shared::{ApiResult, AppState};
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -13,7 +13,8 @@ use shared::error::codes;
 use shared::model::geo::Coordinates;
 use shared::model::geocode::{AddressQuery, GeocodeResult, MatchQuality};
 use shared::outbound::{Call, CallError};
-use shared::{ApiError, ApiResult, AppState};
+use shared::state::AppState;
+use shared::{ApiError, ApiResult};
 
 #[derive(Debug, Deserialize)]
 struct Answer {

@@ -6,6 +6,7 @@ pub mod google;
 
 use axum::Router;
 use axum::routing::post;
+use shared::ApiResult;
 use shared::auth::ReadData;
 use shared::error::codes;
 use shared::http::Ctx;
@@ -14,7 +15,7 @@ use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::model::geocode::{GeocodeRequest, GeocodeResult};
 use shared::model::quota::GEOCODING;
-use shared::{ApiResult, AppState};
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/geocode", post(geocode))

@@ -1,6 +1,6 @@
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     shared::telemetry::init();
-    let state = shared::AppState::from_env().await?;
+    let state = shared::state::AppState::from_env().await?;
     lambda_http::run(geocode::router(state)).await
 }

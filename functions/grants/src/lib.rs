@@ -6,6 +6,7 @@
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{delete, get};
+use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
 use shared::error::codes;
 use shared::http::Ctx;
@@ -14,7 +15,7 @@ use shared::http::body::JsonBody;
 use shared::http::envelope::{Data, List};
 use shared::http::path::{GranteeOrgId, PathId};
 use shared::model::grant::{CreateGrant, Grant};
-use shared::{ApiResult, AppState};
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -5,6 +5,7 @@
 use axum::Router;
 use axum::response::Response;
 use axum::routing::{get, put};
+use shared::ApiResult;
 use shared::auth::password;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
@@ -17,8 +18,8 @@ use shared::model::member::{
     CreateMember, ListMembers, Member, MemberChanges, PatchMember, PutRole, Role,
 };
 use shared::model::quota::PASSWORD_HASHING;
+use shared::state::AppState;
 use shared::store::members::{Membership, StoredLogin};
-use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -11,7 +11,8 @@ use shared::http::body::JsonBody;
 use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{OrgId, PathId};
 use shared::model::org::{CreateOrg, Organization, PatchOrg};
-use shared::{ApiError, ApiResult, AppState};
+use shared::state::AppState;
+use shared::{ApiError, ApiResult};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -4,13 +4,14 @@
 
 use axum::Router;
 use axum::routing::get;
+use shared::ApiResult;
 use shared::auth::ReadData;
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::envelope::List;
 use shared::http::query::QueryPairs;
 use shared::model::place::{NearbyQuery, Place};
-use shared::{ApiResult, AppState};
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/places/nearby", get(nearby))

@@ -18,7 +18,8 @@ use shared::model::receiving_point::{
     CreateReceivingPoint, PatchReceivingPoint, ReceivingPoint, ReceivingPointRecord,
 };
 use shared::model::site::SiteRecord;
-use shared::{ApiError, ApiResult, AppState};
+use shared::state::AppState;
+use shared::{ApiError, ApiResult};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

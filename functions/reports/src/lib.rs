@@ -16,7 +16,8 @@ use shared::http::Json;
 use shared::http::envelope::{Data, Page};
 use shared::http::query::QueryParams;
 use shared::model::report::{AdditiveUsage, BilledLoad, Summary, Window, WindowQuery};
-use shared::{ApiError, ApiResult, AppState};
+use shared::state::AppState;
+use shared::{ApiError, ApiResult};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -5,6 +5,7 @@
 use axum::Router;
 use axum::response::Response;
 use axum::routing::{get, post};
+use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
@@ -14,10 +15,10 @@ use shared::http::path::{PathId, SiteId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
 use shared::model::site::{CreateSite, PatchSite, Site, SitePerson, SiteRecord};
+use shared::state::AppState;
 use shared::store::calls::CallCounter;
 use shared::store::members::Membership;
 use shared::store::records::{Record, archiving, restoring};
-use shared::{ApiResult, AppState};
 use uuid::Uuid;
 
 pub fn routes() -> Router<AppState> {

@@ -16,10 +16,11 @@ use http::header::{ACCEPT, AUTHORIZATION};
 use http::{HeaderMap, HeaderValue, Method};
 use serde::Deserialize;
 use serde_json::json;
+use shared::ApiError;
 use shared::error::codes;
 use shared::model::support::NewTicket;
 use shared::outbound::{Call, CallError};
-use shared::{ApiError, AppState};
+use shared::state::AppState;
 use uuid::Uuid;
 
 pub const API_VERSION: &str = "2022-11-28";

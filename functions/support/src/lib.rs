@@ -8,6 +8,7 @@ pub mod github;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
+use shared::ApiResult;
 use shared::auth::WriteData;
 use shared::error::codes;
 use shared::http::Ctx;
@@ -16,10 +17,10 @@ use shared::http::body::JsonBody;
 use shared::http::envelope::Data;
 use shared::http::idempotency::RETENTION;
 use shared::model::support::{CreateTicket, QUOTA_PERIOD, QUOTA_TICKETS, Ticket};
+use shared::state::AppState;
 use shared::store::keys::support_quota_pk;
 use shared::store::outcome;
 use shared::store::quotas::{Quota, Reserved};
-use shared::{ApiResult, AppState};
 
 /// How long after it gave up on the tracker a call may still open the
 /// issue: GitHub ends a request that takes it more than 10 seconds (its

@@ -9,6 +9,7 @@ mod waybill;
 use axum::Router;
 use axum::response::Response;
 use axum::routing::{get, post};
+use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
@@ -19,7 +20,7 @@ use shared::http::query::QueryParams;
 use shared::model::surplus::{
     CreateSurplus, ListSurpluses, LogEntry, PatchSurplus, Surplus, SurplusRecord,
 };
-use shared::{ApiResult, AppState};
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -5,6 +5,7 @@
 use axum::Router;
 use axum::response::Response;
 use axum::routing::get;
+use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
@@ -12,7 +13,7 @@ use shared::http::body::JsonBody;
 use shared::http::envelope::{Created, Data, List};
 use shared::http::path::{PathId, TruckId};
 use shared::model::truck::{CreateTruck, PatchTruck, Truck, TruckRecord};
-use shared::{ApiResult, AppState};
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

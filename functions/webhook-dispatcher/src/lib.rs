@@ -18,13 +18,14 @@ pub mod signature;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
+use shared::ApiResult;
 use shared::metrics::Report;
 use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, DeliveryStatus};
 use shared::model::webhook::{VerificationMode, WebhookRecord};
 use shared::queue::QueueMessage;
+use shared::state::AppState;
 use shared::store::calls::CallCounter;
 use shared::store::deliveries::Claim;
-use shared::{ApiResult, AppState};
 use tracing::Instrument;
 use uuid::Uuid;
 

@@ -7,7 +7,7 @@ use webhook_dispatcher::{Dispatcher, Invocation};
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     shared::telemetry::init();
-    let state = shared::AppState::load().await?;
+    let state = shared::state::AppState::load().await?;
     let dispatcher = Arc::new(Dispatcher::new(state, Policy::default()));
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let dispatcher = Arc::clone(&dispatcher);

@@ -8,6 +8,7 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
@@ -20,8 +21,8 @@ use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
 use shared::model::webhook::{
     CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
 };
+use shared::state::AppState;
 use shared::store::calls::CallCounter;
-use shared::{ApiResult, AppState};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -390,14 +390,14 @@ pub async fn claim(
 /// transaction that commits the value goes, and kept in it
 /// (`store::outcome`); the route then answers exactly what was kept.
 pub async fn commit<T, W, F, Fut, A>(
-    state: &crate::AppState,
+    state: &crate::state::AppState,
     write: W,
     render: F,
 ) -> Result<Response, ApiError>
 where
     T: Any + Clone + Send + Sync,
     W: Future<Output = Result<T, ApiError>>,
-    F: Fn(crate::AppState, T) -> Fut + Send + Sync + 'static,
+    F: Fn(crate::state::AppState, T) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<A, ApiError>> + Send + 'static,
     A: IntoResponse,
 {

@@ -32,7 +32,7 @@ impl Bench {
     async fn new() -> Bench {
         let h = harness().await;
         let cuts = Cuts::default();
-        let state = shared::AppState::new((*h.state.config).clone(), &cuts.sdk(&h.sdk));
+        let state = shared::state::AppState::new((*h.state.config).clone(), &cuts.sdk(&h.sdk));
         Bench {
             t: org().await,
             faulty: shared::http::app(local::routes(), state),

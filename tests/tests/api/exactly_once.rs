@@ -55,12 +55,12 @@ impl Bench {
     }
 
     /// A bench of a new organization over `state`'s settings.
-    async fn on(state: &shared::AppState) -> Bench {
+    async fn on(state: &shared::state::AppState) -> Bench {
         let h = harness().await;
         let cuts = Cuts::default();
         let sdk = cuts.sdk(&h.sdk);
         let clock = shared::clock::Clock::default();
-        let mut faulty = shared::AppState::new((*state.config).clone(), &sdk);
+        let mut faulty = shared::state::AppState::new((*state.config).clone(), &sdk);
         faulty.clock = clock.clone();
         let mut plain = state.clone();
         plain.clock = clock.clone();
@@ -267,7 +267,7 @@ async fn exactly_once(name: &str, prepare: Prepare) -> usize {
 }
 
 /// `exactly_once` over `state`'s settings.
-async fn exactly_once_on(name: &str, state: &shared::AppState, prepare: Prepare) -> usize {
+async fn exactly_once_on(name: &str, state: &shared::state::AppState, prepare: Prepare) -> usize {
     let mut runs = 0;
     for cut in [Cut::Fail, Cut::Cut, Cut::Die] {
         for at in 1.. {
@@ -328,7 +328,11 @@ async fn exactly_once_on(name: &str, state: &shared::AppState, prepare: Prepare)
 /// then thaws it. The thawed attempt answers what the retry's answer was
 /// (replayed) or 409 `idempotency_key_in_flight`, never an answer of its
 /// own, and the effect happened once. The number of pauses.
-async fn paused_past_the_lease(name: &str, state: &shared::AppState, prepare: &Prepare) -> usize {
+async fn paused_past_the_lease(
+    name: &str,
+    state: &shared::state::AppState,
+    prepare: &Prepare,
+) -> usize {
     let mut runs = 0;
     // Call 1 is the admission, call 2 the claim.
     for at in 3.. {
@@ -990,7 +994,9 @@ pub(crate) async fn remembering_tracker() -> (
 }
 
 /// The API's state with the support tracker at `tracker`.
-pub(crate) async fn with_tracker(tracker: &api_tests::providers::StandIn) -> shared::AppState {
+pub(crate) async fn with_tracker(
+    tracker: &api_tests::providers::StandIn,
+) -> shared::state::AppState {
     let base = tracker.base.clone();
     harness()
         .await
@@ -1203,7 +1209,11 @@ fn a_geocode_thawed_past_its_hold_asks_the_provider_nothing() {
 
 /// A geocoding provider on loopback that finds one address, and an API (a
 /// state and clock of its own) configured against it.
-pub(crate) async fn geocoding() -> (api_tests::providers::StandIn, Router, shared::AppState) {
+pub(crate) async fn geocoding() -> (
+    api_tests::providers::StandIn,
+    Router,
+    shared::state::AppState,
+) {
     let provider = api_tests::providers::geocoder().await;
     let url = format!("{}{}", provider.base, api_tests::providers::GEOCODE_PATH);
     let (router, state) = harness().await.instance_with(|c| {

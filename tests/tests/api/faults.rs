@@ -41,7 +41,7 @@ async fn api_against(endpoint: &str) -> Router {
         .timeout_config(LIMITS.timeouts())
         .retry_config(LIMITS.retries())
         .build();
-    let state = shared::AppState::new((*h.state.config).clone(), &sdk);
+    let state = shared::state::AppState::new((*h.state.config).clone(), &sdk);
     shared::http::app(local::routes(), state)
 }
 
@@ -235,7 +235,7 @@ fn a_500_logs_the_store_call_that_failed_without_a_value() {
         let h = harness().await;
         let mut config = (*h.state.config).clone();
         config.table_name = format!("missing-{}", uuid::Uuid::new_v4());
-        let state = shared::AppState::new(config, &h.sdk);
+        let state = shared::state::AppState::new(config, &h.sdk);
         let api = shared::http::app(local::routes(), state);
         let reply = call(Method::GET, "/api/v1/orgs")
             .key(&t.key)

@@ -670,7 +670,7 @@ fn a_claim_whose_acknowledgement_was_lost_is_still_the_requests_own() {
         let h = harness().await;
         let cuts = Cuts::default();
         let sdk = cuts.sdk_retrying(&h.sdk);
-        let state = shared::AppState::new((*h.state.config).clone(), &sdk);
+        let state = shared::state::AppState::new((*h.state.config).clone(), &sdk);
         let router = shared::http::app(local::routes(), state);
         let t = org().await;
         let key = unique("lost-ack");
@@ -783,7 +783,7 @@ fn a_claim_holds_its_key_for_its_lease_and_no_longer() {
         let (_, mut plain) = h.instance_with(|_| {});
         plain.clock = clock.clone();
         let cuts = Cuts::default();
-        let mut faulty = shared::AppState::new((*plain.config).clone(), &cuts.sdk(&h.sdk));
+        let mut faulty = shared::state::AppState::new((*plain.config).clone(), &cuts.sdk(&h.sdk));
         faulty.clock = clock.clone();
         let plain = shared::http::app(local::routes(), plain);
         let faulty = shared::http::app(local::routes(), faulty);

@@ -13,10 +13,10 @@ use api_tests::*;
 use axum::Router;
 use http::Method;
 use serde_json::{Value, json};
-use shared::AppState;
 use shared::clock::Clock;
 use shared::config::Config;
 use shared::deployment_key::KeySource;
+use shared::state::AppState;
 
 use crate::rotation::{admin_on, audited, check, deliver_a_load, instance, sealed_stack, secret};
 

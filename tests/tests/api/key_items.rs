@@ -49,7 +49,7 @@ impl Refusing {
     }
 
     /// The API's state with a table client that refuses as this does.
-    async fn state(&self) -> shared::AppState {
+    async fn state(&self) -> shared::state::AppState {
         let h = harness().await;
         let db = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&h.sdk)

@@ -20,7 +20,8 @@ fn a_claim_whose_every_acknowledgement_was_lost_leaves_its_key_to_the_retry() {
         let h = harness().await;
         let t = org().await;
         let cuts = Cuts::default();
-        let state = shared::AppState::new((*h.state.config).clone(), &cuts.sdk_retrying(&h.sdk));
+        let state =
+            shared::state::AppState::new((*h.state.config).clone(), &cuts.sdk_retrying(&h.sdk));
         let faulty = shared::http::app(local::routes(), state);
         let name = unique("Lost claim");
         let site = || {

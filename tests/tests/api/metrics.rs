@@ -477,7 +477,7 @@ fn a_dispatcher_that_cannot_open_secrets_counts_each_message_it_gives_back() {
         config.webhook_seal_key = Some(shared::deployment_key::KeySource::Secret(format!(
             "{arn}-gone"
         )));
-        let state = shared::AppState::new(config, &harness().await.sdk);
+        let state = shared::state::AppState::new(config, &harness().await.sdk);
         stack.dispatcher = webhook_dispatcher::Dispatcher::new(state, quick_policy(3));
         crate::rotation::deliver_a_load(&stack, &t).await;
 

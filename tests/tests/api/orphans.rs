@@ -113,7 +113,7 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
         //    waybill: its copy lands where no record points.
         let load = new_load().await;
         let cuts = Cuts::default();
-        let faulty = shared::AppState::new(config.clone(), &cuts.sdk(&h.sdk));
+        let faulty = shared::state::AppState::new(config.clone(), &cuts.sdk(&h.sdk));
         let faulty = shared::http::app(local::routes(), faulty);
         cuts.arm_first(Cut::Stall, "CopyObject");
         let attempt = waybill_upload(&t.key, &load);

@@ -69,7 +69,7 @@ impl Fault {
 }
 
 struct Bench {
-    state: shared::AppState,
+    state: shared::state::AppState,
     table: String,
     db: aws_sdk_dynamodb::Client,
     plain: Router,
@@ -90,7 +90,7 @@ impl Bench {
         let mut config = (*h.state.config).clone();
         config.table_name = table.clone();
         config.rate_limit.limit = 100_000;
-        let state = shared::AppState::new(config, &h.sdk);
+        let state = shared::state::AppState::new(config, &h.sdk);
         let org = state
             .store
             .orgs()

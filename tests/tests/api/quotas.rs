@@ -68,7 +68,8 @@ fn a_slot_whose_write_was_answered_late_is_the_uses_one_slot() {
     run(async {
         let h = harness().await;
         let cuts = Cuts::default();
-        let state = shared::AppState::new((*h.state.config).clone(), &cuts.sdk_retrying(&h.sdk));
+        let state =
+            shared::state::AppState::new((*h.state.config).clone(), &cuts.sdk_retrying(&h.sdk));
         let quota = Quota {
             pk: format!("TEST#slots#{}", uuid::Uuid::now_v7()),
             uses: 3,

@@ -12,8 +12,8 @@ use api_tests::{Reply, TestOrg, call, harness, http, multipart, org, run, unique
 use axum::Router;
 use http::Method;
 use serde_json::{Value, json};
-use shared::AppState;
 use shared::http::idempotency::RETENTION;
+use shared::state::AppState;
 
 use crate::waybills::{PNG, post_form};
 

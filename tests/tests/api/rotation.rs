@@ -14,10 +14,10 @@ use base64::Engine;
 use clap::Parser;
 use http::Method;
 use serde_json::{Value, json};
-use shared::AppState;
 use shared::clock::Clock;
 use shared::config::Config;
 use shared::deployment_key::KeySource;
+use shared::state::AppState;
 
 /// A new secret holding `text`, in Secrets Manager: its ARN.
 pub(crate) async fn secret(text: &str) -> KeySource {

@@ -405,7 +405,7 @@ fn a_ticket_paused_before_its_call_opens_no_second_issue() {
         let plain = crate::exactly_once::with_tracker(&tracker).await;
         let cuts = Cuts::default();
         let mut faulty =
-            shared::AppState::new((*plain.config).clone(), &cuts.sdk(&harness().await.sdk));
+            shared::state::AppState::new((*plain.config).clone(), &cuts.sdk(&harness().await.sdk));
         faulty.clock = plain.clock.clone();
         let (plain_router, faulty_router) = (
             shared::http::app(local::routes(), plain.clone()),
@@ -674,7 +674,7 @@ fn a_ticket_retried_past_the_quotas_hour_after_its_answer_was_lost_finds_its_iss
         plain.clock = shared::clock::Clock::frozen_at(shared::clock::now());
         let cuts = Cuts::default();
         let mut faulty =
-            shared::AppState::new((*plain.config).clone(), &cuts.sdk(&harness().await.sdk));
+            shared::state::AppState::new((*plain.config).clone(), &cuts.sdk(&harness().await.sdk));
         faulty.clock = plain.clock.clone();
         let (plain_router, faulty_router) = (
             shared::http::app(local::routes(), plain.clone()),

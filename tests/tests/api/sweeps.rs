@@ -34,7 +34,7 @@ async fn a_file_left_staged() -> (Stack, String) {
     let id = load.body["data"]["id"].as_str().unwrap().to_owned();
     let cuts = Cuts::default();
     let faulty =
-        shared::AppState::new((*stack.api.config).clone(), &cuts.sdk(&harness().await.sdk));
+        shared::state::AppState::new((*stack.api.config).clone(), &cuts.sdk(&harness().await.sdk));
     let faulty = shared::http::app(local::routes(), faulty);
     // Held before its copy leaves, then dropped: killed there.
     cuts.arm_first(Cut::Stall, "CopyObject");
@@ -82,7 +82,7 @@ fn a_sweep_whose_call_fails_once_is_finished_by_the_next() {
             let bucket = stack.api.config.bucket_name.clone();
             let cuts = Cuts::default();
             let sdk = cuts.sdk(&harness().await.sdk);
-            let mut state = shared::AppState::new((*stack.state.config).clone(), &sdk);
+            let mut state = shared::state::AppState::new((*stack.state.config).clone(), &sdk);
             state.clock = stack.state.clock.clone();
             let sweeper = webhook_dispatcher::Dispatcher::new(state, quick_policy(1));
             match part {

@@ -405,7 +405,7 @@ fn the_sweep_puts_in_place_what_a_dead_request_left_and_drops_what_was_replaced(
         let t = stack.org().await;
         let cuts = Cuts::default();
         let sdk = cuts.sdk(&harness().await.sdk);
-        let faulty = shared::AppState::new((*stack.api.config).clone(), &sdk);
+        let faulty = shared::state::AppState::new((*stack.api.config).clone(), &sdk);
         let faulty = shared::http::app(local::routes(), faulty);
         let on = |method: Method, path: String, body: Value| {
             call(method, &path)
@@ -495,7 +495,7 @@ fn a_copy_thawed_after_the_waybill_was_replaced_places_nothing() {
         let site = new_site(&t, json!({"name": "Origin"})).await;
         let id = new_load(&t, &site).await;
         let cuts = Cuts::default();
-        let faulty = shared::AppState::new((*h.state.config).clone(), &cuts.sdk(&h.sdk));
+        let faulty = shared::state::AppState::new((*h.state.config).clone(), &cuts.sdk(&h.sdk));
         let faulty = shared::http::app(local::routes(), faulty);
         // Paused before its copy leaves (its commit made), and left there.
         cuts.arm_first(Cut::Stall, "CopyObject");

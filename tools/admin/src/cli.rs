@@ -674,7 +674,7 @@ async fn execute(
             }
         }
         Command::Webhooks(command) => {
-            let state = shared::AppState::new(config.clone(), sdk);
+            let state = shared::state::AppState::new(config.clone(), sdk);
             return webhooks::run(&state, command).await;
         }
         Command::Keys(command) => return keys::run(config, sdk, command).await,

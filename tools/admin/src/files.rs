@@ -10,10 +10,10 @@ use anyhow::Result;
 use chrono::TimeDelta;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
-use shared::AppState;
 use shared::config::Config;
 use shared::files::orphans::{self, Looked};
 use shared::files::paths::Area;
+use shared::state::AppState;
 
 use crate::audit::{Action, Done};
 

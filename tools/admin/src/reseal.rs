@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use clap::Args;
 use serde_json::json;
-use shared::AppState;
 use shared::config::Config;
 use shared::sealed::version_of;
+use shared::state::AppState;
 use shared::store::sealed_values::Resume;
 
 use crate::audit::{Action, Done};

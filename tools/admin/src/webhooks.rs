@@ -8,10 +8,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 use serde_json::{Value, json};
-use shared::AppState;
 use shared::model::integer::Integer;
 use shared::model::patch::Patch;
 use shared::model::webhook::{CreateWebhook, RollSecret, VerificationMode, WebhookRecord};
+use shared::state::AppState;
 use uuid::Uuid;
 
 use crate::audit::{Action, Done, shown_url};

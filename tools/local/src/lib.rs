@@ -5,7 +5,7 @@ pub mod poller;
 pub mod whole_body;
 
 use axum::Router;
-use shared::AppState;
+use shared::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -21,7 +21,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve() -> anyhow::Result<()> {
     shared::telemetry::init();
-    let state = shared::AppState::from_env()
+    let state = shared::state::AppState::from_env()
         .await
         .map_err(anyhow::Error::msg)?;
     let setup = local::poller::Setup::from_env()?;

@@ -19,9 +19,9 @@ use api_tests::{Reply, block, call, harness};
 use axum::Router;
 use http::Method;
 use serde_json::{Value, json};
-use shared::AppState;
 use shared::auth::Scope;
 use shared::clock::Clock;
+use shared::state::AppState;
 use uuid::Uuid;
 
 mod faults;
