@@ -8,4 +8,5 @@ pub mod files;
 pub mod identity;
 pub mod keys;
 pub mod reseal;
+pub mod seed;
 pub mod webhooks;
