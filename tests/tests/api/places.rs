@@ -575,22 +575,55 @@ fn a_crowd_on_one_spot_is_read_within_the_budget() {
     });
 }
 
+/// An owner's public receiving point named `name`, 1 km east of a search
+/// centre of this test's own, and another organization that searches
+/// there.
+struct Published {
+    table: String,
+    owner: TestOrg,
+    searcher: TestOrg,
+    center: Coordinates,
+    point: String,
+    id: uuid::Uuid,
+    here: Coordinates,
+}
+
+async fn published(name: &str) -> Published {
+    let table = api_tests::harness().await.store().table().to_owned();
+    let owner = org().await;
+    let searcher = org().await;
+    let center = somewhere(-50.0..50.0);
+    let site = site_at(&owner, "Yard", at(center, 0.0, 1.0)).await;
+    let (lat, lng) = at(center, 90.0, 1.0);
+    let point = point_at(&owner, &site, name, (lat, lng), true).await;
+    let id = point.parse().unwrap();
+    Published {
+        table,
+        owner,
+        searcher,
+        center,
+        point,
+        id,
+        here: Coordinates { lat, lng },
+    }
+}
+
 #[test]
 fn a_deactivated_organizations_public_points_leave_everyones_search() {
     run(async {
-        let table = api_tests::harness().await.store().table().to_owned();
-        let owner = org().await;
-        let searcher = org().await;
-        let center = somewhere(-50.0..50.0);
-        let site = site_at(&owner, "Yard", at(center, 0.0, 1.0)).await;
-        let (lat, lng) = at(center, 90.0, 1.0);
-        let point = point_at(&owner, &site, "Open gate", (lat, lng), true).await;
+        let Published {
+            table,
+            owner,
+            searcher,
+            center,
+            point,
+            id,
+            here,
+        } = published("Open gate").await;
         assert_eq!(
             names(&nearby(&searcher, center, "&radius_km=5").await),
             ["Open gate"]
         );
-        let here = Coordinates { lat, lng };
-        let id: uuid::Uuid = point.parse().unwrap();
         assert_eq!(copies_holding(&table, id, here).await, [8, 8, 8]);
         api_tests::harness()
             .await
@@ -817,15 +850,15 @@ async fn copies_holding(table: &str, id: uuid::Uuid, at: Coordinates) -> Vec<usi
 #[test]
 fn a_public_point_is_in_every_copy_of_its_cells_and_found_from_any() {
     run(async {
-        let table = api_tests::harness().await.store().table().to_owned();
-        let owner = org().await;
-        let searcher = org().await;
-        let center = somewhere(-50.0..50.0);
-        let site = site_at(&owner, "Yard", at(center, 0.0, 1.0)).await;
-        let (lat, lng) = at(center, 90.0, 1.0);
-        let id = point_at(&owner, &site, "Every copy", (lat, lng), true).await;
-        let id: uuid::Uuid = id.parse().unwrap();
-        let here = Coordinates { lat, lng };
+        let Published {
+            table,
+            owner,
+            searcher,
+            center,
+            id,
+            here,
+            ..
+        } = published("Every copy").await;
         assert_eq!(copies_holding(&table, id, here).await, [8, 8, 8]);
 
         let h = api_tests::harness().await;
