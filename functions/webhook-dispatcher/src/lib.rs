@@ -10,10 +10,13 @@
 //! docs/decisions/webhooks-delivery.md, "Webhooks (delivery)" and "Surplus loads".
 
 pub mod client;
+mod invocation;
 pub mod payload;
 pub mod peer;
 pub mod policy;
 pub mod signature;
+
+pub use invocation::Invocation;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::StreamExt;
@@ -49,31 +52,6 @@ struct Again(Option<&'static str>);
 
 impl Again {
     const LATER: Again = Again(None);
-}
-
-/// What ties an invocation to its trace: Lambda's X-Ray trace header and
-/// its request id (none when the dev server's poller calls).
-#[derive(Clone, Debug, Default)]
-pub struct Invocation {
-    pub trace_header: Option<String>,
-    pub request_id: Option<String>,
-}
-
-impl Invocation {
-    /// Lambda's context of an invocation.
-    pub fn of(context: &lambda_runtime::Context) -> Self {
-        Invocation {
-            trace_header: context.xray_trace_id.clone(),
-            request_id: Some(context.request_id.clone()).filter(|id| !id.is_empty()),
-        }
-    }
-
-    /// The trace's root, when its header is well formed.
-    pub fn trace_id(&self) -> Option<String> {
-        self.trace_header
-            .as_deref()
-            .and_then(shared::telemetry::traces::root)
-    }
 }
 
 impl Dispatcher {
