@@ -113,6 +113,9 @@ def main():
         for name, seconds in stages:
             print(f"{name + ':':<46}{clock(seconds):>8}")
         print(f"{'all stages:':<46}{clock(sum(s for _, s in stages)):>8}")
+        if os.environ.get("CI_STARTED", "").isdigit():
+            import time
+            print(f"{'.ci/run so far (installs included):':<46}{clock(int(time.time()) - int(os.environ['CI_STARTED'])):>8}")
     print()
     print("==> totals")
     print(f"cargo tests:   {passed} passed, {failed} failed, {ignored} ignored ({binaries} test binaries with tests)")
