@@ -25,3 +25,21 @@ impl Invocation {
             .and_then(shared::telemetry::traces::root)
     }
 }
+
+tokio::task_local! {
+    /// The invocation being served, for the lines written deep in it (an
+    /// attempt's).
+    static CURRENT: Invocation;
+}
+
+impl Invocation {
+    /// Runs `work` as this invocation's.
+    pub(crate) async fn scope<F: std::future::Future>(self, work: F) -> F::Output {
+        CURRENT.scope(self, work).await
+    }
+
+    /// The invocation being served (none outside one).
+    pub(crate) fn current() -> Invocation {
+        CURRENT.try_with(Clone::clone).unwrap_or_default()
+    }
+}

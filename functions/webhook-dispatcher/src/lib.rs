@@ -81,6 +81,8 @@ impl Dispatcher {
         // One span of the trace for the invocation, under Lambda's.
         let span = tracing::info_span!(
             "invocation",
+            trace_id = invocation.trace_id().as_deref(),
+            invocation_id = invocation.request_id.as_deref(),
             otel.name = if event.get("Records").is_some() {
                 "webhook queue batch"
             } else {
@@ -93,8 +95,9 @@ impl Dispatcher {
         }
         // Every reading of the time by the state's clock (`shared::clock`).
         let clock = self.state.clock.clone();
-        let result = clock
-            .scope(self.invoked(event, &invocation))
+        let result = invocation
+            .clone()
+            .scope(clock.scope(self.invoked(event, &invocation)))
             .instrument(span.clone())
             .await;
         drop(span);
@@ -556,6 +559,8 @@ fn report(
         dead_lettered,
         lag_to_start_ms: lag(started),
         lag_to_end_ms: lag(ended),
+        trace_id: Invocation::current().trace_id(),
+        invocation_id: Invocation::current().request_id,
     }
 }
 

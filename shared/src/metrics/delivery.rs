@@ -35,6 +35,9 @@ pub struct Attempted {
     /// to its end.
     pub lag_to_start_ms: Option<f64>,
     pub lag_to_end_ms: Option<f64>,
+    /// The X-Ray trace's root and the Lambda invocation's request id.
+    pub trace_id: Option<String>,
+    pub invocation_id: Option<String>,
 }
 
 impl Report for Attempted {
@@ -57,6 +60,12 @@ impl Report for Attempted {
         }
         if let Some(error) = self.error {
             doc.property("error", error);
+        }
+        if let Some(trace) = &self.trace_id {
+            doc.property("trace_id", trace.as_str());
+        }
+        if let Some(invocation) = &self.invocation_id {
+            doc.property("invocation_id", invocation.as_str());
         }
         doc.record(
             &[&[Service]],

@@ -160,7 +160,20 @@ fn the_dispatchers_invocation_is_a_span_with_the_webhook_post_under_it() {
             s["parentSpanId"] == parent["spanId"]
                 && attribute(s, "rpc.service").as_deref() == Some("DynamoDB")
         }));
-        // And its metric line names the trace and the invocation.
+        // Its attempt's line and its queue message's name the trace and
+        // the invocation.
+        let attempts: Vec<Value> = api_tests::metrics::lines()
+            .into_iter()
+            .filter(|line| {
+                line["message"] == "webhook attempt" && line["delivery_id"] == delivery.as_str()
+            })
+            .collect();
+        assert_eq!(attempts.len(), 1);
+        assert_eq!(attempts[0]["trace_id"], trace.root);
+        assert_eq!(
+            attempts[0]["invocation_id"],
+            "0e2ea8a1-0c1b-4d26-9b61-3c3b9f8f1d55"
+        );
         let lines: Vec<Value> = api_tests::metrics::lines()
             .into_iter()
             .filter(|line| {
