@@ -1,7 +1,7 @@
 //! A request's calls to AWS beyond DynamoDB (S3, SQS, Secrets Manager):
 //! an interceptor on each of those clients counts every attempt, as AWS
 //! bills it, by service and operation, into the sink the store's call
-//! counter registers (`store::calls`: the counter of the request being
+//! counter registers (`store::engine::calls`: the counter of the request being
 //! served, when there is one); the request's log line says them
 //! (`aws_calls`), and `make cost` prices them. This module sits below the
 //! store (Secrets Manager's client uses it), so the store hands it the

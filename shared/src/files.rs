@@ -19,6 +19,7 @@ use std::time::Duration;
 use aws_sdk_s3::primitives::ByteStream;
 
 use crate::error::{ApiError, ApiResult};
+use crate::store::exactly_once::outcome;
 
 /// Largest file accepted: the contract's "10 MB", read as 10 MiB.
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -375,7 +376,7 @@ impl Files {
 const BUCKET_CALL: Duration = Duration::from_secs(10);
 
 async fn effect_may_go() -> ApiResult<()> {
-    crate::store::outcome::effect_may_go(BUCKET_CALL).await?;
+    outcome::effect_may_go(BUCKET_CALL).await?;
     Ok(())
 }
 

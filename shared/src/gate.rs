@@ -4,7 +4,7 @@
 //! layer runs each handler inside a `WriteGate`, open unless the request's
 //! admission holds it: then every transaction, S3 upload and SQS message
 //! waits at `writes_may_go` until the admission ends, and goes only if it
-//! let the request in. The store's call interceptor (`store/calls.rs`)
+//! let the request in. The store's call interceptor (`store/engine/calls.rs`)
 //! refuses any other DynamoDB write the gate still holds, so a write path
 //! that forgot to wait fails instead of writing for a key that may not.
 //! Every other side effect waits too: S3 copies and deletes, and calls to

@@ -9,6 +9,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::store::exactly_once::outcome;
 use bytes::Bytes;
 use http::{HeaderMap, Method};
 use tracing::Instrument;
@@ -73,7 +74,7 @@ impl Outbound {
     /// call not answered before the hold ends is given up, so it cannot
     /// land after another attempt took the key.
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, CallError> {
-        let deadline = crate::store::outcome::effect_may_go(call.timeout)
+        let deadline = outcome::effect_may_go(call.timeout)
             .await
             .map_err(CallError::Stopped)?;
         let timeout = match deadline {
@@ -81,7 +82,7 @@ impl Outbound {
                 let left = Duration::from_millis(deadline.saturating_sub(crate::clock::unix_ms()));
                 if left.is_zero() {
                     // Paused past its hold since the fence.
-                    return Err(CallError::Stopped(crate::store::outcome::claim_lost()));
+                    return Err(CallError::Stopped(outcome::claim_lost()));
                 }
                 call.timeout.min(left)
             }

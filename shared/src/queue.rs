@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
+use crate::store::exactly_once::outcome;
 
 /// A message body on the webhook queue.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +89,7 @@ impl WebhookQueue {
     /// let it in and while its `Idempotency-Key` claim is its own
     /// (`outcome::effect_may_go`).
     pub async fn send(&self, org: Uuid, message: &QueueMessage) -> ApiResult<()> {
-        crate::store::outcome::effect_may_go(SEND_CALL).await?;
+        outcome::effect_may_go(SEND_CALL).await?;
         self.sqs
             .send_message()
             .queue_url(self.url()?)
@@ -103,7 +104,7 @@ impl WebhookQueue {
     /// Sends `messages`, each of its organization, ten to a call; an entry
     /// SQS refused is an error.
     pub async fn send_all(&self, messages: &[(Uuid, QueueMessage)]) -> ApiResult<()> {
-        crate::store::outcome::effect_may_go(SEND_CALL).await?;
+        outcome::effect_may_go(SEND_CALL).await?;
         let url = self.url()?;
         for chunk in messages.chunks(SEND_BATCH) {
             let entries = chunk

@@ -40,7 +40,7 @@ use crate::auth::key::KeyHash;
 use crate::config::RateLimitConfig;
 use crate::error::ApiError;
 use crate::store::Store;
-use crate::store::api_keys::KeyState;
+use crate::store::operators::api_keys::KeyState;
 
 pub use lease::Leases;
 

@@ -10,7 +10,8 @@ use crate::model::delivery::Delivery;
 use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
 use crate::queue::QueueMessage;
 use crate::state::AppState;
-use crate::store::calls::CallCounter;
+use crate::store::engine::calls::CallCounter;
+use crate::store::exactly_once::{outcome, tx};
 
 impl AppState {
     /// Registers `new` for organization `org`: the record (its secret
@@ -50,7 +51,7 @@ impl AppState {
     ) -> ApiResult<(WebhookRecord, String)> {
         let until = crate::clock::now()
             + chrono::TimeDelta::from_std(overlap).map_err(ApiError::internal)?;
-        crate::store::tx::retry_races(|| async {
+        tx::retry_races(|| async {
             let current = self.store.webhooks().require(org, id).await?;
             let secret = new_secret();
             let rolled = WebhookRecord {
@@ -114,7 +115,7 @@ impl AppState {
         let message = QueueMessage::Deliver {
             delivery_id: delivery,
             manual: true,
-            request: Some(crate::store::outcome::request_id().unwrap_or_else(Uuid::now_v7)),
+            request: Some(outcome::request_id().unwrap_or_else(Uuid::now_v7)),
         };
         self.queue.send(org, &message).await?;
         Ok(record.view())

@@ -19,7 +19,7 @@ use shared::auth::Scope;
 use shared::config::Config;
 use shared::model::org::{CreateOrg, Organization};
 use shared::state::AppState;
-use shared::store::calls::{AwsCalls, DynamoCalls};
+use shared::store::engine::calls::{AwsCalls, DynamoCalls};
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
@@ -160,11 +160,11 @@ async fn setup() -> Harness {
     let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| uuid::Uuid::new_v4().to_string());
     config.table_name = format!("test-{run}");
     let db = shared::store::Store::client(&sdk);
-    shared::store::schema::ensure_table(&db, &config.table_name)
+    shared::store::engine::schema::ensure_table(&db, &config.table_name)
         .await
         .expect("table");
     let s3 = shared::links::s3_client(&sdk);
-    shared::store::schema::ensure_bucket(&s3, &config.bucket_name)
+    shared::store::engine::schema::ensure_bucket(&s3, &config.bucket_name)
         .await
         .expect("bucket");
     let state = AppState::new(config, &sdk);
@@ -203,7 +203,7 @@ pub struct Reply {
     /// Sequential round trips to DynamoDB (parallel calls share one).
     pub round_trips: u32,
     /// The read and write capacity units DynamoDB reported for its calls.
-    pub units: shared::store::calls::Units,
+    pub units: shared::store::engine::calls::Units,
     /// Its reads went out beside its key's admission (a warm request).
     pub warm: bool,
     /// Its calls to S3, SQS and Secrets Manager, by `service:Operation`.
@@ -449,13 +449,13 @@ pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
 }
 
 /// An item straight from the table (a consistent read), if there is one.
-pub async fn stored(pk: String, sk: &str) -> Option<shared::store::item::Item> {
+pub async fn stored(pk: String, sk: &str) -> Option<shared::store::engine::item::Item> {
     let h = harness().await;
     aws_sdk_dynamodb::Client::new(&h.sdk)
         .get_item()
         .table_name(h.store().table())
-        .key("pk", shared::store::item::s(pk))
-        .key("sk", shared::store::item::s(sk.to_owned()))
+        .key("pk", shared::store::engine::item::s(pk))
+        .key("sk", shared::store::engine::item::s(sk.to_owned()))
         .consistent_read(true)
         .send()
         .await
@@ -481,12 +481,12 @@ pub async fn use_quota(t: &TestOrg, quota: &shared::model::quota::KeyQuota, used
     let period = u64::try_from(quota.period.as_millis()).unwrap();
     let window = shared::model::now().unix_millis() / period;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
-    let pk = shared::store::keys::key_quota_pk(quota.kind, key_id(t).await);
+    let pk = shared::store::engine::keys::key_quota_pk(quota.kind, key_id(t).await);
     db.put_item()
         .table_name(h.store().table())
-        .item("pk", shared::store::item::s(pk))
-        .item("sk", shared::store::item::s(format!("W#{window}")))
-        .item("uses", shared::store::item::n(used))
+        .item("pk", shared::store::engine::item::s(pk))
+        .item("sk", shared::store::engine::item::s(format!("W#{window}")))
+        .item("uses", shared::store::engine::item::n(used))
         .send()
         .await
         .expect("quota item");
@@ -548,7 +548,7 @@ pub fn unique_phone() -> String {
 pub async fn person(
     org: uuid::Uuid,
     role: shared::model::member::Role,
-) -> shared::store::members::Membership {
+) -> shared::store::records::members::Membership {
     let new = shared::model::member::NewMember {
         first_name: "Test".into(),
         last_name: unique("Person"),
@@ -685,13 +685,13 @@ pub async fn store_waybill(
         uploaded_at: shared::model::now(),
         source: None,
     };
-    let staged = shared::store::staged::StagedFile {
+    let staged = shared::store::exactly_once::staged::StagedFile {
         path: storage_path.to_owned(),
         upload: format!("uploads/{org}/{id}/{}.png", uuid::Uuid::now_v7()),
         version: None,
         etag: None,
         content_type: "image/png".into(),
-        owner: shared::store::staged::Owner::Surplus { org_id: org, id },
+        owner: shared::store::exactly_once::staged::Owner::Surplus { org_id: org, id },
         created_at: shared::model::now(),
     };
     let written = store
@@ -707,7 +707,7 @@ pub async fn store_waybill(
 /// True when it was.
 pub async fn lapse(table: &str, key_id: uuid::Uuid, idempotency_key: &str) -> bool {
     use aws_sdk_dynamodb::types::AttributeValue;
-    use shared::store::keys::{idempotency_pk, idempotency_sk};
+    use shared::store::engine::keys::{idempotency_pk, idempotency_sk};
     let db = aws_sdk_dynamodb::Client::new(&harness().await.sdk);
     let lapsed = db
         .update_item()

@@ -54,17 +54,17 @@ impl Stack {
         let h = harness().await;
         let sqs = aws_sdk_sqs::Client::new(&h.sdk);
         let name = format!("test-{}", uuid::Uuid::new_v4());
-        let queue = shared::store::schema::ensure_queue(&sqs, &name)
+        let queue = shared::store::engine::schema::ensure_queue(&sqs, &name)
             .await
             .expect("queue");
-        let dlq = shared::store::schema::ensure_queue(&sqs, &format!("{name}-dlq"))
+        let dlq = shared::store::engine::schema::ensure_queue(&sqs, &format!("{name}-dlq"))
             .await
             .expect("dead-letter queue");
         let mut config = (*h.state.config).clone();
         if own_table {
             config.table_name = name.clone();
             let db = shared::store::Store::client(&h.sdk);
-            shared::store::schema::ensure_table(&db, &name)
+            shared::store::engine::schema::ensure_table(&db, &name)
                 .await
                 .expect("table");
         }

@@ -14,7 +14,7 @@ shares skewed by Zipf's law (the n-th busiest has a share proportional to
 - a key class with no `{id}` part (an hour's outbox, a public map cell)
   is one partition for everyone: it carries all of its traffic, or its
   shard's share when it has a `{shard}` part (`HOUR_SHARDS`, as
-  shared/src/store/keys.rs spreads an hour's index);
+  shared/src/store/engine/keys.rs spreads an hour's index);
 - a key class with a `{copy}` part (a copy of a public map cell:
   `PUBLIC_COPIES`, as shared/src/model/geo.rs writes them) is one
   family with the class without it (the first copy): a search reads one
@@ -167,6 +167,21 @@ def hot_keys(flows: dict[str, dict], mix: dict[str, float], orgs: int, rps: floa
     return sorted(hot, key=lambda h: h.share, reverse=True)
 
 
+def org_ceiling(hot: list[Hot], orgs: int, rps: float, s: float) -> tuple[float, str] | None:
+    """The most requests a second one organization can send of the mix
+    before one of its own partitions (a key class with an `{id}` part,
+    not one API key's) passes half its limit, and that key: a spread
+    key's load is the busiest organization's rate times its units a
+    request, so the ceiling scales the busiest's rate by the headroom
+    left. None when the mix touches no such key."""
+    own = [h for h in hot if spread(h.key) and not per_key(h.key)]
+    if not own:
+        return None
+    worst = max(own, key=lambda h: h.share)
+    busiest = rps * zipf_top_share(orgs, s)
+    return busiest * HEADROOM / worst.share, f"{worst.key} ({worst.index})"
+
+
 def table_throughput(flows: dict[str, dict], mix: dict[str, float], rps: float) -> tuple[float, float]:
     """Read and write units a second the table and its indexes take."""
     read = write = 0.0
@@ -189,11 +204,13 @@ def concurrency(flows: dict[str, dict], mix: dict[str, float], rps: float) -> di
 def scenario(flows: dict[str, dict], orgs: int, rps: float, s: float, mix=MIX) -> dict:
     hot = hot_keys(flows, mix, orgs, rps, s)
     read, write = table_throughput(flows, mix, rps)
+    ceiling = org_ceiling(hot, orgs, rps, s)
     return {
         "orgs": orgs,
         "rps": rps,
         "zipf_s": s,
         "top_org_share": zipf_top_share(orgs, s),
+        "org_ceiling": ceiling and {"rps": ceiling[0], "key": ceiling[1]},
         "hottest": [h.__dict__ | {"share_of_limit": round(h.share, 3)} for h in hot[:12]],
         "over_half": [h.__dict__ | {"share_of_limit": round(h.share, 3)} for h in hot if h.share > HEADROOM],
         "table_read_units_per_s": read,
@@ -229,6 +246,11 @@ def text(result: dict) -> str:
         flag = "  OVER HALF" if h["share_of_limit"] > HEADROOM else ""
         out.append(f"  {h['index']:<6} {h['key']:<44} {h['read']:>8.1f} {h['write']:>8.1f} "
                    f"{h['share_of_limit']:>8.1%}{flag}")
+    ceiling = result.get("org_ceiling")
+    if ceiling:
+        busiest = result["rps"] * result["top_org_share"]
+        out.append(f"  one organization: at most {ceiling['rps']:,.0f} req/s of this mix before "
+                   f"{ceiling['key']} passes half its limit (the busiest here sends {busiest:,.0f})")
     fits = ("within" if result["new_table_fits"]
             else "past: pre-warm the table (warm throughput) to at least this,")
     out.append(f"  table and indexes: {result['table_read_units_per_s']:,.0f} RCU/s, "

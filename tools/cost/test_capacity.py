@@ -53,7 +53,7 @@ class HotKeys(unittest.TestCase):
         self.assertAlmostEqual(hot.write, 100.0)
 
     def test_the_shards_are_the_stores(self):
-        keys = (Path(__file__).resolve().parents[2] / "shared/src/store/keys.rs").read_text()
+        keys = (Path(__file__).resolve().parents[2] / "shared/src/store/engine/keys.rs").read_text()
         self.assertIn(f"pub const HOUR_SHARDS: u32 = {capacity.HOUR_SHARDS};", keys)
 
     def test_a_copied_cell_and_its_first_copy_share_their_copies(self):
@@ -76,6 +76,23 @@ class HotKeys(unittest.TestCase):
         (hot,) = capacity.hot_keys(flows, {"nearby": 1.0}, orgs=100, rps=100, s=1.0)
         self.assertAlmostEqual(hot.read, 400.0)
         self.assertAlmostEqual(hot.share, 400.0 / 3000.0)
+
+    def test_one_organizations_ceiling_is_where_its_hottest_key_passes_half(self):
+        # 2 write units a request on the organization's partition: 250
+        # requests a second of it fill half of 1,000. An API key's and a
+        # global key's partitions are not the organization's.
+        flows = capacity.per_request([flow("create", [
+            ["table", "ORG#{id}", 0.0, 20.0],
+            ["table", "RATE#{id}", 0.0, 10.0],
+            ["gsi1", "OUTBOX#{bucket}", 0.0, 30.0],
+        ])])
+        hot = capacity.hot_keys(flows, {"create": 1.0}, orgs=10, rps=2_000, s=1.0)
+        rps, key = capacity.org_ceiling(hot, orgs=10, rps=2_000, s=1.0)
+        self.assertAlmostEqual(rps, 250.0)
+        self.assertEqual(key, "ORG#{id} (table)")
+        global_only = capacity.per_request([flow("sweep", [["gsi1", "OUTBOX#{bucket}", 0.0, 10.0]])])
+        hot = capacity.hot_keys(global_only, {"sweep": 1.0}, orgs=10, rps=100, s=1.0)
+        self.assertIsNone(capacity.org_ceiling(hot, orgs=10, rps=100, s=1.0))
 
     def test_a_flow_of_two_requests_counts_per_request(self):
         # The mix is in requests: a flow of two requests runs half as often.

@@ -19,7 +19,7 @@ use shared::model::member::{
 };
 use shared::model::quota::PASSWORD_HASHING;
 use shared::state::AppState;
-use shared::store::members::{Membership, StoredLogin};
+use shared::store::records::members::{Membership, StoredLogin};
 
 pub fn routes() -> Router<AppState> {
     Router::new()

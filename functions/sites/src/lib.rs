@@ -16,9 +16,9 @@ use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
 use shared::model::site::{CreateSite, PatchSite, Site, SitePerson, SiteRecord};
 use shared::state::AppState;
-use shared::store::calls::CallCounter;
-use shared::store::members::Membership;
-use shared::store::records::{Record, archiving, restoring};
+use shared::store::engine::calls::CallCounter;
+use shared::store::records::members::Membership;
+use shared::store::records::org_records::{Record, archiving, restoring};
 use uuid::Uuid;
 
 pub fn routes() -> Router<AppState> {

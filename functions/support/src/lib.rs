@@ -18,9 +18,9 @@ use shared::http::envelope::Data;
 use shared::http::idempotency::RETENTION;
 use shared::model::support::{CreateTicket, QUOTA_PERIOD, QUOTA_TICKETS, Ticket};
 use shared::state::AppState;
-use shared::store::keys::support_quota_pk;
-use shared::store::outcome;
-use shared::store::quotas::{Quota, Reserved};
+use shared::store::engine::keys::support_quota_pk;
+use shared::store::exactly_once::outcome;
+use shared::store::exactly_once::quotas::{Quota, Reserved};
 
 /// How long after it gave up on the tracker a call may still open the
 /// issue: GitHub ends a request that takes it more than 10 seconds (its

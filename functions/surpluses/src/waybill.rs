@@ -6,7 +6,7 @@
 //!
 //! Every file is uploaded under `uploads/<org>/<surplus>/` first, a prefix
 //! the bucket expires after a day, and reaches `waybills/` only once the
-//! load that names it committed (`store::staged`, `files::promote`): no
+//! load that names it committed (`store::exactly_once::staged`, `files::promote`): no
 //! object is written where a record may point before its record commits,
 //! and an upload whose record never commits (refused, or its request
 //! died) expires. Every attempt names its file afresh, so no two attempts
@@ -30,7 +30,7 @@ use shared::http::idempotency::SealAtRest;
 use shared::http::multipart::{self, ImageUpload};
 use shared::http::path::{PathId, SurplusId};
 use shared::model::surplus::{StoredWaybill, SurplusRecord};
-use shared::store::staged::{Owner, StagedFile};
+use shared::store::exactly_once::staged::{Owner, StagedFile};
 use shared::{ApiError, ApiResult};
 use uuid::Uuid;
 

@@ -27,8 +27,8 @@ use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, Del
 use shared::model::webhook::{VerificationMode, WebhookRecord};
 use shared::queue::QueueMessage;
 use shared::state::AppState;
-use shared::store::calls::CallCounter;
-use shared::store::deliveries::Claim;
+use shared::store::engine::calls::CallCounter;
+use shared::store::records::deliveries::Claim;
 use tracing::Instrument;
 use uuid::Uuid;
 

@@ -22,7 +22,7 @@ use shared::model::webhook::{
     CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
 };
 use shared::state::AppState;
-use shared::store::calls::CallCounter;
+use shared::store::engine::calls::CallCounter;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -2,7 +2,7 @@
 //! whether the key is valid (401 otherwise) and whether it may use a route
 //! that needs a scope (403 otherwise), in the contract's order. The store
 //! asks DynamoDB the same questions in the condition of the one write that
-//! admits a request (`store::api_keys`); when that write is refused, these
+//! admits a request (`store::operators::api_keys`); when that write is refused, these
 //! tell which answer applies.
 
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@ use super::Listed;
 use super::paths::{self, Area};
 use crate::error::ApiResult;
 use crate::store::Store;
-use crate::store::staged::Owner;
+use crate::store::exactly_once::staged::Owner;
 
 /// The areas whose files records name.
 pub const AREAS: [Area; 2] = [Area::Waybills, Area::ReceivingPoints];

@@ -1,4 +1,4 @@
-//! A staged file put in its place (`store::staged`): once the record that
+//! A staged file put in its place (`store::exactly_once::staged`): once the record that
 //! names the file committed, the upload (exactly the version checked) is
 //! copied to the name the record holds, and the staged item removed. The
 //! request that committed does it right after its commit; the sweeper
@@ -10,7 +10,7 @@ use super::paths::{self, Area};
 use super::{Copied, Files};
 use crate::error::{ApiError, ApiResult};
 use crate::store::Store;
-use crate::store::staged::{Owner, StagedFile};
+use crate::store::exactly_once::staged::{Owner, StagedFile};
 
 /// What `promote` did with a staged file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,6 +19,7 @@ use super::lifecycle::Arrived;
 use crate::auth::scope::RequiredScope;
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::store::engine::keys;
 
 pub struct Ctx<S> {
     /// The key's organization.
@@ -78,14 +79,14 @@ impl<S> Ctx<S> {
     /// quota's code (and `Retry-After`) when the key has none left in the
     /// current window. Call it just before the work the quota bounds.
     pub async fn spend(&self, quota: &crate::model::quota::KeyQuota) -> Result<u32, ApiError> {
-        use crate::store::quotas::{Counted, WindowQuota};
+        use crate::store::exactly_once::quotas::{Counted, WindowQuota};
         let counted = self
             .state
             .store
             .quotas()
             .count(
                 &WindowQuota {
-                    pk: crate::store::keys::key_quota_pk(quota.kind, self.key_id),
+                    pk: keys::key_quota_pk(quota.kind, self.key_id),
                     uses: quota.uses,
                     period: quota.period,
                 },

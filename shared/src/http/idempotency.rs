@@ -16,7 +16,7 @@
 //!    first answer with `Idempotent-Replayed: true`.
 //! 3. `commit` (the route's write): a route that writes renders its
 //!    answer from what its write is about to commit, and the answer goes
-//!    into the write's own transaction (`store::outcome`), so a request
+//!    into the write's own transaction (`store::exactly_once::outcome`), so a request
 //!    that dies after its commit still leaves its answer for the retry.
 //! 4. `settle` (after the handler): an answer not kept by a transaction
 //!    (a refusal, a route that commits nothing) is kept for 24 h from the
@@ -47,15 +47,17 @@ use crate::error::{ApiError, ErrorCode};
 use crate::keyring::{Generation, Keys};
 use crate::sealed::Sealer;
 use crate::store::Store;
-use crate::store::idempotency::{Answer, Claim, Claimed, Fingerprints, Lost, item_of};
-use crate::store::outcome::{self, Kept};
+use crate::store::exactly_once::idempotency::{
+    Answer, Claim, Claimed, Fingerprints, Lost, item_of,
+};
+use crate::store::exactly_once::outcome::{self, Kept};
 
 pub const HEADER: &str = "idempotency-key";
 /// Set on a replayed answer.
 pub const REPLAYED: &str = "idempotent-replayed";
 /// How long an answer is kept, from the first request.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
-pub use crate::store::idempotency::LEASE;
+pub use crate::store::exactly_once::idempotency::LEASE;
 /// Larger answers are not kept (the key is freed); no answer of the API's
 /// POST routes comes near it, and an item holds 400 KB.
 pub const MAX_KEPT_BODY: usize = 256 * 1024;
@@ -388,7 +390,7 @@ pub async fn claim(
 /// Step 3, in a route: runs `write` and answers what `render` makes of
 /// the value it returns. With a claim, the answer is rendered before the
 /// transaction that commits the value goes, and kept in it
-/// (`store::outcome`); the route then answers exactly what was kept.
+/// (`store::exactly_once::outcome`); the route then answers exactly what was kept.
 pub async fn commit<T, W, F, Fut, A>(
     state: &crate::state::AppState,
     write: W,
@@ -607,7 +609,7 @@ async fn lost(store: &Store, sealer: &Sealer, claim: &Claim, response: Response)
             Ok(answer) => replay(answer),
             Err(error) => error.into_response(),
         },
-        Lost::Unanswered => crate::store::outcome::claim_lost().into_response(),
+        Lost::Unanswered => outcome::claim_lost().into_response(),
     }
 }
 

@@ -54,9 +54,9 @@ use crate::error::codes;
 use crate::gate::WriteGate;
 use crate::ratelimit::{self, RateLimitDecision, Reservation, Window};
 use crate::state::AppState;
-use crate::store::api_keys::Limits;
-use crate::store::calls::CallCounter;
-use crate::store::idempotency::Claim;
+use crate::store::engine::calls::CallCounter;
+use crate::store::exactly_once::idempotency::Claim;
+use crate::store::operators::api_keys::Limits;
 
 /// The layer's start of a request: the return path opened, the request
 /// not yet read.

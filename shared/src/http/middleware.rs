@@ -23,8 +23,8 @@ use crate::error::{ApiError, ErrorCode, InternalCause};
 use crate::gate::WriteGate;
 use crate::metrics::{self, Report};
 use crate::state::AppState;
-use crate::store::calls::{AwsCalls, CallCounter, DynamoCalls};
-use crate::store::outcome::Outcome;
+use crate::store::engine::calls::{AwsCalls, CallCounter, DynamoCalls};
+use crate::store::exactly_once::outcome::Outcome;
 use crate::telemetry;
 
 pub const REQUEST_ID: &str = "x-request-id";
@@ -178,7 +178,7 @@ async fn serve(
             let response = match arrived.await {
                 Ok(request) => {
                     // Its writes behind a gate its admission may hold, its
-                    // answer committed with them (`store::outcome`).
+                    // answer committed with them (`store::exactly_once::outcome`).
                     let writes = WriteGate::default();
                     let outcome = Outcome::default();
                     let route = writes.scope(outcome.scope(next.clone().run(request)));

@@ -36,7 +36,7 @@ pub struct DeliveryRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
     /// Retry requests whose attempt was made, as records kept them before
-    /// each request had a mark of its own (`store::deliveries::record`):
+    /// each request had a mark of its own (`store::records::deliveries::record`):
     /// read, never written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manual_requests: Vec<Uuid>,

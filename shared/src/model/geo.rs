@@ -99,7 +99,7 @@ pub const PUBLIC_COPIES: u32 = 8;
 
 /// Geohash precision of the sort keys in the `PUBLIC` cells (cells of
 /// about 4.8 m): a crowded cell is read by ever finer parts of it, nearest
-/// first (`store::places`).
+/// first (`store::records::places`).
 pub const PUBLIC_SORT_PRECISION: usize = 9;
 
 impl Coordinates {

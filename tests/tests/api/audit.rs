@@ -360,7 +360,10 @@ fn an_item_outside_the_audit_partitions_is_never_read_as_a_record() {
             .table_name(h.store().table())
             .item("pk", S(format!("ORG#{forged}")))
             .item("sk", S("FORGED".into()))
-            .item("gsi1pk", S(shared::store::keys::AUDIT_ALL_PK.into()))
+            .item(
+                "gsi1pk",
+                S(shared::store::engine::keys::AUDIT_ALL_PK.into()),
+            )
             .item("gsi1sk", S(format!("{at}#{forged}#succeeded")))
             .item("id", S(forged.to_string()))
             .send()

@@ -1,5 +1,5 @@
 //! A transaction cancelled because another transaction held one of its
-//! items (`TransactionConflict`) is tried again (`store::tx::transact`),
+//! items (`TransactionConflict`) is tried again (`store::exactly_once::tx::transact`),
 //! after a pause that grows (20, 40, 60 ms), at most four times in all,
 //! then a clean 500; a transaction cancelled for any other reason is not
 //! tried again. The conflicts are DynamoDB's answers, injected at the wire

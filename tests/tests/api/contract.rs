@@ -186,15 +186,18 @@ fn template_table_matches_the_store_schema() {
         .iter()
         .map(|g| g["IndexName"].as_str().unwrap())
         .collect();
-    for gsi in shared::store::schema::GSIS {
+    for gsi in shared::store::engine::schema::GSIS {
         want.insert(format!("{gsi}pk"));
         want.insert(format!("{gsi}sk"));
     }
     assert_eq!(attrs, want.iter().map(String::as_str).collect());
-    assert_eq!(gsis, shared::store::schema::GSIS.into_iter().collect());
+    assert_eq!(
+        gsis,
+        shared::store::engine::schema::GSIS.into_iter().collect()
+    );
     assert_eq!(
         table["TimeToLiveSpecification"]["AttributeName"].as_str(),
-        Some(shared::store::keys::TTL)
+        Some(shared::store::engine::keys::TTL)
     );
     assert_eq!(
         table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"].as_bool(),
@@ -270,12 +273,12 @@ fn every_function_with_table_access_may_not_write_api_keys_or_audit_records() {
     let deny = deny(&template(), "ApiKeyIssuanceByOperators");
     assert_eq!(deny.actions, WRITES.map(String::from).into());
     assert!(
-        !shared::store::keys::rate_pk(&shared::auth::key::KeyHash::of("k"))
-            .starts_with(shared::store::keys::API_KEY_PK_PREFIX),
+        !shared::store::engine::keys::rate_pk(&shared::auth::key::KeyHash::of("k"))
+            .starts_with(shared::store::engine::keys::API_KEY_PK_PREFIX),
         "the counters the API writes are outside the denied prefix"
     );
     // API keys, the key indexes and the operators' audit trail.
-    let want: Vec<String> = shared::store::keys::OPERATOR_ONLY_PK_PREFIXES
+    let want: Vec<String> = shared::store::engine::keys::OPERATOR_ONLY_PK_PREFIXES
         .iter()
         .map(|prefix| format!("{prefix}*"))
         .collect();
@@ -297,7 +300,10 @@ fn only_the_stagers_of_files_may_write_staged_file_items() {
     assert_eq!(deny.actions, WRITES.map(String::from).into());
     assert_eq!(
         deny.keys,
-        [format!("{}*", shared::store::keys::STAGED_FILE_PK_PREFIX)]
+        [format!(
+            "{}*",
+            shared::store::engine::keys::STAGED_FILE_PK_PREFIX
+        )]
     );
     assert_eq!(
         deny.free,
@@ -461,7 +467,7 @@ fn the_catalogue_the_description_and_the_code_name_one_set_of_codes() {
                     .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
             });
             assert!(
-                !own_code || path.ends_with("shared/src/store/tx.rs"),
+                !own_code || path.ends_with("shared/src/store/exactly_once/tx.rs"),
                 "{}:{}: a code of its own: {line}",
                 path.display(),
                 i + 1
@@ -480,7 +486,7 @@ fn the_catalogue_the_description_and_the_code_name_one_set_of_codes() {
     // `id_kinds!` and `archivable!` name their codes bare.
     for (path, text) in service_sources() {
         if path.ends_with("shared/src/http/path.rs")
-            || path.ends_with("shared/src/store/archivable.rs")
+            || path.ends_with("shared/src/store/records/archivable.rs")
         {
             for word in text.split(|c: char| !(c.is_ascii_uppercase() || c == '_')) {
                 if word.len() > 3 {

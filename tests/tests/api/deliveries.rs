@@ -910,7 +910,7 @@ fn a_name_resolving_to_loopback_is_refused_by_the_dispatcher() {
 
 #[test]
 fn a_claim_tells_an_attempt_in_flight_from_a_delivery_owned_elsewhere() {
-    use shared::store::deliveries::Claim;
+    use shared::store::records::deliveries::Claim;
     run(async {
         let deliveries = harness().await.store().deliveries();
         let ids = || uuid::Uuid::now_v7();

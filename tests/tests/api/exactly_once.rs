@@ -439,11 +439,11 @@ async fn waybill_upload(b: &Bench) -> (String, Case) {
 }
 
 /// The write that holds a claim for a new lease before an effect
-/// (`store::idempotency::hold`, not acting): the end of its update
+/// (`store::exactly_once::idempotency::hold`, not acting): the end of its update
 /// expression.
 const HOLD: &str = r#""SET #until = :until, #ttl = :ttl""#;
 
-/// The write that claims a key (`store::idempotency::claim`): the end of
+/// The write that claims a key (`store::exactly_once::idempotency::claim`): the end of
 /// its update expression.
 const CLAIM: &str = "#rid = if_not_exists(#rid, :rid)";
 
@@ -468,8 +468,8 @@ fn an_effect_early_in_the_lease_goes_without_holding_the_key_again() {
 /// within that lease, by the same deadline, without holding it again.
 #[test]
 fn after_a_hold_the_next_effect_goes_within_the_new_lease() {
-    use shared::store::idempotency::Claimed;
-    use shared::store::outcome::{self, Outcome};
+    use shared::store::exactly_once::idempotency::Claimed;
+    use shared::store::exactly_once::outcome::{self, Outcome};
     run(async {
         let store = harness().await.state.store.clone();
         let clock = shared::clock::Clock::frozen_at(shared::clock::now());

@@ -61,7 +61,7 @@ async fn fingerprint_of(path: &str, body: &Value) -> String {
 }
 
 /// The idempotency item of `idempotency_key` of API key `key_id`.
-async fn kept_item(key_id: uuid::Uuid, idempotency_key: &str) -> shared::store::item::Item {
+async fn kept_item(key_id: uuid::Uuid, idempotency_key: &str) -> shared::store::engine::item::Item {
     let store = harness().await.store();
     let item = store.idempotency().get(key_id, idempotency_key).await;
     item.unwrap().expect("the key's item")
@@ -183,7 +183,7 @@ pub(crate) async fn claim_site(
     body: &Value,
     at: u64,
     until: u64,
-) -> shared::store::idempotency::Claimed {
+) -> shared::store::exactly_once::idempotency::Claimed {
     harness()
         .await
         .store()
@@ -210,7 +210,7 @@ fn a_key_still_in_flight_is_409_idempotency_key_in_flight() {
         let claimed = claim_site(&t, &key, &body, now, now + 30_000).await;
         assert!(matches!(
             claimed,
-            shared::store::idempotency::Claimed::Ours(_)
+            shared::store::exactly_once::idempotency::Claimed::Ours(_)
         ));
         let reply = post(&t.key, SITES, &key, &body).await;
         reply.expect(409, Some("idempotency_key_in_flight"));
@@ -270,7 +270,7 @@ fn answers_that_carry_secrets_are_kept_sealed_and_replayed_whole() {
     run(async {
         let t = org().await;
         let key_id = key_id(&t, &t.key).await;
-        let stored_body = |item: &shared::store::item::Item| {
+        let stored_body = |item: &shared::store::engine::item::Item| {
             assert_eq!(item["sealed"].as_bool().ok(), Some(&true), "{item:?}");
             String::from_utf8(item["body"].as_b().unwrap().as_ref().to_vec()).unwrap()
         };
@@ -374,7 +374,9 @@ fn a_sealed_answer_copied_under_another_key_does_not_open() {
         let other = unique("copied");
         copy.insert(
             "sk".into(),
-            aws_sdk_dynamodb::types::AttributeValue::S(shared::store::keys::idempotency_sk(&other)),
+            aws_sdk_dynamodb::types::AttributeValue::S(
+                shared::store::engine::keys::idempotency_sk(&other),
+            ),
         );
         let h = harness().await;
         shared::store::Store::client(&h.sdk)
@@ -402,13 +404,15 @@ async fn age(key_id: uuid::Uuid, idempotency_key: &str) {
         .table_name(&h.state.config.table_name)
         .key(
             "pk",
-            aws_sdk_dynamodb::types::AttributeValue::S(shared::store::keys::idempotency_pk(key_id)),
+            aws_sdk_dynamodb::types::AttributeValue::S(
+                shared::store::engine::keys::idempotency_pk(key_id),
+            ),
         )
         .key(
             "sk",
-            aws_sdk_dynamodb::types::AttributeValue::S(shared::store::keys::idempotency_sk(
-                idempotency_key,
-            )),
+            aws_sdk_dynamodb::types::AttributeValue::S(
+                shared::store::engine::keys::idempotency_sk(idempotency_key),
+            ),
         )
         .update_expression("SET #until = :until")
         .expression_attribute_names("#until", "until")
@@ -742,7 +746,7 @@ fn a_409_in_flight_is_never_kept_as_the_answer() {
     use shared::auth::WriteData;
     use shared::http::Ctx;
     async fn past_its_hold(_ctx: Ctx<WriteData>) -> shared::ApiResult<()> {
-        Err(shared::store::outcome::claim_lost())
+        Err(shared::store::exactly_once::outcome::claim_lost())
     }
     run(async {
         let h = harness().await;

@@ -534,7 +534,7 @@ fn a_fingerprint_of_a_generation_no_ring_lists_is_another_requests_after_one_rea
             .unwrap();
         assert!(matches!(
             claimed,
-            shared::store::idempotency::Claimed::Ours(_)
+            shared::store::exactly_once::idempotency::Claimed::Ours(_)
         ));
         let sent = call(Method::POST, "/api/v1/sites")
             .key(&t.key)

@@ -15,7 +15,7 @@ use http::Method;
 use serde_json::Value;
 use shared::auth::Scope;
 use shared::store::Store;
-use shared::store::keys::{OPERATOR_ONLY_PK_PREFIXES, STAGED_FILE_PK_PREFIX};
+use shared::store::engine::keys::{OPERATOR_ONLY_PK_PREFIXES, STAGED_FILE_PK_PREFIX};
 
 use crate::isolation::{Owner, request, versioned_operations};
 

@@ -61,7 +61,7 @@ fn code(text: &str) -> String {
         .join("\n")
 }
 
-/// The identifier path after each `prefix` in `code` (`crate::store::keys`
+/// The identifier path after each `prefix` in `code` (`crate::store::engine::keys`
 /// gives `["store", "keys"]`), braces of a `use` list included.
 fn paths(code: &str, prefix: &str) -> Vec<Vec<String>> {
     let mut found = Vec::new();

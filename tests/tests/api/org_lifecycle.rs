@@ -5,7 +5,7 @@ use api_tests::{TestOrg, call, harness, new_key, org, run, send, unique};
 use http::Method;
 use serde_json::json;
 use shared::auth::Scope;
-use shared::store::orgs::{MAX_CHILDREN, MAX_COPIED_ADMINS};
+use shared::store::records::orgs::{MAX_CHILDREN, MAX_COPIED_ADMINS};
 
 use crate::sites::new_site;
 
@@ -149,10 +149,13 @@ fn a_deactivated_child_leaves_its_parent_and_frees_its_name() {
         let summary = db
             .get_item()
             .table_name(h.store().table())
-            .key("pk", shared::store::item::s(format!("ORG#{}", parent.id())))
+            .key(
+                "pk",
+                shared::store::engine::item::s(format!("ORG#{}", parent.id())),
+            )
             .key(
                 "sk",
-                shared::store::item::s(format!("ORG#CHILD#{}", c.id())),
+                shared::store::engine::item::s(format!("ORG#CHILD#{}", c.id())),
             )
             .send()
             .await
@@ -160,7 +163,7 @@ fn a_deactivated_child_leaves_its_parent_and_frees_its_name() {
             .item
             .unwrap();
         assert_eq!(
-            shared::store::item::get_s(&summary, "status"),
+            shared::store::engine::item::get_s(&summary, "status"),
             Some("deleted")
         );
         // The name may be used again, and the child count went back down.

@@ -73,7 +73,7 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
         // A bucket of its own: the check lists a whole bucket.
         let bucket = format!("orphans-{}", Uuid::new_v4());
         let s3 = shared::links::s3_client(&h.sdk);
-        shared::store::schema::ensure_bucket(&s3, &bucket)
+        shared::store::engine::schema::ensure_bucket(&s3, &bucket)
             .await
             .unwrap();
         let mut config = (*h.state.config).clone();

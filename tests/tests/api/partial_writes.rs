@@ -84,7 +84,7 @@ impl Bench {
         let h = harness().await;
         let table = format!("test-{}", uuid::Uuid::new_v4());
         let db = Store::client(&h.sdk);
-        shared::store::schema::ensure_table(&db, &table)
+        shared::store::engine::schema::ensure_table(&db, &table)
             .await
             .expect("table");
         let mut config = (*h.state.config).clone();

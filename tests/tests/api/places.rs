@@ -385,7 +385,7 @@ fn a_search_reads_its_cells_in_one_round_trip_of_parallel_queries() {
 /// as the store writes them (the `PUBLIC` cells only), in bulk: `(lat, lng)`
 /// each, named `Crowd <i>` padded to 500 characters (the longest name).
 async fn crowd(points: &[(f64, f64)]) {
-    use shared::store::geo::{GeoEntry, is_first_copy};
+    use shared::store::records::geo::{GeoEntry, is_first_copy};
     let h = api_tests::harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     let entries: Vec<GeoEntry> = points
@@ -400,7 +400,7 @@ async fn crowd(points: &[(f64, f64)]) {
             public: true,
         })
         .collect();
-    let items: Vec<_> = shared::store::geo::items(&entries)
+    let items: Vec<_> = shared::store::records::geo::items(&entries)
         .unwrap()
         .into_iter()
         // The copy the searches of this run read (they read one).
@@ -470,7 +470,7 @@ fn public_reading(reply: &Reply) -> (usize, bool) {
 #[test]
 fn a_search_reads_a_bounded_part_of_a_crowd_and_still_finds_the_nearest() {
     use rand::{Rng, SeedableRng};
-    use shared::store::places::PUBLIC_READ_BUDGET;
+    use shared::store::records::places::PUBLIC_READ_BUDGET;
     run(async {
         let t = org().await;
         let center = somewhere(-50.0..50.0);
@@ -550,7 +550,7 @@ fn a_search_reads_a_bounded_part_of_a_crowd_and_still_finds_the_nearest() {
 /// the budget holds, and the answer is points of that spot, by id.
 #[test]
 fn a_crowd_on_one_spot_is_read_within_the_budget() {
-    use shared::store::places::PUBLIC_READ_BUDGET;
+    use shared::store::records::places::PUBLIC_READ_BUDGET;
     run(async {
         let t = org().await;
         let center = somewhere(-50.0..50.0);
@@ -660,10 +660,13 @@ fn an_organization_has_at_most_200_public_places() {
         aws_sdk_dynamodb::Client::new(&h.sdk)
             .update_item()
             .table_name(h.store().table())
-            .key("pk", shared::store::item::s(format!("ORG#{}", t.id())))
-            .key("sk", shared::store::item::s("ORG"))
+            .key(
+                "pk",
+                shared::store::engine::item::s(format!("ORG#{}", t.id())),
+            )
+            .key("sk", shared::store::engine::item::s("ORG"))
             .update_expression("SET public_places = :n")
-            .expression_attribute_values(":n", shared::store::item::n(199))
+            .expression_attribute_values(":n", shared::store::engine::item::n(199))
             .send()
             .await
             .unwrap();
@@ -725,13 +728,13 @@ fn an_organization_has_at_most_200_public_places() {
 /// would copy too.
 #[test]
 fn an_older_public_entry_is_found_once_reindexed() {
-    use shared::store::item::{n, s};
+    use shared::store::engine::item::{n, s};
     run(async {
         let h = api_tests::harness().await;
         let db = aws_sdk_dynamodb::Client::new(&h.sdk);
         let mut config = (*h.state.config).clone();
         config.table_name = format!("reindex-{}", uuid::Uuid::new_v4());
-        shared::store::schema::ensure_table(&db, &config.table_name)
+        shared::store::engine::schema::ensure_table(&db, &config.table_name)
             .await
             .unwrap();
         let store = shared::store::Store::new(db.clone(), config.table_name.as_str());
@@ -751,8 +754,8 @@ fn an_older_public_entry_is_found_once_reindexed() {
         let id = uuid::Uuid::now_v7();
         let point = Coordinates { lat, lng };
         for precision in shared::model::geo::INDEX_PRECISIONS {
-            let pk = shared::store::geo::cell_pk(
-                shared::store::geo::PUBLIC,
+            let pk = shared::store::records::geo::cell_pk(
+                shared::store::records::geo::PUBLIC,
                 precision,
                 &point.geohash(precision),
             );
@@ -814,7 +817,7 @@ fn an_older_public_entry_is_found_once_reindexed() {
 /// at each index precision (read strongly consistent).
 async fn copies_holding(table: &str, id: uuid::Uuid, at: Coordinates) -> Vec<usize> {
     use shared::model::place::PlaceKind;
-    use shared::store::geo::{PUBLIC_COPIES, public_cell_pk, public_sk};
+    use shared::store::records::geo::{PUBLIC_COPIES, public_cell_pk, public_sk};
     let h = api_tests::harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     let mut held = Vec::new();
@@ -826,11 +829,15 @@ async fn copies_holding(table: &str, id: uuid::Uuid, at: Coordinates) -> Vec<usi
                 .table_name(table)
                 .key(
                     "pk",
-                    shared::store::item::s(public_cell_pk(copy, precision, &at.geohash(precision))),
+                    shared::store::engine::item::s(public_cell_pk(
+                        copy,
+                        precision,
+                        &at.geohash(precision),
+                    )),
                 )
                 .key(
                     "sk",
-                    shared::store::item::s(public_sk(PlaceKind::ReceivingPoint, &at, id)),
+                    shared::store::engine::item::s(public_sk(PlaceKind::ReceivingPoint, &at, id)),
                 )
                 .consistent_read(true)
                 .send()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use api_tests::cuts::{Cut, Cuts};
 use api_tests::{harness, run, stored};
-use shared::store::quotas::{Counted, Quota, Reserved, WindowQuota};
+use shared::store::exactly_once::quotas::{Counted, Quota, Reserved, WindowQuota};
 
 const HOUR: u64 = 3_600_000;
 
@@ -89,7 +89,7 @@ fn a_slot_whose_write_was_answered_late_is_the_uses_one_slot() {
             panic!("{reserved:?}");
         };
         assert_eq!(slot.remaining, 2);
-        let item = stored(quota.pk.clone(), shared::store::keys::QUOTA_SK)
+        let item = stored(quota.pk.clone(), shared::store::engine::keys::QUOTA_SK)
             .await
             .unwrap();
         assert_eq!(item["s0"].as_n().unwrap(), &now.to_string());

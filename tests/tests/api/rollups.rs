@@ -154,14 +154,22 @@ fn a_days_figures_are_its_shards_and_its_item_of_before_them() {
         let t = org().await;
         let db = aws_sdk_dynamodb::Client::new(&h.sdk);
         let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
-        let pk = shared::store::keys::rollup_pk(t.id());
+        let pk = shared::store::engine::keys::rollup_pk(t.id());
         let items = [
-            (shared::store::keys::day_rollup_sk(day), 2, 5_000),
-            (shared::store::keys::day_rollup_shard_sk(day, 0), 1, 1_500),
-            (shared::store::keys::day_rollup_shard_sk(day, 7), 3, 250),
+            (shared::store::engine::keys::day_rollup_sk(day), 2, 5_000),
+            (
+                shared::store::engine::keys::day_rollup_shard_sk(day, 0),
+                1,
+                1_500,
+            ),
+            (
+                shared::store::engine::keys::day_rollup_shard_sk(day, 7),
+                3,
+                250,
+            ),
             // The next day: outside the window.
             (
-                shared::store::keys::day_rollup_shard_sk(day.succ_opt().unwrap(), 1),
+                shared::store::engine::keys::day_rollup_shard_sk(day.succ_opt().unwrap(), 1),
                 9,
                 9,
             ),

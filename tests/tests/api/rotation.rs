@@ -807,7 +807,7 @@ fn a_request_claimed_before_the_cursor_key_rotated_goes_on_as_itself_after() {
         // An attempt claimed the key and died: its lease has run out.
         let now = u64::try_from(clock.now().timestamp_millis()).unwrap();
         let store = &state.store;
-        let shared::store::idempotency::Claimed::Ours(claim) = store
+        let shared::store::exactly_once::idempotency::Claimed::Ours(claim) = store
             .idempotency()
             .claim(
                 key_id,

@@ -1,10 +1,10 @@
-//! The engines' setup (`shared::store::schema`), as every test process
+//! The engines' setup (`shared::store::engine::schema`), as every test process
 //! runs it: many processes at once over fresh engines (a nextest run, the
 //! dev server and the tests) make the table and the bucket once, and none
 //! of them fails because another got there first.
 
 use api_tests::harness;
-use shared::store::schema::{ensure_bucket, ensure_table};
+use shared::store::engine::schema::{ensure_bucket, ensure_table};
 
 const RACERS: usize = 8;
 
@@ -42,7 +42,7 @@ async fn racing_setups_make_the_table_once_and_all_succeed() {
     assert_eq!(
         ttl.time_to_live_description()
             .and_then(|d| d.attribute_name()),
-        Some(shared::store::keys::TTL)
+        Some(shared::store::engine::keys::TTL)
     );
     db.delete_table().table_name(&table).send().await.unwrap();
 }

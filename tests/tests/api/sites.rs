@@ -31,7 +31,7 @@ pub async fn geo_entries(org: Uuid, kind: &str, id: &str, coordinates: (f64, f64
     let c = shared::model::geo::Coordinates::new(coordinates.0, coordinates.1).unwrap();
     let mut found = 0;
     let own_sk = format!("{kind}#{id}");
-    let public_sk = shared::store::geo::public_sk(
+    let public_sk = shared::store::records::geo::public_sk(
         shared::model::place::PlaceKind::from_tag(kind).unwrap(),
         &c,
         id.parse().unwrap(),
@@ -43,7 +43,7 @@ pub async fn geo_entries(org: Uuid, kind: &str, id: &str, coordinates: (f64, f64
                 .table_name(h.store().table())
                 .key(
                     "pk",
-                    AttributeValue::S(shared::store::geo::cell_pk(
+                    AttributeValue::S(shared::store::records::geo::cell_pk(
                         &scope,
                         precision,
                         &c.geohash(precision),

@@ -18,8 +18,8 @@ use shared::files::paths::{self, Area};
 use shared::files::promote::Swept;
 use shared::files::{Files, ImageKind};
 use shared::model::Timestamp;
-use shared::store::keys;
-use shared::store::staged::{Owner, StagedFile};
+use shared::store::engine::keys;
+use shared::store::exactly_once::staged::{Owner, StagedFile};
 use uuid::Uuid;
 
 use crate::waybills::PNG;
@@ -31,7 +31,7 @@ const PAGE: &[u8] = b"<html><script>steal()</script></html>";
 /// Plants `file` as its item, as a function role could write it.
 async fn plant(table: &str, file: &StagedFile) {
     let h = harness().await;
-    let mut item = shared::store::item::to_item(file).unwrap();
+    let mut item = shared::store::engine::item::to_item(file).unwrap();
     let s = |v: String| AttributeValue::S(v);
     item.insert("pk".into(), s(keys::staged_file_pk(&file.path)));
     item.insert("sk".into(), s(keys::STAGED_SK.into()));

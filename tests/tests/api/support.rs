@@ -481,8 +481,8 @@ fn a_retried_ticket_past_the_quota_asks_the_tracker_nothing() {
 }
 
 /// A quota of its own for a store test: five uses an hour, as the route's.
-fn five_an_hour(name: &str) -> shared::store::quotas::Quota {
-    shared::store::quotas::Quota {
+fn five_an_hour(name: &str) -> shared::store::exactly_once::quotas::Quota {
+    shared::store::exactly_once::quotas::Quota {
         pk: format!("QUOTA#{name}-{}", uuid::Uuid::now_v7()),
         uses: 5,
         period: Duration::from_secs(3600),
@@ -494,7 +494,7 @@ fn five_an_hour(name: &str) -> shared::store::quotas::Quota {
 /// once, the request holds one, and every attempt answers with that one.
 #[test]
 fn attempts_of_one_request_that_take_slots_at_once_hold_one() {
-    use shared::store::quotas::Reserved;
+    use shared::store::exactly_once::quotas::Reserved;
     run(async {
         let store = harness().await.store();
         let quota = five_an_hour("race");
@@ -549,7 +549,7 @@ fn attempts_of_one_request_that_take_slots_at_once_hold_one() {
 /// period old is free again, a millisecond younger still held.
 #[test]
 fn a_request_that_takes_a_second_slot_gives_it_back_and_its_slot_frees_after_an_hour() {
-    use shared::store::quotas::Reserved;
+    use shared::store::exactly_once::quotas::Reserved;
     run(async {
         let store = harness().await.store();
         let quota = five_an_hour("yield");

@@ -63,11 +63,11 @@ async fn outbox_records(id: &str) -> usize {
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     let now = chrono::Utc::now();
     let mut found = 0;
-    let shards = (0..shared::store::keys::HOUR_SHARDS).map(Some);
+    let shards = (0..shared::store::engine::keys::HOUR_SHARDS).map(Some);
     let hours = [now, now - chrono::Duration::hours(1)];
     let partitions = hours.into_iter().flat_map(|hour| {
         let shards = shards.clone().chain([None]);
-        shards.map(move |shard| shared::store::keys::outbox_hour_pk(hour, shard))
+        shards.map(move |shard| shared::store::engine::keys::outbox_hour_pk(hour, shard))
     });
     for pk in partitions {
         let out = db

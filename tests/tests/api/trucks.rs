@@ -34,9 +34,11 @@ async fn plate_taken(org: uuid::Uuid, country: &str, normalized: &str) -> bool {
         .table_name(h.store().table())
         .key(
             "pk",
-            shared::store::item::s(shared::store::keys::plate_pk(org, country, normalized)),
+            shared::store::engine::item::s(shared::store::engine::keys::plate_pk(
+                org, country, normalized,
+            )),
         )
-        .key("sk", shared::store::item::s("UNIQUE"))
+        .key("sk", shared::store::engine::item::s("UNIQUE"))
         .consistent_read(true)
         .send()
         .await

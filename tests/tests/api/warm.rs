@@ -343,7 +343,7 @@ fn a_warm_patch_of_a_key_that_may_no_longer_write_writes_nothing() {
 #[test]
 fn a_write_waits_for_its_admission_and_a_write_that_does_not_wait_fails() {
     use shared::gate::{WriteGate, writes_may_go};
-    use shared::store::quotas::{Counted, WindowQuota};
+    use shared::store::exactly_once::quotas::{Counted, WindowQuota};
     run(async {
         let store = harness().await.store();
         let quota = WindowQuota {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use shared::ApiError;
 use shared::model::Timestamp;
 use shared::store::Store;
-use shared::store::audit::{AuditOutcome, AuditRecord};
+use shared::store::operators::audit::{AuditOutcome, AuditRecord};
 use uuid::Uuid;
 
 /// What a command is about to do, as its audit records say it.

@@ -13,14 +13,14 @@ use shared::config::Config;
 use shared::model::Timestamp;
 use shared::model::org::CreateOrg;
 use shared::store::Store;
-use shared::store::api_keys::ApiKeyRecord;
+use shared::store::operators::api_keys::ApiKeyRecord;
 use uuid::Uuid;
 
 use crate::audit::{Action, Auditor, Done};
 use crate::identity::Operator;
 use crate::{files, keys, reseal, seed, webhooks};
 use shared::ApiError;
-use shared::store::audit::AuditQuery;
+use shared::store::operators::audit::AuditQuery;
 
 #[derive(Parser)]
 #[command(
@@ -436,7 +436,7 @@ async fn execute(
                 first_name,
                 last_name,
                 phone,
-                role: shared::store::members::ROLE_ORG_ADMIN,
+                role: shared::store::records::members::ROLE_ORG_ADMIN,
                 site_id: None,
                 login: None,
             };

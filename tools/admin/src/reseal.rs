@@ -15,7 +15,7 @@ use serde_json::json;
 use shared::config::Config;
 use shared::sealed::version_of;
 use shared::state::AppState;
-use shared::store::sealed_values::Resume;
+use shared::store::exactly_once::sealed_values::Resume;
 
 use crate::audit::{Action, Done};
 

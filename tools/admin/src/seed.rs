@@ -11,7 +11,7 @@ use shared::model::Timestamp;
 use shared::model::org::CreateOrg;
 use shared::model::surplus::{CreateSurplus, StoredWaybill, SurplusStatus};
 use shared::store::Store;
-use shared::store::staged::{Owner, StagedFile};
+use shared::store::exactly_once::staged::{Owner, StagedFile};
 use uuid::Uuid;
 
 use crate::audit::Done;
@@ -188,7 +188,7 @@ pub async fn setup_local(config: &Config, sdk: &aws_config::SdkConfig) -> Result
     let mut lines = Vec::new();
     let mut print = |line: serde_json::Value| lines.push(line);
     let db = Store::client(sdk);
-    let created = shared::store::schema::ensure_table(&db, &config.table_name)
+    let created = shared::store::engine::schema::ensure_table(&db, &config.table_name)
         .await
         .map_err(anyhow::Error::msg)?;
     print(json!({"table": config.table_name, "created": created}));
@@ -197,7 +197,7 @@ pub async fn setup_local(config: &Config, sdk: &aws_config::SdkConfig) -> Result
             .force_path_style(true)
             .build(),
     );
-    let created = shared::store::schema::ensure_bucket(&s3, &config.bucket_name)
+    let created = shared::store::engine::schema::ensure_bucket(&s3, &config.bucket_name)
         .await
         .map_err(anyhow::Error::msg)?;
     print(json!({"bucket": config.bucket_name, "created": created}));
@@ -206,7 +206,7 @@ pub async fn setup_local(config: &Config, sdk: &aws_config::SdkConfig) -> Result
     // `make run`, the contract gate) never take each other's messages.
     for role in ["webhooks-dlq", "webhooks"] {
         let name = format!("{}-{role}", config.table_name);
-        let url = shared::store::schema::ensure_queue(&sqs, &name)
+        let url = shared::store::engine::schema::ensure_queue(&sqs, &name)
             .await
             .map_err(anyhow::Error::msg)?;
         print(json!({"queue": name, "role": role, "url": url}));

@@ -113,7 +113,7 @@ async fn table() -> String {
         let _ = db.delete_table().table_name(table).send().await;
     }
     let name = format!("model-{}", Uuid::new_v4());
-    shared::store::schema::ensure_table(&db, &name)
+    shared::store::engine::schema::ensure_table(&db, &name)
         .await
         .expect("the model's table");
     name
@@ -160,7 +160,7 @@ impl System {
         // Queues of its own: the dispatcher drains what this system sent.
         let sqs = aws_sdk_sqs::Client::new(&h.sdk);
         let queue = format!("model-{}", Uuid::new_v4());
-        let ensure = shared::store::schema::ensure_queue;
+        let ensure = shared::store::engine::schema::ensure_queue;
         config.webhook_queue_url = Some(ensure(&sqs, &queue).await.expect("a queue"));
         let dead_letters = format!("{queue}-dlq");
         config.webhook_dlq_url = Some(ensure(&sqs, &dead_letters).await.expect("a queue"));

@@ -1,0 +1,710 @@
+//! Surplus loads (`ORG#<origin org>` / `SURPLUS#<id>`), their log
+//! (`LOG#<id>#<entry>`, oldest first) and keyset pages over three keys:
+//! the organization's partition (all loads), `gsi1` (one status group) and
+//! `gsi2` (one origin site). A load is written whole, conditioned on the
+//! version read; a status change adds its log entry, the move to
+//! `delivered` its outbox record, and any change of what a delivered load
+//! counts for its day's figures (`rollups`), to the same transaction.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
+use uuid::Uuid;
+
+use crate::error::codes;
+use crate::error::{ApiError, ApiResult};
+use crate::model::Timestamp;
+use crate::model::grant::GrantScope;
+use crate::model::receiving_point::ReceivingPointRecord;
+use crate::model::site::SiteRecord;
+use crate::model::surplus::{
+    LogEntry, StatusGroup, StoredWaybill, SurplusChanges, SurplusRecord, SurplusStatus,
+};
+use crate::model::truck::TruckRecord;
+use crate::store::engine::calls::CallCounter;
+use crate::store::engine::client::Store;
+use crate::store::engine::errors::sdk_error;
+use crate::store::engine::item::{Item, from_item, key, n, s, to_item};
+use crate::store::engine::keys::{self, SURPLUS_PREFIX};
+use crate::store::engine::query::{project, query_records};
+use crate::store::exactly_once::outbox::OutboxRecord;
+use crate::store::exactly_once::outcome;
+use crate::store::exactly_once::staged::StagedFile;
+use crate::store::exactly_once::tx::{Conflict, put, raced, retry_races, transact};
+use crate::store::records::org_records::{Record, item, sk};
+use crate::store::records::rollups;
+use crate::store::records::{geo, grants};
+
+pub struct Surpluses<'a>(pub(in crate::store) &'a Store);
+
+pub fn surplus_not_found() -> ApiError {
+    codes::SURPLUS_NOT_FOUND.with("no surplus load of this organization has this id")
+}
+
+fn receiving_point_not_found() -> ApiError {
+    codes::RECEIVING_POINT_NOT_FOUND_IN_BODY.with(
+        "to_receiving_point_id names no receiving point of this organization and no public one",
+    )
+}
+
+fn receiving_point_archived() -> ApiError {
+    codes::RECEIVING_POINT_ARCHIVED.with("the receiving point is archived")
+}
+
+fn truck_not_found() -> ApiError {
+    codes::TRUCK_NOT_FOUND_IN_BODY.with("truck_id names no truck in service of this organization or of an active partner that granted it full access")
+}
+
+fn truck_not_granted() -> ApiError {
+    codes::TRUCK_NOT_GRANTED.with("the load's truck belongs to an organization that no longer grants this one full access: its bill cannot be charged more")
+}
+
+/// The truck's organization's consent, checked inside a load's
+/// transaction: its `full` grant to the load's organization stands, and it
+/// is active. Only the truck's organization's own act lets another name
+/// its trucks or bill it.
+fn consent(table: &str, truck_org: Uuid, load_org: Uuid) -> ApiResult<[TransactWriteItem; 2]> {
+    let grant = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(grants::grant_key(truck_org, load_org)))
+        .condition_expression("#scope = :full")
+        .expression_attribute_names("#scope", "scope")
+        .expression_attribute_values(":full", s("full"))
+        .build()
+        .map_err(ApiError::internal)?;
+    let active = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(key(keys::org_pk(truck_org), keys::ORG_SK)))
+        .condition_expression("#status = :active")
+        .expression_attribute_names("#status", "status")
+        .expression_attribute_values(":active", s(crate::model::org::STATUS_ACTIVE))
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok([grant, active].map(|c| TransactWriteItem::builder().condition_check(c).build()))
+}
+
+impl Record for SurplusRecord {
+    const PREFIX: &'static str = SURPLUS_PREFIX;
+    fn not_found() -> ApiError {
+        surplus_not_found()
+    }
+    fn id(&self) -> Uuid {
+        self.id
+    }
+    fn org_id(&self) -> Uuid {
+        self.org_id
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn archived_at(&self) -> Option<Timestamp> {
+        self.archived_at
+    }
+    fn set_archived(&mut self, archived_at: Option<Timestamp>, now: Timestamp) {
+        self.archived_at = archived_at;
+        self.updated_at = now;
+    }
+    fn geo(&self) -> Vec<geo::GeoEntry> {
+        Vec::new()
+    }
+    /// The list indexes and the billing index; an archived load leaves
+    /// them all (sparse indexes).
+    fn index(&self) -> Vec<(&'static str, String)> {
+        if self.archived_at.is_some() {
+            return Vec::new();
+        }
+        let order = format!("{}#{}", self.created_at, self.id);
+        let mut index = vec![
+            (
+                "gsi1pk",
+                keys::surplus_group_pk(self.org_id, self.status.group().as_str()),
+            ),
+            ("gsi1sk", order.clone()),
+            ("gsi2pk", keys::surplus_site_pk(self.org_id, self.site_id)),
+            ("gsi2sk", order),
+        ];
+        if let Some((billed, at)) = self.billing() {
+            index.push(("gsi3pk", keys::billing_pk(billed)));
+            index.push(("gsi3sk", format!("{at}#{}", self.id)));
+        }
+        index
+    }
+}
+
+/// Where a keyset page starts: the key attributes of the last row shown.
+pub type Position = BTreeMap<String, String>;
+
+/// A page of loads and where the next one starts.
+pub struct Page {
+    pub rows: Vec<SurplusRecord>,
+    pub next: Option<Position>,
+}
+
+#[derive(serde::Serialize)]
+struct LogItem<'a> {
+    pk: String,
+    sk: String,
+    #[serde(flatten)]
+    entry: &'a LogEntry,
+}
+
+/// The stored item of one log entry of `load`.
+pub(in crate::store) fn log_record(load: &SurplusRecord, entry: &LogEntry) -> ApiResult<Item> {
+    to_item(&LogItem {
+        pk: keys::org_pk(load.org_id),
+        sk: keys::surplus_log_sk(load.id, entry.id),
+        entry,
+    })
+}
+
+fn log_item(table: &str, load: &SurplusRecord, entry: &LogEntry) -> ApiResult<TransactWriteItem> {
+    put(
+        table,
+        log_record(load, entry)?,
+        Some("attribute_not_exists(pk)"),
+    )
+}
+
+fn check(table: &str, item_key: Item, condition: &str) -> ApiResult<TransactWriteItem> {
+    let check = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(item_key))
+        .condition_expression(condition)
+        .build()
+        .map_err(ApiError::internal)?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
+}
+
+/// A condition checked in a load's transaction, and the refusal it means.
+type Check = (TransactWriteItem, fn() -> ApiError);
+
+/// A resolved destination: the receiving point and its site and owner.
+struct Destination {
+    point: ReceivingPointRecord,
+}
+
+impl Destination {
+    fn apply(&self, load: &mut SurplusRecord) {
+        load.to_receiving_point_id = Some(self.point.id);
+        load.to_site_id = Some(self.point.site_id);
+        load.to_org_id = Some(self.point.org_id);
+    }
+
+    /// The receiving point is still as read: there, active, and this
+    /// organization's or public.
+    fn checks(&self, table: &str, org: Uuid) -> ApiResult<Vec<Check>> {
+        let condition = if self.point.org_id == org {
+            "attribute_exists(pk) AND attribute_not_exists(archived_at)"
+        } else {
+            "attribute_exists(pk) AND attribute_not_exists(archived_at) AND is_public = :yes"
+        };
+        let check = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key(
+                keys::org_pk(self.point.org_id),
+                sk::<ReceivingPointRecord>(self.point.id),
+            )))
+            .condition_expression(condition);
+        let check = if self.point.org_id == org {
+            check
+        } else {
+            check.expression_attribute_values(
+                ":yes",
+                aws_sdk_dynamodb::types::AttributeValue::Bool(true),
+            )
+        };
+        let point = TransactWriteItem::builder()
+            .condition_check(check.build().map_err(ApiError::internal)?)
+            .build();
+        let mut checks: Vec<Check> = vec![(point, receiving_point_archived)];
+        if self.point.org_id != org {
+            // Another organization's public point: while it is active.
+            let active = ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(key(keys::org_pk(self.point.org_id), keys::ORG_SK)))
+                .condition_expression("#status = :active")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":active", s(crate::model::org::STATUS_ACTIVE))
+                .build()
+                .map_err(ApiError::internal)?;
+            let active = TransactWriteItem::builder().condition_check(active).build();
+            checks.push((active, receiving_point_not_found));
+        }
+        Ok(checks)
+    }
+}
+
+impl Surpluses<'_> {
+    /// A load of the organization that is not archived, or 404
+    /// `surplus_not_found`.
+    pub async fn require(&self, org: Uuid, id: Uuid) -> ApiResult<SurplusRecord> {
+        self.0
+            .records::<SurplusRecord>()
+            .get(org, id)
+            .await?
+            .filter(|load| load.archived_at.is_none())
+            .ok_or_else(surplus_not_found)
+    }
+
+    /// An active origin site of the organization (422 `site_not_found`,
+    /// `site_archived`).
+    async fn origin(&self, org: Uuid, site: Uuid) -> ApiResult<SiteRecord> {
+        let site = self
+            .0
+            .sites()
+            .get(org, site)
+            .await?
+            .ok_or_else(ApiError::site_not_found)?;
+        if site.archived_at.is_some() {
+            return Err(ApiError::site_archived());
+        }
+        Ok(site)
+    }
+
+    /// A receiving point the organization may deliver to: one of its own,
+    /// or another organization's public one (found by id through `gsi1`);
+    /// 422 `receiving_point_not_found`, `receiving_point_archived`.
+    async fn destination(&self, org: Uuid, point: Uuid) -> ApiResult<Destination> {
+        let store = self.0;
+        let found = match store.receiving_points().get(org, point).await? {
+            Some(own) => Some(own),
+            None => {
+                let page = store
+                    .db
+                    .query()
+                    .table_name(store.table())
+                    .index_name("gsi1")
+                    .key_condition_expression("gsi1pk = :pk")
+                    .expression_attribute_values(":pk", s(keys::receiving_point_lookup_pk(point)))
+                    .send()
+                    .await
+                    .map_err(sdk_error)?;
+                page.items
+                    .unwrap_or_default()
+                    .into_iter()
+                    .next()
+                    .map(from_item::<ReceivingPointRecord>)
+                    .transpose()?
+                    .filter(|p| p.is_public)
+            }
+        };
+        let point = found.ok_or_else(receiving_point_not_found)?;
+        if point.archived_at.is_some() {
+            return Err(receiving_point_archived());
+        }
+        Ok(Destination { point })
+    }
+
+    /// A truck in service that the organization may name: its own, or one
+    /// of an active organization that granted it `full` access (422
+    /// `truck_not_found`). The grant is checked again in the load's
+    /// transaction (`consent`).
+    async fn truck(&self, org: Uuid, truck: Uuid) -> ApiResult<TruckRecord> {
+        let store = self.0;
+        if let Some(own) = store.trucks().get(org, truck).await? {
+            return own
+                .retired_at
+                .is_none()
+                .then_some(own)
+                .ok_or_else(truck_not_found);
+        }
+        match store
+            .grants()
+            .granted_record::<TruckRecord>(org, truck)
+            .await?
+        {
+            Some((found, GrantScope::Full)) if found.retired_at.is_none() => Ok(found),
+            _ => Err(truck_not_found()),
+        }
+    }
+
+    /// Stores a new load with its first log entry, after resolving its
+    /// origin site, destination and truck (and its driver at this moment),
+    /// in one transaction that checks them again.
+    pub async fn create(&self, load: &mut SurplusRecord) -> ApiResult<SurplusRecord> {
+        let org = load.org_id;
+        let table = self.0.table();
+        // The origin, the destination and the truck, read at once; their
+        // refusals keep the contract's order (site, destination, truck).
+        let (origin, destination, truck) = CallCounter::together(async {
+            futures::join!(
+                self.origin(org, load.site_id),
+                optional(load.to_receiving_point_id, |point| self
+                    .destination(org, point)),
+                optional(load.truck_id, |truck| self.truck(org, truck)),
+            )
+        })
+        .await;
+        origin?;
+        let destination = destination?;
+        if let Some(destination) = &destination {
+            destination.apply(load);
+        }
+        let truck = truck?;
+        if let Some(truck) = &truck {
+            load.truck_org_id = Some(truck.org_id);
+            load.driver_id = truck.driver_id;
+        }
+        let entry = LogEntry::new(None, load.status, load.created_at);
+        let mut actions = vec![
+            put(table, item(&*load)?, Some("attribute_not_exists(pk)"))?,
+            log_item(table, load, &entry)?,
+            check(
+                table,
+                key(keys::org_pk(org), sk::<SiteRecord>(load.site_id)),
+                "attribute_exists(pk) AND attribute_not_exists(archived_at)",
+            )?,
+        ];
+        let mut conflicts: Vec<Conflict> = vec![(2, ApiError::site_archived)];
+        if let Some(destination) = &destination {
+            for (check, error) in destination.checks(table, org)? {
+                conflicts.push((actions.len(), error));
+                actions.push(check);
+            }
+        }
+        if let Some(truck) = &truck {
+            conflicts.push((actions.len(), truck_not_found));
+            actions.push(check(
+                table,
+                key(keys::org_pk(truck.org_id), sk::<TruckRecord>(truck.id)),
+                "attribute_exists(pk) AND attribute_not_exists(retired_at)",
+            )?);
+            if truck.org_id != org {
+                for action in consent(table, truck.org_id, org)? {
+                    conflicts.push((actions.len(), truck_not_found));
+                    actions.push(action);
+                }
+            }
+        }
+        outcome::render(&*load).await?;
+        transact(self.0, actions, &conflicts).await?;
+        Ok(load.clone())
+    }
+
+    /// Applies validated changes (the status machine, the route lock, a new
+    /// origin or destination) and writes the load, its log entry when the
+    /// status moved and its outbox record when it became `delivered`, in
+    /// one transaction. Racing writers are applied one after the other, so
+    /// racing moves to `delivered` make one transition: the others find the
+    /// load delivered and change nothing. Returns the load and the outbox
+    /// record written, if any (for the caller to queue at once).
+    pub async fn update(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        changes: &SurplusChanges,
+    ) -> ApiResult<(SurplusRecord, Option<OutboxRecord>)> {
+        retry_races(|| async {
+            let table = self.0.table();
+            // The load, and the origin and destination the body names, read
+            // at once; their refusals keep the order: the load, its status
+            // and route rules, then the site, then the destination.
+            let (current, origin, destination) = CallCounter::together(async {
+                futures::join!(
+                    self.require(org, id),
+                    optional(changes.site_id, |site| self.origin(org, site)),
+                    optional(changes.to_receiving_point_id.flatten(), |point| {
+                        self.destination(org, point)
+                    }),
+                )
+            })
+            .await;
+            let current = current?;
+            let now = crate::model::now();
+            let mut updated = current.clone();
+            changes.apply(&mut updated, now)?;
+            let mut checks = Vec::new();
+            if updated.site_id != current.site_id {
+                origin?;
+                checks.push((
+                    check(
+                        table,
+                        key(keys::org_pk(org), sk::<SiteRecord>(updated.site_id)),
+                        "attribute_exists(pk) AND attribute_not_exists(archived_at)",
+                    )?,
+                    ApiError::site_archived as fn() -> ApiError,
+                ));
+            }
+            match changes.to_receiving_point_id {
+                Some(Some(point)) if Some(point) != current.to_receiving_point_id => {
+                    let destination = destination?
+                        .ok_or_else(|| ApiError::internal("the destination named was read"))?;
+                    destination.apply(&mut updated);
+                    checks.extend(destination.checks(table, org)?);
+                }
+                Some(None) => {
+                    updated.to_receiving_point_id = None;
+                    updated.to_site_id = None;
+                    updated.to_org_id = None;
+                }
+                _ => {}
+            }
+            // Billing another organization more needs its consent still.
+            if let Some(billed) = updated.raises_charge_of(&current) {
+                for action in consent(table, billed, org)? {
+                    checks.push((action, truck_not_granted));
+                }
+            }
+            updated.version = current.version + 1;
+            let mut actions = vec![self.write(&updated, current.version)?];
+            let mut conflicts: Vec<Conflict> = vec![(0, raced)];
+            let mut announced = None;
+            if updated.status != current.status {
+                let entry = LogEntry::new(Some(current.status), updated.status, now);
+                actions.push(log_item(table, &updated, &entry)?);
+                if updated.status == SurplusStatus::Delivered {
+                    let outbox = OutboxRecord::delivered(org, id, now);
+                    actions.push(outbox.write(table)?);
+                    announced = Some(outbox);
+                }
+            }
+            actions.extend(rollups::changes(table, Some(&current), &updated)?);
+            for (action, error) in checks {
+                conflicts.push((actions.len(), error));
+                actions.push(action);
+            }
+            transact(self.0, actions, &conflicts).await?;
+            Ok((updated, announced))
+        })
+        .await
+    }
+
+    /// The load as a conditional Put: unchanged since `read_version`.
+    fn write(&self, load: &SurplusRecord, read_version: u64) -> ApiResult<TransactWriteItem> {
+        let unchanged = if read_version == 0 {
+            "attribute_not_exists(version) OR version = :version"
+        } else {
+            "version = :version"
+        };
+        let write = aws_sdk_dynamodb::types::Put::builder()
+            .table_name(self.0.table())
+            .set_item(Some(item(load)?))
+            .condition_expression(unchanged)
+            .expression_attribute_values(":version", n(read_version))
+            .build()
+            .map_err(ApiError::internal)?;
+        Ok(TransactWriteItem::builder().put(write).build())
+    }
+
+    /// Stores `waybill` as the load's (replacing one uploaded before; 409
+    /// `waybill_locked` once delivered), with the file it names staged
+    /// (`staged`: copied to its place once committed). Returns the load
+    /// and the storage path of the waybill it replaced.
+    pub async fn set_waybill(
+        &self,
+        org: Uuid,
+        id: Uuid,
+        waybill: &StoredWaybill,
+        staged: &StagedFile,
+    ) -> ApiResult<(SurplusRecord, Option<String>)> {
+        retry_races(|| async {
+            let current = self.require(org, id).await?;
+            current.waybill_open()?;
+            let mut updated = current.clone();
+            updated.waybill = Some(waybill.clone());
+            updated.updated_at = crate::model::now();
+            updated.version = current.version + 1;
+            let actions = vec![
+                self.write(&updated, current.version)?,
+                staged.write(self.0.table())?,
+            ];
+            let replaced = current
+                .waybill
+                .map(|w| w.storage_path)
+                .filter(|path| *path != waybill.storage_path);
+            let written = (updated, replaced);
+            outcome::render(&written).await?;
+            transact(self.0, actions, &[(0, raced)]).await?;
+            Ok(written)
+        })
+        .await
+    }
+
+    /// The log of a load of the organization, oldest first: 404
+    /// `surplus_not_found` when the load is not the organization's or is
+    /// archived (the load and its entries are read at once).
+    pub async fn log(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
+        let (_, entries) = futures::try_join!(self.require(org, id), self.entries(org, id))?;
+        Ok(entries)
+    }
+
+    /// The entries of load `id`'s log, oldest first (for a caller that
+    /// holds the load already).
+    pub async fn entries(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
+        let store = self.0;
+        let query = store.prefix_query(keys::org_pk(org), &keys::surplus_log_prefix(id));
+        query_records(query).await
+    }
+
+    /// Archives a load (an operator's command): 404 from then on, and out
+    /// of the figures.
+    pub async fn archive(&self, org: Uuid, id: Uuid) -> ApiResult<SurplusRecord> {
+        retry_races(|| async {
+            let current = self.require(org, id).await?;
+            let mut updated = current.clone();
+            let now = crate::model::now();
+            updated.set_archived(Some(now), now);
+            updated.version = current.version + 1;
+            let mut actions = vec![self.write(&updated, current.version)?];
+            actions.extend(rollups::changes(self.0.table(), Some(&current), &updated)?);
+            transact(self.0, actions, &[(0, raced)]).await?;
+            Ok(updated)
+        })
+        .await
+    }
+
+    /// One page of the organization's loads, newest first: all of them
+    /// (its partition), one status group (`gsi1`) or one origin site
+    /// (`gsi2`, filtered by the group when one is given). Reads until the
+    /// page is full or the loads end, so a filter never shortens a page.
+    pub async fn list(
+        &self,
+        org: Uuid,
+        group: Option<StatusGroup>,
+        site: Option<Uuid>,
+        start: Option<Position>,
+        limit: usize,
+    ) -> ApiResult<Page> {
+        let store = self.0;
+        let mut query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .scan_index_forward(false);
+        let (index, drops) = match (group, site) {
+            (group, Some(site)) => {
+                query = query
+                    .index_name("gsi2")
+                    .key_condition_expression("gsi2pk = :pk")
+                    .expression_attribute_values(":pk", s(keys::surplus_site_pk(org, site)));
+                if let Some(group) = group {
+                    query = query
+                        .filter_expression("gsi1pk = :group")
+                        .expression_attribute_values(
+                            ":group",
+                            s(keys::surplus_group_pk(org, group.as_str())),
+                        );
+                }
+                let drops = if group.is_some() {
+                    Drops::Many
+                } else {
+                    Drops::Nothing
+                };
+                (Some("gsi2"), drops)
+            }
+            (Some(group), None) => {
+                query = query
+                    .index_name("gsi1")
+                    .key_condition_expression("gsi1pk = :pk")
+                    .expression_attribute_values(
+                        ":pk",
+                        s(keys::surplus_group_pk(org, group.as_str())),
+                    );
+                (Some("gsi1"), Drops::Nothing)
+            }
+            (None, None) => {
+                query = query
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                    .filter_expression("attribute_not_exists(archived_at)")
+                    .expression_attribute_values(":pk", s(keys::org_pk(org)))
+                    .expression_attribute_values(":prefix", s(SURPLUS_PREFIX))
+                    .consistent_read(true);
+                (None, Drops::Few)
+            }
+        };
+        read_page(query, start, limit, drops, index).await
+    }
+}
+
+/// What a page query's filter drops of the items it reads, which sets how
+/// far the query reads ahead: DynamoDB applies `Limit` before the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::store) enum Drops {
+    /// No filter: read exactly what the page needs.
+    Nothing,
+    /// Archived loads in the organization's partition: rare, so read what
+    /// the page needs and read again only on the page that had some.
+    Few,
+    /// Another status group's loads of a site: read at least 100 at a time.
+    Many,
+}
+
+/// One keyset page of loads from `query` (newest or oldest first, as the
+/// query says): reads until `limit` rows and one more are found or the
+/// loads end, so a filter (`drops`) never shortens a page; the next page
+/// starts after the last row shown, in the key of `index` (none for the
+/// partition).
+pub(in crate::store) async fn read_page(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    start: Option<Position>,
+    limit: usize,
+    drops: Drops,
+    index: Option<&str>,
+) -> ApiResult<Page> {
+    let query = project::<SurplusRecord>(query);
+    let mut rows: Vec<SurplusRecord> = Vec::new();
+    let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
+    loop {
+        let wanted = limit + 1 - rows.len();
+        let read = match drops {
+            Drops::Nothing | Drops::Few => wanted,
+            Drops::Many => wanted.max(100),
+        };
+        let page = query
+            .clone()
+            .limit(i32::try_from(read).unwrap_or(i32::MAX))
+            .set_exclusive_start_key(from.take())
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        for found in page.items.unwrap_or_default() {
+            if rows.len() > limit {
+                break;
+            }
+            rows.push(from_item(found)?);
+        }
+        match page.last_evaluated_key {
+            Some(last) if rows.len() <= limit => from = Some(last),
+            _ => break,
+        }
+    }
+    let next = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(|last| position(last, index))
+    } else {
+        None
+    };
+    Ok(Page { rows, next })
+}
+
+/// The key attributes of `load` in the list's key (`index`: none for the
+/// partition).
+fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
+    let mut keys = Position::from([
+        (keys::PK.to_owned(), keys::org_pk(load.org_id)),
+        (keys::SK.to_owned(), keys::surplus_sk(load.id)),
+    ]);
+    if let Some(index) = index {
+        for (name, value) in load.index() {
+            if name.starts_with(index) {
+                keys.insert(name.to_owned(), value);
+            }
+        }
+    }
+    keys
+}
+
+/// `read(id)` when there is an id.
+async fn optional<T, F, Fut>(id: Option<Uuid>, read: F) -> ApiResult<Option<T>>
+where
+    F: FnOnce(Uuid) -> Fut,
+    Fut: Future<Output = ApiResult<T>>,
+{
+    match id {
+        Some(id) => read(id).await.map(Some),
+        None => Ok(None),
+    }
+}
