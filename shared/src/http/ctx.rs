@@ -1,12 +1,12 @@
 //! `Ctx<S>`: the authenticated caller of a `/api/v1/*` route that needs
 //! scope `S`. Extracting it takes the request through stages 2 and 3 of
-//! its lifecycle (`lifecycle.rs`): the key admitted and counted in one
+//! its lifecycle (`lifecycle`): the key admitted and counted in one
 //! round trip (401, 403, 429 in the contract's order), then its
 //! `Idempotency-Key` claimed (or the first answer replayed). A read's own
 //! record is then its second and last round trip; on an instance that
 //! admitted the key lately, the read's query starts with the admission and
 //! the layer awaits the admission before the answer leaves (one round
-//! trip: `lifecycle.rs`).
+//! trip: `lifecycle`).
 
 use std::marker::PhantomData;
 

@@ -1,5 +1,5 @@
 //! The layer around every route: request id, DynamoDB call accounting,
-//! the request's lifecycle around its handler (`lifecycle.rs`: arrival
+//! the request's lifecycle around its handler (`lifecycle`: arrival
 //! before routing, settlement after, with the `X-RateLimit-*` headers on
 //! `/api/v1/*`), panics as 500, a 500 before Lambda's deadline rather than
 //! none at all, and one line that is both the request's log line (with

@@ -6,81 +6,41 @@
 //! `delivered` its outbox record, and any change of what a delivered load
 //! counts for its day's figures (`rollups`), to the same transaction.
 
-use std::collections::BTreeMap;
-
 use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
 use uuid::Uuid;
 
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
 use crate::model::Timestamp;
-use crate::model::grant::GrantScope;
-use crate::model::receiving_point::ReceivingPointRecord;
 use crate::model::site::SiteRecord;
 use crate::model::surplus::{
-    LogEntry, StatusGroup, StoredWaybill, SurplusChanges, SurplusRecord, SurplusStatus,
+    LogEntry, StoredWaybill, SurplusChanges, SurplusRecord, SurplusStatus,
 };
 use crate::model::truck::TruckRecord;
 use crate::store::engine::calls::CallCounter;
 use crate::store::engine::client::Store;
-use crate::store::engine::errors::sdk_error;
-use crate::store::engine::item::{Item, from_item, key, n, s, to_item};
+use crate::store::engine::item::{Item, key, n, to_item};
 use crate::store::engine::keys::{self, SURPLUS_PREFIX};
-use crate::store::engine::query::{project, query_records};
+use crate::store::engine::query::query_records;
 use crate::store::exactly_once::outbox::OutboxRecord;
 use crate::store::exactly_once::outcome;
 use crate::store::exactly_once::staged::StagedFile;
 use crate::store::exactly_once::tx::{Conflict, put, raced, retry_races, transact};
+use crate::store::records::geo;
 use crate::store::records::org_records::{Record, item, sk};
 use crate::store::records::rollups;
-use crate::store::records::{geo, grants};
+
+mod pages;
+mod route;
+
+pub(in crate::store) use pages::{Drops, read_page};
+pub use pages::{Page, Position};
+use route::{consent, truck_not_found, truck_not_granted};
 
 pub struct Surpluses<'a>(pub(in crate::store) &'a Store);
 
 pub fn surplus_not_found() -> ApiError {
     codes::SURPLUS_NOT_FOUND.with("no surplus load of this organization has this id")
-}
-
-fn receiving_point_not_found() -> ApiError {
-    codes::RECEIVING_POINT_NOT_FOUND_IN_BODY.with(
-        "to_receiving_point_id names no receiving point of this organization and no public one",
-    )
-}
-
-fn receiving_point_archived() -> ApiError {
-    codes::RECEIVING_POINT_ARCHIVED.with("the receiving point is archived")
-}
-
-fn truck_not_found() -> ApiError {
-    codes::TRUCK_NOT_FOUND_IN_BODY.with("truck_id names no truck in service of this organization or of an active partner that granted it full access")
-}
-
-fn truck_not_granted() -> ApiError {
-    codes::TRUCK_NOT_GRANTED.with("the load's truck belongs to an organization that no longer grants this one full access: its bill cannot be charged more")
-}
-
-/// The truck's organization's consent, checked inside a load's
-/// transaction: its `full` grant to the load's organization stands, and it
-/// is active. Only the truck's organization's own act lets another name
-/// its trucks or bill it.
-fn consent(table: &str, truck_org: Uuid, load_org: Uuid) -> ApiResult<[TransactWriteItem; 2]> {
-    let grant = ConditionCheck::builder()
-        .table_name(table)
-        .set_key(Some(grants::grant_key(truck_org, load_org)))
-        .condition_expression("#scope = :full")
-        .expression_attribute_names("#scope", "scope")
-        .expression_attribute_values(":full", s("full"))
-        .build()
-        .map_err(ApiError::internal)?;
-    let active = ConditionCheck::builder()
-        .table_name(table)
-        .set_key(Some(key(keys::org_pk(truck_org), keys::ORG_SK)))
-        .condition_expression("#status = :active")
-        .expression_attribute_names("#status", "status")
-        .expression_attribute_values(":active", s(crate::model::org::STATUS_ACTIVE))
-        .build()
-        .map_err(ApiError::internal)?;
-    Ok([grant, active].map(|c| TransactWriteItem::builder().condition_check(c).build()))
 }
 
 impl Record for SurplusRecord {
@@ -134,15 +94,6 @@ impl Record for SurplusRecord {
     }
 }
 
-/// Where a keyset page starts: the key attributes of the last row shown.
-pub type Position = BTreeMap<String, String>;
-
-/// A page of loads and where the next one starts.
-pub struct Page {
-    pub rows: Vec<SurplusRecord>,
-    pub next: Option<Position>,
-}
-
 #[derive(serde::Serialize)]
 struct LogItem<'a> {
     pk: String,
@@ -178,65 +129,6 @@ fn check(table: &str, item_key: Item, condition: &str) -> ApiResult<TransactWrit
     Ok(TransactWriteItem::builder().condition_check(check).build())
 }
 
-/// A condition checked in a load's transaction, and the refusal it means.
-type Check = (TransactWriteItem, fn() -> ApiError);
-
-/// A resolved destination: the receiving point and its site and owner.
-struct Destination {
-    point: ReceivingPointRecord,
-}
-
-impl Destination {
-    fn apply(&self, load: &mut SurplusRecord) {
-        load.to_receiving_point_id = Some(self.point.id);
-        load.to_site_id = Some(self.point.site_id);
-        load.to_org_id = Some(self.point.org_id);
-    }
-
-    /// The receiving point is still as read: there, active, and this
-    /// organization's or public.
-    fn checks(&self, table: &str, org: Uuid) -> ApiResult<Vec<Check>> {
-        let condition = if self.point.org_id == org {
-            "attribute_exists(pk) AND attribute_not_exists(archived_at)"
-        } else {
-            "attribute_exists(pk) AND attribute_not_exists(archived_at) AND is_public = :yes"
-        };
-        let check = ConditionCheck::builder()
-            .table_name(table)
-            .set_key(Some(key(
-                keys::org_pk(self.point.org_id),
-                sk::<ReceivingPointRecord>(self.point.id),
-            )))
-            .condition_expression(condition);
-        let check = if self.point.org_id == org {
-            check
-        } else {
-            check.expression_attribute_values(
-                ":yes",
-                aws_sdk_dynamodb::types::AttributeValue::Bool(true),
-            )
-        };
-        let point = TransactWriteItem::builder()
-            .condition_check(check.build().map_err(ApiError::internal)?)
-            .build();
-        let mut checks: Vec<Check> = vec![(point, receiving_point_archived)];
-        if self.point.org_id != org {
-            // Another organization's public point: while it is active.
-            let active = ConditionCheck::builder()
-                .table_name(table)
-                .set_key(Some(key(keys::org_pk(self.point.org_id), keys::ORG_SK)))
-                .condition_expression("#status = :active")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":active", s(crate::model::org::STATUS_ACTIVE))
-                .build()
-                .map_err(ApiError::internal)?;
-            let active = TransactWriteItem::builder().condition_check(active).build();
-            checks.push((active, receiving_point_not_found));
-        }
-        Ok(checks)
-    }
-}
-
 impl Surpluses<'_> {
     /// A load of the organization that is not archived, or 404
     /// `surplus_not_found`.
@@ -247,78 +139,6 @@ impl Surpluses<'_> {
             .await?
             .filter(|load| load.archived_at.is_none())
             .ok_or_else(surplus_not_found)
-    }
-
-    /// An active origin site of the organization (422 `site_not_found`,
-    /// `site_archived`).
-    async fn origin(&self, org: Uuid, site: Uuid) -> ApiResult<SiteRecord> {
-        let site = self
-            .0
-            .sites()
-            .get(org, site)
-            .await?
-            .ok_or_else(ApiError::site_not_found)?;
-        if site.archived_at.is_some() {
-            return Err(ApiError::site_archived());
-        }
-        Ok(site)
-    }
-
-    /// A receiving point the organization may deliver to: one of its own,
-    /// or another organization's public one (found by id through `gsi1`);
-    /// 422 `receiving_point_not_found`, `receiving_point_archived`.
-    async fn destination(&self, org: Uuid, point: Uuid) -> ApiResult<Destination> {
-        let store = self.0;
-        let found = match store.receiving_points().get(org, point).await? {
-            Some(own) => Some(own),
-            None => {
-                let page = store
-                    .db
-                    .query()
-                    .table_name(store.table())
-                    .index_name("gsi1")
-                    .key_condition_expression("gsi1pk = :pk")
-                    .expression_attribute_values(":pk", s(keys::receiving_point_lookup_pk(point)))
-                    .send()
-                    .await
-                    .map_err(sdk_error)?;
-                page.items
-                    .unwrap_or_default()
-                    .into_iter()
-                    .next()
-                    .map(from_item::<ReceivingPointRecord>)
-                    .transpose()?
-                    .filter(|p| p.is_public)
-            }
-        };
-        let point = found.ok_or_else(receiving_point_not_found)?;
-        if point.archived_at.is_some() {
-            return Err(receiving_point_archived());
-        }
-        Ok(Destination { point })
-    }
-
-    /// A truck in service that the organization may name: its own, or one
-    /// of an active organization that granted it `full` access (422
-    /// `truck_not_found`). The grant is checked again in the load's
-    /// transaction (`consent`).
-    async fn truck(&self, org: Uuid, truck: Uuid) -> ApiResult<TruckRecord> {
-        let store = self.0;
-        if let Some(own) = store.trucks().get(org, truck).await? {
-            return own
-                .retired_at
-                .is_none()
-                .then_some(own)
-                .ok_or_else(truck_not_found);
-        }
-        match store
-            .grants()
-            .granted_record::<TruckRecord>(org, truck)
-            .await?
-        {
-            Some((found, GrantScope::Full)) if found.retired_at.is_none() => Ok(found),
-            _ => Err(truck_not_found()),
-        }
     }
 
     /// Stores a new load with its first log entry, after resolving its
@@ -555,146 +375,6 @@ impl Surpluses<'_> {
         })
         .await
     }
-
-    /// One page of the organization's loads, newest first: all of them
-    /// (its partition), one status group (`gsi1`) or one origin site
-    /// (`gsi2`, filtered by the group when one is given). Reads until the
-    /// page is full or the loads end, so a filter never shortens a page.
-    pub async fn list(
-        &self,
-        org: Uuid,
-        group: Option<StatusGroup>,
-        site: Option<Uuid>,
-        start: Option<Position>,
-        limit: usize,
-    ) -> ApiResult<Page> {
-        let store = self.0;
-        let mut query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .scan_index_forward(false);
-        let (index, drops) = match (group, site) {
-            (group, Some(site)) => {
-                query = query
-                    .index_name("gsi2")
-                    .key_condition_expression("gsi2pk = :pk")
-                    .expression_attribute_values(":pk", s(keys::surplus_site_pk(org, site)));
-                if let Some(group) = group {
-                    query = query
-                        .filter_expression("gsi1pk = :group")
-                        .expression_attribute_values(
-                            ":group",
-                            s(keys::surplus_group_pk(org, group.as_str())),
-                        );
-                }
-                let drops = if group.is_some() {
-                    Drops::Many
-                } else {
-                    Drops::Nothing
-                };
-                (Some("gsi2"), drops)
-            }
-            (Some(group), None) => {
-                query = query
-                    .index_name("gsi1")
-                    .key_condition_expression("gsi1pk = :pk")
-                    .expression_attribute_values(
-                        ":pk",
-                        s(keys::surplus_group_pk(org, group.as_str())),
-                    );
-                (Some("gsi1"), Drops::Nothing)
-            }
-            (None, None) => {
-                query = query
-                    .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                    .filter_expression("attribute_not_exists(archived_at)")
-                    .expression_attribute_values(":pk", s(keys::org_pk(org)))
-                    .expression_attribute_values(":prefix", s(SURPLUS_PREFIX))
-                    .consistent_read(true);
-                (None, Drops::Few)
-            }
-        };
-        read_page(query, start, limit, drops, index).await
-    }
-}
-
-/// What a page query's filter drops of the items it reads, which sets how
-/// far the query reads ahead: DynamoDB applies `Limit` before the filter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::store) enum Drops {
-    /// No filter: read exactly what the page needs.
-    Nothing,
-    /// Archived loads in the organization's partition: rare, so read what
-    /// the page needs and read again only on the page that had some.
-    Few,
-    /// Another status group's loads of a site: read at least 100 at a time.
-    Many,
-}
-
-/// One keyset page of loads from `query` (newest or oldest first, as the
-/// query says): reads until `limit` rows and one more are found or the
-/// loads end, so a filter (`drops`) never shortens a page; the next page
-/// starts after the last row shown, in the key of `index` (none for the
-/// partition).
-pub(in crate::store) async fn read_page(
-    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
-    start: Option<Position>,
-    limit: usize,
-    drops: Drops,
-    index: Option<&str>,
-) -> ApiResult<Page> {
-    let query = project::<SurplusRecord>(query);
-    let mut rows: Vec<SurplusRecord> = Vec::new();
-    let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
-    loop {
-        let wanted = limit + 1 - rows.len();
-        let read = match drops {
-            Drops::Nothing | Drops::Few => wanted,
-            Drops::Many => wanted.max(100),
-        };
-        let page = query
-            .clone()
-            .limit(i32::try_from(read).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(from.take())
-            .send()
-            .await
-            .map_err(sdk_error)?;
-        for found in page.items.unwrap_or_default() {
-            if rows.len() > limit {
-                break;
-            }
-            rows.push(from_item(found)?);
-        }
-        match page.last_evaluated_key {
-            Some(last) if rows.len() <= limit => from = Some(last),
-            _ => break,
-        }
-    }
-    let next = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|last| position(last, index))
-    } else {
-        None
-    };
-    Ok(Page { rows, next })
-}
-
-/// The key attributes of `load` in the list's key (`index`: none for the
-/// partition).
-fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
-    let mut keys = Position::from([
-        (keys::PK.to_owned(), keys::org_pk(load.org_id)),
-        (keys::SK.to_owned(), keys::surplus_sk(load.id)),
-    ]);
-    if let Some(index) = index {
-        for (name, value) in load.index() {
-            if name.starts_with(index) {
-                keys.insert(name.to_owned(), value);
-            }
-        }
-    }
-    keys
 }
 
 /// `read(id)` when there is an id.
