@@ -60,7 +60,7 @@ impl AppState {
     /// stack, the development key is not used).
     pub async fn from_env() -> Result<Self, BoxError> {
         let state = Self::load().await?;
-        if state.config.cursor_key.is_none() {
+        if state.config.http.cursor_key.is_none() {
             return Err(
                 "set CURSOR_SIGNING_KEY_SECRET_ARN (or CURSOR_SIGNING_KEY): the \
                         development cursor key is only used on the local stack"
@@ -79,24 +79,24 @@ impl AppState {
     }
 
     pub fn new(config: Config, sdk: &aws_config::SdkConfig) -> Self {
-        let store = Store::new(Store::client(sdk), config.table_name.as_str())
-            .with_public_copies(config.public_cell_copies);
+        let store = Store::new(Store::client(sdk), config.store.table.as_str())
+            .with_public_copies(config.store.public_cell_copies);
         let links = LinkSigner::new(
             sdk,
-            &config.bucket_name,
-            config.link_signer_secret_arn.clone(),
+            &config.files.bucket,
+            config.files.link_signer_secret_arn.clone(),
         );
-        let cursors = Cursors::new(sdk, config.cursor_key.clone());
-        let files = Files::new(sdk, &config.bucket_name);
+        let cursors = Cursors::new(sdk, config.http.cursor_key.clone());
+        let files = Files::new(sdk, &config.files.bucket);
         let sealer = Sealer::new(Keyring::new(
             "webhook seal key",
             sdk,
-            config.webhook_seal_key.clone(),
+            config.webhooks.seal_key.clone(),
         ));
         let queue = WebhookQueue::new(
             sdk,
-            config.webhook_queue_url.clone(),
-            config.webhook_dlq_url.clone(),
+            config.webhooks.queue_url.clone(),
+            config.webhooks.dlq_url.clone(),
         );
         let geocode_key =
             DeploymentKey::credential("geocoding API key", sdk, config.geocode.api_key.clone());

@@ -158,13 +158,13 @@ async fn setup() -> Harness {
     // A nextest run (`make mutants`: a process a test) shares one table
     // by its run's id; a `cargo test` process has one of its own.
     let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| uuid::Uuid::new_v4().to_string());
-    config.table_name = format!("test-{run}");
+    config.store.table = format!("test-{run}");
     let db = shared::store::Store::client(&sdk);
-    shared::store::engine::schema::ensure_table(&db, &config.table_name)
+    shared::store::engine::schema::ensure_table(&db, &config.store.table)
         .await
         .expect("table");
     let s3 = shared::links::s3_client(&sdk);
-    shared::store::engine::schema::ensure_bucket(&s3, &config.bucket_name)
+    shared::store::engine::schema::ensure_bucket(&s3, &config.files.bucket)
         .await
         .expect("bucket");
     let state = AppState::new(config, &sdk);
@@ -436,7 +436,7 @@ pub async fn org() -> TestOrg {
 /// Another key for `org`.
 pub async fn new_key(org: uuid::Uuid, scopes: &[Scope]) -> String {
     let h = harness().await;
-    let prefix = h.state.config.short_name.key_prefix();
+    let prefix = h.state.config.http.short_name.key_prefix();
     let key = h
         .store()
         .api_keys()

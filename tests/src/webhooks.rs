@@ -62,16 +62,16 @@ impl Stack {
             .expect("dead-letter queue");
         let mut config = (*h.state.config).clone();
         if own_table {
-            config.table_name = name.clone();
+            config.store.table = name.clone();
             let db = shared::store::Store::client(&h.sdk);
             shared::store::engine::schema::ensure_table(&db, &name)
                 .await
                 .expect("table");
         }
-        config.webhook_queue_url = Some(queue);
-        config.webhook_dlq_url = Some(dlq.clone());
-        config.webhook_allow_loopback = true;
-        config.admin_url_template = Some(ADMIN_URL.into());
+        config.webhooks.queue_url = Some(queue);
+        config.webhooks.dlq_url = Some(dlq.clone());
+        config.webhooks.allow_loopback = true;
+        config.webhooks.admin_url_template = Some(ADMIN_URL.into());
         let dispatcher_state = AppState::new(config.clone(), &h.sdk);
         change(&mut config);
         let state = AppState::new(config, &h.sdk);
@@ -90,7 +90,7 @@ impl Stack {
         let store = &self.state.store;
         let new = crate::named(&crate::unique("Stack Org"));
         let created = store.orgs().create_top_level(&new, true).await.unwrap();
-        let prefix = self.state.config.short_name.key_prefix();
+        let prefix = self.state.config.http.short_name.key_prefix();
         let scopes = vec![shared::auth::Scope::All];
         let (key, _) = store
             .api_keys()

@@ -40,7 +40,7 @@ static SERVED: OnceLock<Served> = OnceLock::new();
 
 fn served(state: &AppState) -> &'static Served {
     SERVED.get_or_init(|| {
-        let yaml = with_body_limit(state.config.max_body_bytes);
+        let yaml = with_body_limit(state.config.http.max_body_bytes);
         let parsed = match &yaml {
             Cow::Borrowed(_) => Cow::Borrowed(&*OPENAPI),
             Cow::Owned(text) => {

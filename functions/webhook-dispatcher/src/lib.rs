@@ -57,7 +57,7 @@ impl Again {
 impl Dispatcher {
     pub fn new(state: AppState, policy: Policy) -> Self {
         let reach = Reach {
-            allow_loopback: state.config.webhook_allow_loopback,
+            allow_loopback: state.config.webhooks.allow_loopback,
         };
         let sender = Sender::new(&policy, reach);
         Dispatcher {
@@ -344,7 +344,7 @@ impl Dispatcher {
             payload::build(
                 store,
                 &self.state.links,
-                config.admin_url_template.as_deref(),
+                config.webhooks.admin_url_template.as_deref(),
                 &delivery,
             ),
         )?;
@@ -433,7 +433,7 @@ impl Dispatcher {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        let short = &self.state.config.short_name;
+        let short = &self.state.config.http.short_name;
         let id_text = id.to_string();
         let mut headers = HeaderMap::new();
         let mut set = |name: String, value: String| {

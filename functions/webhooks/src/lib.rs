@@ -55,7 +55,7 @@ async fn create(
     ctx: Ctx<WriteData>,
     JsonBody(body): JsonBody<CreateWebhook>,
 ) -> ApiResult<Response> {
-    let new = body.validate(ctx.config.webhook_allow_loopback)?;
+    let new = body.validate(ctx.config.webhooks.allow_loopback)?;
     let registered = async {
         let (record, _) = ctx.register_webhook(ctx.org_id, new).await?;
         Ok(record)

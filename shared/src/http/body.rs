@@ -21,7 +21,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let limit = AppState::from_ref(state).config.max_body_bytes;
+        let limit = AppState::from_ref(state).config.http.max_body_bytes;
         let bytes = at_most(request.into_body(), limit).await?;
         parse(&bytes).map(JsonBody)
     }

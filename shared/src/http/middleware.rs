@@ -167,10 +167,11 @@ async fn serve(
 ) -> (Response, Settled) {
     let largest_body = state
         .config
+        .http
         .max_body_bytes
         .max(multipart::MAX_REQUEST_BYTES);
     // A warm request may have to run again (`Settled::again`): a copy kept.
-    let (response, again) = match again(request, state.config.max_body_bytes).await {
+    let (response, again) = match again(request, state.config.http.max_body_bytes).await {
         Err(refused) => (refused.into_response(), None),
         Ok((request, again)) => {
             let early = again.is_some();

@@ -283,7 +283,7 @@ fn disabled_deployment_is_403_public_api_disabled() {
         let t = org().await;
         let router = harness()
             .await
-            .router_with(|c| c.public_api_enabled = false);
+            .router_with(|c| c.http.public_api_enabled = false);
         orgs()
             .key(&t.key)
             .send_to(&router)
@@ -326,7 +326,7 @@ fn store_failures_are_500_internal_error_without_details() {
         let t = org().await;
         let router = harness()
             .await
-            .router_with(|c| c.table_name = "no-such-table".into());
+            .router_with(|c| c.store.table = "no-such-table".into());
         let reply = orgs().key(&t.key).send_to(&router).await;
         reply.expect(500, Some("internal_error"));
         assert_eq!(reply.body["error"], "Internal Server Error");

@@ -702,7 +702,7 @@ fn a_lost_send_to_the_queue_is_recovered_by_the_sweeper() {
     run(async {
         // Given an API whose queue is unreachable at commit time.
         let stack = Stack::new(quick_policy(8), true, |config| {
-            config.webhook_queue_url =
+            config.webhooks.queue_url =
                 Some("http://127.0.0.1:5005/000000000000/no-such-queue".into());
         })
         .await;
@@ -858,7 +858,7 @@ fn a_name_resolving_to_loopback_is_refused_by_the_dispatcher() {
             {
                 let mut state = stack.state.clone();
                 let mut config = (*state.config).clone();
-                config.webhook_allow_loopback = false;
+                config.webhooks.allow_loopback = false;
                 state.config = std::sync::Arc::new(config);
                 state
             },

@@ -180,7 +180,7 @@ fn objects(prefix: String) -> Effect {
             let s3 = shared::links::s3_client(&h.sdk);
             let listed = s3
                 .list_objects_v2()
-                .bucket(&h.state.config.bucket_name)
+                .bucket(&h.state.config.files.bucket)
                 .prefix(&prefix)
                 .send()
                 .await

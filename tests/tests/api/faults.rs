@@ -234,7 +234,7 @@ fn a_500_logs_the_store_call_that_failed_without_a_value() {
         // A table that does not exist: every call fails at DynamoDB itself.
         let h = harness().await;
         let mut config = (*h.state.config).clone();
-        config.table_name = format!("missing-{}", uuid::Uuid::new_v4());
+        config.store.table = format!("missing-{}", uuid::Uuid::new_v4());
         let state = shared::state::AppState::new(config, &h.sdk);
         let api = shared::http::app(local::routes(), state);
         let reply = call(Method::GET, "/api/v1/orgs")

@@ -122,7 +122,7 @@ fn calls_a_provider(path: &str) -> bool {
 async fn router() -> Router {
     harness()
         .await
-        .router_with(|config| config.rate_limit.limit = 1_000_000)
+        .router_with(|config| config.http.rate_limit.limit = 1_000_000)
 }
 
 /// Sends every kept case of `target`, then `generate`d cases until the

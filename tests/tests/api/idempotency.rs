@@ -381,7 +381,7 @@ fn a_sealed_answer_copied_under_another_key_does_not_open() {
         let h = harness().await;
         shared::store::Store::client(&h.sdk)
             .put_item()
-            .table_name(&h.state.config.table_name)
+            .table_name(&h.state.config.store.table)
             .set_item(Some(copy))
             .send()
             .await
@@ -401,7 +401,7 @@ async fn age(key_id: uuid::Uuid, idempotency_key: &str) {
     let h = harness().await;
     let db = shared::store::Store::client(&h.sdk);
     db.update_item()
-        .table_name(&h.state.config.table_name)
+        .table_name(&h.state.config.store.table)
         .key(
             "pk",
             aws_sdk_dynamodb::types::AttributeValue::S(

@@ -229,7 +229,7 @@ fn no_command_leaves_the_cursor_key_without_a_generation_that_signs() {
     run(async {
         let clock = Clock::frozen_at(shared::clock::now());
         let source = secret(&"c".repeat(40)).await;
-        let (_, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (_, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let config = (*state.config).clone();
         let drop = |version: &'static str| {
             let (config, clock) = (config.clone(), clock.clone());
@@ -282,7 +282,7 @@ fn a_ring_with_nothing_that_signs_refuses_keyed_requests_instead_of_replaying_an
     run(async {
         let clock = Clock::frozen_at(shared::clock::now());
         let source = secret(&"d".repeat(40)).await;
-        let (router, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (router, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let t = org().await;
         let site = |name: &str| {
             call(Method::POST, "/api/v1/sites")
@@ -358,7 +358,7 @@ fn a_leaked_cursor_key_is_refused_as_soon_as_instances_read_the_ring_and_keyed_r
     run(async {
         let clock = Clock::frozen_at(shared::clock::now());
         let source = secret(&"l".repeat(40)).await;
-        let (stale, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (stale, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let config = (*state.config).clone();
         let t = org().await;
         let site = crate::sites::new_site(&t, json!({"name": "Origin"})).await;
@@ -453,7 +453,7 @@ fn a_second_rotation_and_a_drop_read_back_as_operators_see_them() {
     run(async {
         let clock = Clock::frozen_at(shared::clock::now());
         let source = secret(&"r".repeat(40)).await;
-        let (_, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (_, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let config = (*state.config).clone();
         let rotate = ["keys", "rotate", "--key", "cursor", "--overlap-hours", "1"];
         admin_on(&config, &clock, &rotate).await.expect("rotate");
@@ -515,7 +515,7 @@ fn a_fingerprint_of_a_generation_no_ring_lists_is_another_requests_after_one_rea
     run(async {
         let clock = Clock::frozen_at(shared::clock::now());
         let source = secret(&"g".repeat(40)).await;
-        let (router, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (router, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let t = org().await;
         let key_id = api_tests::key_id(&t).await;
         let now = u64::try_from(clock.now().timestamp_millis()).unwrap();

@@ -201,7 +201,7 @@ fn a_refused_request_is_counted_as_throttled() {
     run(async {
         let t = org().await;
         let h = harness().await;
-        let small = h.router_with(|c| c.rate_limit.limit = 1);
+        let small = h.router_with(|c| c.http.rate_limit.limit = 1);
         crate::rate_limit::away_from_window_edge(60, 10).await;
         let admitted = call(Method::GET, "/api/v1/orgs")
             .key(&t.key)
@@ -474,7 +474,7 @@ fn a_dispatcher_that_cannot_open_secrets_counts_each_message_it_gives_back() {
             unreachable!()
         };
         let mut config = (*stack.state.config).clone();
-        config.webhook_seal_key = Some(shared::deployment_key::KeySource::Secret(format!(
+        config.webhooks.seal_key = Some(shared::deployment_key::KeySource::Secret(format!(
             "{arn}-gone"
         )));
         let state = shared::state::AppState::new(config, &harness().await.sdk);

@@ -77,8 +77,8 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
             .await
             .unwrap();
         let mut config = (*h.state.config).clone();
-        config.bucket_name = bucket.clone();
-        let router = h.router_with(|c| c.bucket_name = bucket.clone());
+        config.files.bucket = bucket.clone();
+        let router = h.router_with(|c| c.files.bucket = bucket.clone());
         let files = Files::new(&h.sdk, &bucket);
         let t = org().await;
         let on = |method: Method, path: String, body: Value| {

@@ -88,8 +88,8 @@ impl Bench {
             .await
             .expect("table");
         let mut config = (*h.state.config).clone();
-        config.table_name = table.clone();
-        config.rate_limit.limit = 100_000;
+        config.store.table = table.clone();
+        config.http.rate_limit.limit = 100_000;
         let state = shared::state::AppState::new(config, &h.sdk);
         let org = state
             .store
@@ -97,7 +97,7 @@ impl Bench {
             .create_top_level(&api_tests::named(&unique("Partial")), true)
             .await
             .unwrap();
-        let prefix = state.config.short_name.key_prefix();
+        let prefix = state.config.http.short_name.key_prefix();
         let (key, _) = state
             .store
             .api_keys()

@@ -733,11 +733,11 @@ fn an_older_public_entry_is_found_once_reindexed() {
         let h = api_tests::harness().await;
         let db = aws_sdk_dynamodb::Client::new(&h.sdk);
         let mut config = (*h.state.config).clone();
-        config.table_name = format!("reindex-{}", uuid::Uuid::new_v4());
-        shared::store::engine::schema::ensure_table(&db, &config.table_name)
+        config.store.table = format!("reindex-{}", uuid::Uuid::new_v4());
+        shared::store::engine::schema::ensure_table(&db, &config.store.table)
             .await
             .unwrap();
-        let store = shared::store::Store::new(db.clone(), config.table_name.as_str());
+        let store = shared::store::Store::new(db.clone(), config.store.table.as_str());
         let reindex = || async {
             let cli =
                 <admin::cli::Cli as clap::Parser>::try_parse_from(["admin", "reindex-places"])
@@ -869,7 +869,7 @@ fn a_public_point_is_in_every_copy_of_its_cells_and_found_from_any() {
         assert_eq!(copies_holding(&table, id, here).await, [8, 8, 8]);
 
         let h = api_tests::harness().await;
-        let spread = h.router_with(|c| c.public_cell_copies = 8);
+        let spread = h.router_with(|c| c.store.public_cell_copies = 8);
         let path = format!(
             "/api/v1/places/nearby?lat={}&lng={}&radius_km=5",
             center.lat, center.lng

@@ -19,9 +19,9 @@ const MINUTE_MS: u64 = 60_000;
 /// index it counts in.
 async fn instance(clock: &Clock, limit: u32, lease: u32) -> Router {
     let (_, mut state) = harness().await.instance_with(|c| {
-        c.rate_limit.limit = limit;
-        c.rate_limit.lease = lease;
-        c.rate_limit.window = Duration::from_secs(60);
+        c.http.rate_limit.limit = limit;
+        c.http.rate_limit.lease = lease;
+        c.http.rate_limit.window = Duration::from_secs(60);
     });
     state.clock = clock.clone();
     shared::http::app(local::routes(), state)

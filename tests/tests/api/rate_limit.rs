@@ -101,7 +101,7 @@ fn limit_is_configurable_and_can_be_switched_off() {
         let t = org().await;
         let h = harness().await;
         away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.rate_limit.limit = 3);
+        let small = h.router_with(|c| c.http.rate_limit.limit = 3);
         for remaining in ["2", "1", "0"] {
             let reply = call(Method::GET, "/api/v1/orgs")
                 .key(&t.key)
@@ -117,8 +117,8 @@ fn limit_is_configurable_and_can_be_switched_off() {
             .expect(429, Some("rate_limited"));
 
         let off = h.router_with(|c| {
-            c.rate_limit.limit = 3;
-            c.rate_limit.enabled = false;
+            c.http.rate_limit.limit = 3;
+            c.http.rate_limit.enabled = false;
         });
         for _ in 0..5 {
             let reply = call(Method::GET, "/api/v1/orgs")
@@ -138,7 +138,7 @@ fn each_key_has_its_own_budget() {
         let t = org().await;
         let h = harness().await;
         away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.rate_limit.limit = 1);
+        let small = h.router_with(|c| c.http.rate_limit.limit = 1);
         let other = api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await;
         call(Method::GET, "/api/v1/orgs")
             .key(&t.key)
@@ -164,7 +164,7 @@ fn only_successful_requests_spend_budget() {
         let t = org().await;
         let h = harness().await;
         away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.rate_limit.limit = 3);
+        let small = h.router_with(|c| c.http.rate_limit.limit = 3);
         let send = |method: Method, path: String| {
             let small = small.clone();
             let key = t.key.clone();
@@ -214,7 +214,7 @@ fn a_refused_key_is_shown_its_true_remaining_budget() {
         let t = api_tests::org_with(&[shared::auth::Scope::ReadOrgs]).await;
         let h = harness().await;
         away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.rate_limit.limit = 2);
+        let small = h.router_with(|c| c.http.rate_limit.limit = 2);
         for _ in 0..2 {
             call(Method::GET, "/api/v1/orgs")
                 .key(&t.key)
@@ -239,8 +239,8 @@ fn a_client_that_waits_retry_after_is_admitted() {
         let t = org().await;
         let h = harness().await;
         let small = h.router_with(|c| {
-            c.rate_limit.limit = 2;
-            c.rate_limit.window = Duration::from_secs(2);
+            c.http.rate_limit.limit = 2;
+            c.http.rate_limit.window = Duration::from_secs(2);
         });
         let orgs = || {
             call(Method::GET, "/api/v1/orgs")
@@ -285,7 +285,7 @@ fn failed_requests_have_a_ceiling_of_their_own() {
         let h = harness().await;
         away_from_window_edge(60, 15).await;
         // A limit of 2: failed requests stop at 5 x 2 = 10 a window.
-        let small = h.router_with(|c| c.rate_limit.limit = 2);
+        let small = h.router_with(|c| c.http.rate_limit.limit = 2);
         let missing = format!("/api/v1/orgs/{}", uuid::Uuid::now_v7());
         let get = |key: &str, path: &str| call(Method::GET, path).key(key).send_to(&small);
         for _ in 0..10 {
@@ -329,8 +329,8 @@ fn the_rate_limits_numbers_are_exact() {
         let at = chrono::DateTime::from_timestamp_millis(i64::try_from(start).unwrap()).unwrap();
         let clock = shared::clock::Clock::frozen_at(at);
         let (_, mut state) = h.instance_with(|c| {
-            c.rate_limit.limit = 3;
-            c.rate_limit.window = Duration::from_secs(60);
+            c.http.rate_limit.limit = 3;
+            c.http.rate_limit.window = Duration::from_secs(60);
         });
         state.clock = clock.clone();
         let router = shared::http::app(local::routes(), state);

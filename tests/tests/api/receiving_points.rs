@@ -340,7 +340,7 @@ fn photos_are_signed_links_valid_for_a_day() {
         let path = format!("receiving-points/{}/{id}/gate.jpg", t.id());
         let s3 = shared::links::s3_client(&h.sdk);
         s3.put_object()
-            .bucket(&h.state.config.bucket_name)
+            .bucket(&h.state.config.files.bucket)
             .key(&path)
             .body(vec![0xff, 0xd8, 0xff, 0xe0].into())
             .send()
@@ -367,7 +367,7 @@ fn photos_are_signed_links_valid_for_a_day() {
         assert_eq!(photo["storage_path"], path);
         let url = photo["url"].as_str().unwrap();
         assert!(
-            url.contains(&path) && url.contains(&h.state.config.bucket_name),
+            url.contains(&path) && url.contains(&h.state.config.files.bucket),
             "{url}"
         );
         assert!(

@@ -75,7 +75,7 @@ fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_keyed_requests_
     run(async {
         let clock = Clock::default();
         let source = secret(&"c".repeat(40)).await;
-        let (router, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (router, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let config = (*state.config).clone();
         let t = org().await;
         let site = crate::sites::new_site(&t, json!({"name": "Origin"})).await;
@@ -200,7 +200,7 @@ fn a_cursor_of_the_previous_key_pages_on_through_the_overlap_and_keyed_requests_
 /// key from `source` and run by `clock`.
 pub(crate) async fn sealed_stack(clock: &Clock, source: &KeySource) -> Stack {
     let source = source.clone();
-    stack_by(clock, true, move |c| c.webhook_seal_key = Some(source)).await
+    stack_by(clock, true, move |c| c.webhooks.seal_key = Some(source)).await
 }
 
 /// A stack (a table of its own when `own_table`) whose API and dispatcher
@@ -784,7 +784,7 @@ fn a_request_claimed_before_the_cursor_key_rotated_goes_on_as_itself_after() {
     run(async {
         let clock = Clock::default();
         let source = secret(&"f".repeat(40)).await;
-        let (router, state) = instance(&clock, |c| c.cursor_key = Some(source.clone())).await;
+        let (router, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
         let config = (*state.config).clone();
         let t = org().await;
         let key_id = api_tests::key_id(&t).await;

@@ -60,7 +60,7 @@ fn forged_staged_items_copy_nothing_and_write_over_nothing() {
         // A table of its own: the sweep reads a whole table's staged files.
         let stack = Stack::new(quick_policy(1), true, |_| {}).await;
         let config = stack.api.config.clone();
-        let (table, bucket) = (config.table_name.clone(), config.bucket_name.clone());
+        let (table, bucket) = (config.store.table.clone(), config.files.bucket.clone());
         let files = Files::new(&harness().await.sdk, &bucket);
         let (victim, forger) = (stack.org().await, stack.org().await);
         let send = |t: &TestOrg, method: Method, path: String, body: Value| {

@@ -92,7 +92,7 @@ async fn page(t: &TestOrg, query: &str) -> Reply {
         .get_or_init(|| async {
             harness()
                 .await
-                .router_with(|c| c.rate_limit.enabled = false)
+                .router_with(|c| c.http.rate_limit.enabled = false)
         })
         .await;
     let reply = api_tests::call(Method::GET, &format!("/api/v1/surpluses?{query}"))

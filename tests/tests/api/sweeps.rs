@@ -79,7 +79,7 @@ fn a_sweep_whose_call_fails_once_is_finished_by_the_next() {
         for (operation, part, cut) in failing {
             let what = format!("{operation} {part:?} {cut:?}");
             let (stack, path) = a_file_left_staged().await;
-            let bucket = stack.api.config.bucket_name.clone();
+            let bucket = stack.api.config.files.bucket.clone();
             let cuts = Cuts::default();
             let sdk = cuts.sdk(&harness().await.sdk);
             let mut state = shared::state::AppState::new((*stack.state.config).clone(), &sdk);

@@ -82,7 +82,7 @@ fn a_warm_read_takes_one_round_trip_and_a_cold_one_two() {
         // consistent read of the key and of the site (a unit each, under
         // 4 KB), and the count's write (a unit), where no lease is taken
         // (`rate_limit::a_busy_key_is_admitted_from_its_lease`).
-        let counted = harness().await.router_with(|c| c.rate_limit.lease = 1);
+        let counted = harness().await.router_with(|c| c.http.rate_limit.lease = 1);
         get(&counted, &t, "/api/v1/orgs").await.expect(200, None);
         let again = get(&counted, &t, &path).await;
         assert!(!first.warm && again.warm);
@@ -101,7 +101,7 @@ fn with_warm_requests_off_every_request_waits_for_its_admission() {
         let path = format!("/api/v1/sites/{site}");
         let off = harness()
             .await
-            .router_with(|config| config.warm_requests = false);
+            .router_with(|config| config.http.warm_requests = false);
         let mut answers = Vec::new();
         for _ in 0..3 {
             let reply = get(&off, &t, &path).await;
@@ -205,7 +205,7 @@ fn a_spent_budget_is_refused_at_once_and_its_refusals_read_nothing() {
         let path = format!("/api/v1/sites/{site}");
         // The key's budget (3) is spent by the site's creation and the
         // reads below, on an instance that remembers the key.
-        let router = harness().await.router_with(|c| c.rate_limit.limit = 3);
+        let router = harness().await.router_with(|c| c.http.rate_limit.limit = 3);
         let mut admitted = 0;
         while get(&router, &t, &path).await.status.is_success() {
             admitted += 1;

@@ -30,7 +30,7 @@ async fn download(url: &str) -> (u16, Vec<u8>) {
 
 async fn stored(path: &str) -> bool {
     let h = harness().await;
-    shared::files::Files::new(&h.sdk, &h.state.config.bucket_name)
+    shared::files::Files::new(&h.sdk, &h.state.config.files.bucket)
         .peek(path)
         .await
         .unwrap()
@@ -42,7 +42,7 @@ fn a_confirmation_copies_the_version_it_checked_not_one_written_over_it() {
     run(async {
         use shared::files::{Files, ImageKind};
         let h = harness().await;
-        let files = Files::new(&h.sdk, &h.state.config.bucket_name);
+        let files = Files::new(&h.sdk, &h.state.config.files.bucket);
         let upload = format!(
             "uploads/{}/{}/a.png",
             uuid::Uuid::now_v7(),
@@ -534,7 +534,7 @@ fn a_copy_thawed_after_the_waybill_was_replaced_places_nothing() {
             .to_owned();
         assert_ne!(kept, first);
         // The paused attempt's copy, thawed.
-        let files = shared::files::Files::new(&h.sdk, &h.state.config.bucket_name);
+        let files = shared::files::Files::new(&h.sdk, &h.state.config.files.bucket);
         let done = promote(&files, h.store(), &staged).await.unwrap();
         assert_eq!(done, Promoted::Replaced);
         assert!(

@@ -350,7 +350,7 @@ pub async fn run(command: Command, config: &Config, sdk: &aws_config::SdkConfig)
 /// something.
 pub async fn run_as(command: Command, config: &Config, operator: &Operator) -> Result<Done> {
     let sdk = &operator.sdk;
-    let store = Store::new(Store::client(sdk), config.table_name.as_str());
+    let store = Store::new(Store::client(sdk), config.store.table.as_str());
     let done = match command.action() {
         None => execute(command, config, sdk, &store).await?,
         // It makes the table its records go in: recorded once that exists.
@@ -375,7 +375,7 @@ async fn execute(
     sdk: &aws_config::SdkConfig,
     store: &Store,
 ) -> Result<Done> {
-    let prefix = config.short_name.key_prefix();
+    let prefix = config.http.short_name.key_prefix();
     let (mut lines, mut made, mut made_org) = (Vec::new(), None, None);
     let mut print = |line: Value| lines.push(line);
     match command {

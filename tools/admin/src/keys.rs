@@ -52,8 +52,8 @@ impl Which {
     /// The secret that holds it, from the configuration.
     fn secret(self, config: &Config) -> Result<&str> {
         let (source, variable) = match self {
-            Which::Seal => (&config.webhook_seal_key, "WEBHOOK_SEAL_KEY_SECRET_ARN"),
-            Which::Cursor => (&config.cursor_key, "CURSOR_SIGNING_KEY_SECRET_ARN"),
+            Which::Seal => (&config.webhooks.seal_key, "WEBHOOK_SEAL_KEY_SECRET_ARN"),
+            Which::Cursor => (&config.http.cursor_key, "CURSOR_SIGNING_KEY_SECRET_ARN"),
         };
         match source {
             Some(KeySource::Secret(arn)) => Ok(arn),

@@ -36,7 +36,7 @@ async fn run(cli: Cli) -> Result<()> {
         eprintln!(
             "admin: using endpoints {}, table {}",
             shown.join(" "),
-            config.table_name
+            config.store.table
         );
     }
     let operator = admin::identity::Operator::from_env(&sdk).await?;

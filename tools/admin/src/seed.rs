@@ -145,7 +145,7 @@ pub async fn photo(
     use shared::files::paths::{self, Area};
     let upload = paths::new(Area::Uploads, org, receiving_point, kind);
     let path = paths::new(Area::ReceivingPoints, org, receiving_point, kind);
-    let files = shared::files::Files::new(sdk, &config.bucket_name);
+    let files = shared::files::Files::new(sdk, &config.files.bucket);
     let version = files.put(&upload, bytes.into(), kind).await?;
     let staged = StagedFile {
         path: path.clone(),
@@ -188,24 +188,24 @@ pub async fn setup_local(config: &Config, sdk: &aws_config::SdkConfig) -> Result
     let mut lines = Vec::new();
     let mut print = |line: serde_json::Value| lines.push(line);
     let db = Store::client(sdk);
-    let created = shared::store::engine::schema::ensure_table(&db, &config.table_name)
+    let created = shared::store::engine::schema::ensure_table(&db, &config.store.table)
         .await
         .map_err(anyhow::Error::msg)?;
-    print(json!({"table": config.table_name, "created": created}));
+    print(json!({"table": config.store.table, "created": created}));
     let s3 = aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::config::Builder::from(sdk)
             .force_path_style(true)
             .build(),
     );
-    let created = shared::store::engine::schema::ensure_bucket(&s3, &config.bucket_name)
+    let created = shared::store::engine::schema::ensure_bucket(&s3, &config.files.bucket)
         .await
         .map_err(anyhow::Error::msg)?;
-    print(json!({"bucket": config.bucket_name, "created": created}));
+    print(json!({"bucket": config.files.bucket, "created": created}));
     let sqs = aws_sdk_sqs::Client::new(sdk);
     // Queues of this table's own: stacks sharing one moto (a
     // `make run`, the contract gate) never take each other's messages.
     for role in ["webhooks-dlq", "webhooks"] {
-        let name = format!("{}-{role}", config.table_name);
+        let name = format!("{}-{role}", config.store.table);
         let url = shared::store::engine::schema::ensure_queue(&sqs, &name)
             .await
             .map_err(anyhow::Error::msg)?;
@@ -222,7 +222,7 @@ pub async fn setup_local(config: &Config, sdk: &aws_config::SdkConfig) -> Result
 pub async fn demo(config: &Config, store: &Store) -> Result<Done> {
     let mut lines = Vec::new();
     let mut print = |line: serde_json::Value| lines.push(line);
-    let prefix = config.short_name.key_prefix();
+    let prefix = config.http.short_name.key_prefix();
     let name = format!("Demo Concrete {}", &Uuid::new_v4().to_string()[..8]);
     let new = CreateOrg {
         name,

@@ -157,7 +157,7 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
                 url,
                 verification_mode,
             }
-            .validate(state.config.webhook_allow_loopback)?;
+            .validate(state.config.webhooks.allow_loopback)?;
             let (record, secret) = state.register_webhook(org, new).await?;
             made = Some(json!({"webhook_id": record.id}));
             print(json!({"webhook": shown(&record), "secret": secret}));

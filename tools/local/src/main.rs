@@ -25,7 +25,7 @@ async fn serve() -> anyhow::Result<()> {
         .await
         .map_err(anyhow::Error::msg)?;
     let setup = local::poller::Setup::from_env()?;
-    if state.config.webhook_queue_url.is_some() && setup.enabled {
+    if state.config.webhooks.queue_url.is_some() && setup.enabled {
         let dispatcher = webhook_dispatcher::Dispatcher::new(state.clone(), setup.policy.clone());
         let queue = state.queue.clone();
         tokio::spawn(async move { local::poller::run(dispatcher, queue, &setup).await });

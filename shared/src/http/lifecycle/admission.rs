@@ -63,7 +63,7 @@ impl Refusal {
 pub(super) fn presented(state: &AppState, headers: &HeaderMap) -> Result<KeyHash, Refusal> {
     Ok(key::presented(
         headers,
-        &state.config.short_name.key_prefix(),
+        &state.config.http.short_name.key_prefix(),
     )?)
 }
 
@@ -71,13 +71,13 @@ pub(super) fn presented(state: &AppState, headers: &HeaderMap) -> Result<KeyHash
 /// the next admission will most likely let a request that needs `S` in.
 pub(super) fn recall<S: RequiredScope>(state: &AppState, hash: &KeyHash) -> Option<Recalled> {
     let config = &state.config;
-    if !config.warm_requests {
+    if !config.http.warm_requests {
         return None;
     }
     state.key_memory.recall(
         hash,
         S::SCOPE,
-        config.public_api_enabled,
+        config.http.public_api_enabled,
         crate::model::now(),
     )
 }
@@ -125,11 +125,11 @@ pub(super) async fn admission<S: RequiredScope>(
     let needed = S::SCOPE;
     let config = &state.config;
     let (now, at) = (crate::clock::system_time(), crate::model::now());
-    let limits = &config.rate_limit;
+    let limits = &config.http.rate_limit;
     let window = Window::at(now, limits.window);
     let keys = state.store.api_keys();
     let leases = &state.rate_leases;
-    let counting = limits.enabled && config.public_api_enabled;
+    let counting = limits.enabled && config.http.public_api_enabled;
     // A slot this instance leased for the key in this window: the key is
     // read, not counted again (`ratelimit::lease`).
     let leased = counting.then(|| leases.take(&hash, window.index)).flatten();
@@ -168,7 +168,7 @@ pub(super) async fn admission<S: RequiredScope>(
         return Err(Refusal::of(refused(rejected), None, record));
     }
     // The key is valid: from here on every answer shows its budget.
-    if let Some(mut refused) = record.refusal(needed, config.public_api_enabled) {
+    if let Some(mut refused) = record.refusal(needed, config.http.public_api_enabled) {
         if !record.org_active && S::INACTIVE_ORG_IS_NOT_FOUND {
             refused = ApiError::org_not_found();
         }

@@ -385,7 +385,7 @@ fn show(
 ) {
     if versioned {
         rate.unwrap_or_else(|| {
-            RateLimitDecision::untouched(&state.config.rate_limit, crate::clock::system_time())
+            RateLimitDecision::untouched(&state.config.http.rate_limit, crate::clock::system_time())
         })
         .write_headers(response.headers_mut());
     }

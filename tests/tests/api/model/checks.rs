@@ -171,7 +171,7 @@ async fn in_place(system: &System, model: &Model, path: &str, tag: u32, what: &s
     let s3 = shared::links::s3_client(&h.sdk);
     let got = s3
         .get_object()
-        .bucket(&system.state.config.bucket_name)
+        .bucket(&system.state.config.files.bucket)
         .key(path)
         .send()
         .await;

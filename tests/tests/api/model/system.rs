@@ -122,7 +122,7 @@ async fn table() -> String {
 impl Drop for System {
     fn drop(&mut self) {
         if let Ok(mut ended) = ENDED.lock() {
-            ended.push(self.state.config.table_name.clone());
+            ended.push(self.state.config.store.table.clone());
         }
     }
 }
@@ -141,10 +141,10 @@ impl System {
         let (tracker, issues, temper) = tracker::start(clock.clone()).await;
         let geocoder = tracker::geocoder(temper.slow_geocoder.clone()).await;
         let mut config = (*h.state.config).clone();
-        config.table_name = table().await;
+        config.store.table = table().await;
         // The model counts no rate-limit windows: the rate limit's own
         // tests do.
-        config.rate_limit.limit = 100_000;
+        config.http.rate_limit.limit = 100_000;
         config.support.repository = Some("acme/support".into());
         config.support.token = Some(shared::deployment_key::KeySource::Value(
             b"ghp_test".to_vec(),
@@ -161,14 +161,14 @@ impl System {
         let sqs = aws_sdk_sqs::Client::new(&h.sdk);
         let queue = format!("model-{}", Uuid::new_v4());
         let ensure = shared::store::engine::schema::ensure_queue;
-        config.webhook_queue_url = Some(ensure(&sqs, &queue).await.expect("a queue"));
+        config.webhooks.queue_url = Some(ensure(&sqs, &queue).await.expect("a queue"));
         let dead_letters = format!("{queue}-dlq");
-        config.webhook_dlq_url = Some(ensure(&sqs, &dead_letters).await.expect("a queue"));
-        config.webhook_allow_loopback = true;
-        config.admin_url_template = Some(api_tests::webhooks::ADMIN_URL.into());
+        config.webhooks.dlq_url = Some(ensure(&sqs, &dead_letters).await.expect("a queue"));
+        config.webhooks.allow_loopback = true;
+        config.webhooks.admin_url_template = Some(api_tests::webhooks::ADMIN_URL.into());
         // Keyrings of its own, in Secrets Manager, that operators rotate.
-        config.webhook_seal_key = Some(Self::secret(&h.sdk, "seal").await);
-        config.cursor_key = Some(Self::secret(&h.sdk, "cursor").await);
+        config.webhooks.seal_key = Some(Self::secret(&h.sdk, "seal").await);
+        config.http.cursor_key = Some(Self::secret(&h.sdk, "cursor").await);
         let receiver = Receiver::start(vec![]).await;
         let (seen, cuts) = (Cuts::default(), Cuts::default());
         let mut state = AppState::new(config.clone(), &seen.sdk_retrying(&h.sdk));
@@ -233,7 +233,7 @@ impl System {
             .create_top_level(&new, true)
             .await
             .expect("an org");
-        let prefix = state.config.short_name.key_prefix();
+        let prefix = state.config.http.short_name.key_prefix();
         let mut keys = Vec::new();
         for _ in 0..super::reference::KEYS {
             let (key, record) = store

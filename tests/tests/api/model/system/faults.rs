@@ -60,7 +60,7 @@ impl System {
         for _ in 0..5 {
             if retry.code() == "idempotency_key_in_flight" {
                 let key_id = self.orgs[by.org].keys[by.key].1;
-                api_tests::lapse(&self.state.config.table_name, key_id, &name).await;
+                api_tests::lapse(&self.state.config.store.table, key_id, &name).await;
             } else if !retry.status.is_server_error() {
                 break;
             }

@@ -68,8 +68,8 @@ impl System {
     pub fn source(&self, key: KeyName) -> KeySource {
         let config = &self.state.config;
         match key {
-            KeyName::Seal => config.webhook_seal_key.clone(),
-            KeyName::Cursor => config.cursor_key.clone(),
+            KeyName::Seal => config.webhooks.seal_key.clone(),
+            KeyName::Cursor => config.http.cursor_key.clone(),
         }
         .expect("the model's keys are in Secrets Manager")
     }
