@@ -17,9 +17,13 @@ place, and the run exits 1 when any did:
 - Closed request bodies: a property removed from an object that refuses
   unknown properties (`additionalProperties: false`): a client that still
   sends it gets 422.
-- Scopes: an operation that stops accepting a scope it accepted (the
-  security requirement's roles, or where a description has none, its
-  prose "Scope `read:data` or `*`."): a key that worked is refused.
+- Scopes: an operation that stops accepting a key it accepted. Roles are
+  read as OpenAPI 3.1 reads them: `security` lists alternatives, and every
+  role name of one requirement is required, so a role added to a
+  requirement, or one replaced, refuses a key that worked; a role removed
+  or an alternative added lets more in. Where a description names no
+  role, its prose "Scope `read:data` or `*`." says which scopes (each
+  alone) are accepted.
 """
 
 import re
@@ -140,15 +144,32 @@ class Judge:
                 self.breaking(f"header {name!r} has another schema", at)
 
 
-def scopes(operation):
-    """The scopes an operation accepts besides `*` (which every operation
-    accepts): its security requirements' roles, else its description's
-    "Scope `x` or `*`"; None when neither says."""
-    roles = {r for req in operation.get("security") or [] for rs in req.values() for r in rs}
-    if not roles:
-        prose = re.findall(r"Scope `([^`]+)`(?: or `([^`]+)`)?", operation.get("description", ""))
-        roles = {s for pair in prose for s in pair if s}
-    return (roles - {"*"}) or None
+def alternatives(operation, default):
+    """Who an operation lets in, as OpenAPI 3.1 reads `security`: a list of
+    alternatives, each the schemes it needs and the role names of which
+    every one is required (besides `*`, which every operation accepts).
+    Where no requirement names a role, the description's prose "Scope `x`
+    or `*`" says it: each scope an alternative of its own. None when
+    neither says."""
+    requirements = operation.get("security", default) or []
+    found = [(frozenset(req), frozenset(r for roles in req.values() for r in roles) - {"*"})
+             for req in requirements]
+    if any(roles for _, roles in found):
+        return found
+    prose = re.findall(r"Scope `([^`]+)`(?: or `([^`]+)`)?", operation.get("description", ""))
+    stated = {s for pair in prose for s in pair if s} - {"*"}
+    if not stated:
+        return None
+    return [(schemes, frozenset([scope])) for schemes, _ in found or [(frozenset(), None)]
+            for scope in sorted(stated)]
+
+
+def refused(before, now):
+    """The role sets of `before`'s alternatives that no alternative of
+    `now` lets in any longer: one that needs no scheme and no role beyond
+    them would."""
+    return sorted({tuple(sorted(roles)) for schemes, roles in before
+                   if not any(s <= schemes and r <= roles for s, r in now)})
 
 
 def operations(doc, section):
@@ -192,11 +213,14 @@ def judge(baseline, served):
                     if later is not None:
                         rules.sent(content.get("schema", {}), later.get("schema", {}),
                                    [*where, "responses", status, media], formats_only=True)
-            accepted, accepts = scopes(before), scopes(now)
+            accepted = alternatives(before, old.get("security"))
+            accepts = alternatives(now, new.get("security"))
             rules.checked += 1
             if accepted is not None and accepts is not None:
-                for scope in sorted(accepted - accepts):
-                    rules.breaking(f"keys with scope {scope!r} are no longer accepted", [*where, "security"])
+                for roles in refused(accepted, accepts):
+                    named = " and ".join(repr(r) for r in roles)
+                    scope = "scope" if len(roles) == 1 else "scopes"
+                    rules.breaking(f"keys with {scope} {named} are no longer accepted", [*where, "security"])
     return rules
 
 

@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
@@ -99,6 +100,14 @@ def added_scope(d):
     list_sites["security"] = [{"bearerAuth": ["write:data"]}, {"apiKeyHeader": ["write:data"]}]
 
 
+def added_role_to_a_stated_scope(d):
+    # GET /sites took a key with `read:data`; now a key needs `write:data`
+    # beside it (every role of one requirement is required).
+    both = ["read:data", "write:data"]
+    list_sites = d["paths"]["/api/v1/sites"]["get"]
+    list_sites["security"] = [{"bearerAuth": both}, {"apiKeyHeader": both}]
+
+
 # Additive: each must pass.
 def added_optional_payload_field(d):
     delivered(d)["properties"]["region"] = {"type": ["string", "null"]}
@@ -166,6 +175,7 @@ BREAKING = [
     changed_response_format,
     removed_closed_request_property,
     added_scope,
+    added_role_to_a_stated_scope,
 ]
 # What tools/compat/rules.py says of the changes both tools pass.
 SAID = {
@@ -175,6 +185,7 @@ SAID = {
     changed_response_format: "BREAKING (rules) format 'date-time' became 'date'",
     removed_closed_request_property: "BREAKING (rules) property 'sunday' removed from a body that refuses",
     added_scope: "BREAKING (rules) keys with scope 'read:data' are no longer accepted",
+    added_role_to_a_stated_scope: "BREAKING (rules) keys with scope 'read:data' are no longer accepted",
 }
 ADDITIVE = [
     added_optional_payload_field,
@@ -306,6 +317,46 @@ class DeliveriesAgainstTheBaseline(unittest.TestCase):
         run, summary = self.check()
         self.assertEqual(run.returncode, 1, run.stdout)
         self.assertEqual(summary["deliveries"], 0)
+
+
+class RolesAsOpenApiReadsThem(unittest.TestCase):
+    """rules.py on security requirements with roles on both sides:
+    alternatives are ORed, the roles of one requirement ANDed."""
+
+    def judged(self, before, now):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import rules
+
+        doc = lambda security: {"paths": {"/x": {"get": {"security": security, "responses": {}}}}}
+        return [what for what, _ in rules.judge(doc(before), doc(now)).found]
+
+    def test_a_role_added_to_a_requirement_refuses_the_keys_it_took(self):
+        found = self.judged([{"bearerAuth": ["read:data"]}, {"apiKeyHeader": ["read:data"]}],
+                            [{"bearerAuth": ["read:data", "write:data"]},
+                             {"apiKeyHeader": ["read:data", "write:data"]}])
+        self.assertEqual(found, ["keys with scope 'read:data' are no longer accepted"])
+
+    def test_two_alternatives_made_one_requirement_refuses_keys(self):
+        found = self.judged([{"bearerAuth": ["read:data"]}, {"bearerAuth": ["read:orgs"]}],
+                            [{"bearerAuth": ["read:data", "read:orgs"]}])
+        self.assertEqual(found, ["keys with scope 'read:data' are no longer accepted",
+                                 "keys with scope 'read:orgs' are no longer accepted"])
+
+    def test_a_scheme_added_to_a_requirement_refuses_keys(self):
+        found = self.judged([{"bearerAuth": ["read:data"]}],
+                            [{"bearerAuth": ["read:data"], "apiKeyHeader": ["read:data"]}])
+        self.assertEqual(found, ["keys with scope 'read:data' are no longer accepted"])
+
+    def test_a_role_removed_or_an_alternative_added_lets_more_in(self):
+        self.assertEqual(self.judged([{"bearerAuth": ["read:data", "write:data"]}],
+                                     [{"bearerAuth": ["read:data"]}]), [])
+        self.assertEqual(self.judged([{"bearerAuth": ["read:data"]}],
+                                     [{"bearerAuth": ["read:data"]}, {"bearerAuth": ["write:data"]}]), [])
+
+    def test_a_key_needing_two_roles_is_named_with_both(self):
+        found = self.judged([{"bearerAuth": ["read:data", "write:data"]}],
+                            [{"bearerAuth": ["read:data", "write:data", "read:orgs"]}])
+        self.assertEqual(found, ["keys with scopes 'read:data' and 'write:data' are no longer accepted"])
 
 
 class VersionsAgree(unittest.TestCase):
