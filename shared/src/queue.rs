@@ -62,6 +62,17 @@ fn sqs_error<E: std::error::Error + Send + Sync + 'static>(error: E) -> ApiError
 const SEND_CALL: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl WebhookQueue {
+    /// The fast path of a committed outbox record (`outbox_id`, of `org`)
+    /// to the dispatcher. A failed send changes nothing for the client: the
+    /// change is committed, and the dispatcher's sweeper announces the
+    /// record within minutes.
+    pub async fn announce(&self, org: Uuid, outbox_id: Uuid) {
+        let message = QueueMessage::Announce { outbox_id };
+        if let Err(error) = self.send(org, &message).await {
+            tracing::warn!(%outbox_id, %error, "webhook queue unavailable; the sweeper will announce the delivery");
+        }
+    }
+
     pub fn new(
         sdk: &aws_config::SdkConfig,
         url: Option<String>,

@@ -6,11 +6,12 @@
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
-use crate::model::delivery::Delivery;
+use crate::model::delivery::{Delivery, PingRequested};
 use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
 use crate::queue::QueueMessage;
 use crate::state::AppState;
 use crate::store::engine::calls::CallCounter;
+use crate::store::exactly_once::outbox::OutboxRecord;
 use crate::store::exactly_once::{outcome, tx};
 
 impl AppState {
@@ -108,7 +109,12 @@ impl AppState {
         })
         .await;
         found?;
+        // A ping is pinged again, not retried: the answer shows a load's
+        // delivery.
         let record = record?;
+        if record.surplus_id.is_none() {
+            return Err(crate::store::records::deliveries::delivery_not_found());
+        }
         // The same request for every retry of this one with its
         // Idempotency-Key: its attempt is made once however often it is
         // queued.
@@ -119,5 +125,24 @@ impl AppState {
         };
         self.queue.send(org, &message).await?;
         Ok(record.view())
+    }
+
+    /// Stores `ping` (`OutboxRecord::ping`: a ping of one webhook of its
+    /// organization) and answers what the ping route shows: the delivery
+    /// it makes, queued once the record is announced (`WebhookQueue::
+    /// announce` after the commit, else the sweeper). 404
+    /// `webhook_not_found` when the webhook is gone.
+    pub async fn ping_webhook(&self, ping: &OutboxRecord) -> ApiResult<PingRequested> {
+        let webhook = ping
+            .webhook_id
+            .ok_or_else(|| ApiError::internal("a ping names no webhook"))?;
+        let requested = PingRequested {
+            delivery_id: crate::model::delivery::delivery_id(ping.id, webhook),
+            webhook_id: webhook,
+            event: ping.event.clone(),
+            requested_at: ping.created_at,
+        };
+        self.store.webhooks().ping(ping, &requested).await?;
+        Ok(requested)
     }
 }

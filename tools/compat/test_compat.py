@@ -313,6 +313,27 @@ class DeliveriesAgainstTheBaseline(unittest.TestCase):
         self.assertEqual((run.returncode, summary["failed"]), (1, 1), run.stdout)
         self.assertIn("header webhook-signature", run.stdout)
 
+    def test_a_ping_is_checked_against_the_served_description(self):
+        served_file = str(ROOT / "functions/docs/openapi.yaml")
+        served = yaml.safe_load(Path(served_file).read_text())
+        post = served["webhooks"]["webhook.ping"]["post"]
+        body = post["requestBody"]["content"]["application/json"]["example"]
+        ping = self.delivery()
+        ping["headers"].update({"x-svc-event": "webhook.ping", "x-svc-delivery-id": body["id"],
+                                "webhook-id": body["id"]})
+        ping["body"] = json.dumps(body)
+        run, summary = self.check(self.delivery(), ping, served=served_file)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertEqual((summary["deliveries"], summary["failed"], summary["newer_events"]), (2, 0, 1))
+        # The baseline alone does not know it; a ping without its data fails.
+        run, summary = self.check(ping)
+        self.assertIn("'webhook.ping' is not described", run.stdout)
+        del body["data"]["requestedAt"]
+        ping["body"] = json.dumps(body)
+        run, summary = self.check(ping, served=served_file)
+        self.assertEqual((run.returncode, summary["failed"]), (1, 1), run.stdout)
+        self.assertIn("'requestedAt' is a required property", run.stdout)
+
     def test_no_delivery_at_all_fails(self):
         run, summary = self.check()
         self.assertEqual(run.returncode, 1, run.stdout)

@@ -124,19 +124,9 @@ async fn update(
         .update(ctx.org_id, id, &changes)
         .await?;
     if let Some(outbox) = announced {
-        announce(&ctx.queue, ctx.org_id, outbox.id).await;
+        ctx.queue.announce(ctx.org_id, outbox.id).await;
     }
     Ok(Json(Data(view(&ctx, &load).await?)))
-}
-
-/// The fast path of a committed outbox record to the webhook queue. A
-/// failed send changes nothing for the client: the change is committed and
-/// the dispatcher's sweeper queues the record within minutes.
-async fn announce(queue: &shared::queue::WebhookQueue, org: uuid::Uuid, outbox_id: uuid::Uuid) {
-    let message = shared::queue::QueueMessage::Announce { outbox_id };
-    if let Err(error) = queue.send(org, &message).await {
-        tracing::warn!(%outbox_id, %error, "webhook queue unavailable; the sweeper will announce the delivery");
-    }
 }
 
 /// GET /api/v1/surpluses/{surplusId}/log — read:data — oldest first.

@@ -23,8 +23,8 @@ use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use shared::ApiResult;
 use shared::metrics::Report;
-use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryRecord, DeliveryStatus};
-use shared::model::webhook::{VerificationMode, WebhookRecord};
+use shared::model::delivery::{AttemptError, DeliveryAttempt, DeliveryStatus};
+use shared::model::webhook::{VerificationMode, WEBHOOK_PING, WebhookRecord};
 use shared::queue::QueueMessage;
 use shared::state::AppState;
 use shared::store::engine::calls::CallCounter;
@@ -269,27 +269,35 @@ impl Dispatcher {
         let Some(outbox) = store.outbox().get(outbox_id).await? else {
             return Ok(0);
         };
-        let hooks = store.webhooks().list(outbox.org_id).await?;
+        // A ping's one webhook (if it still exists), else every webhook of
+        // the organization registered for the event.
+        let hooks: Vec<WebhookRecord> = match outbox.webhook_id {
+            Some(one) => store
+                .webhooks()
+                .get(outbox.org_id, one)
+                .await?
+                .into_iter()
+                .collect(),
+            None => store
+                .webhooks()
+                .list(outbox.org_id)
+                .await?
+                .into_iter()
+                .filter(|hook| hook.event == outbox.event)
+                .collect(),
+        };
         // One delivery per webhook (at most `MAX_WEBHOOKS`), made at once.
         let outbox = &outbox;
-        let made = hooks
-            .iter()
-            .filter(|hook| hook.event == outbox.event)
-            .map(|hook| async move {
-                let delivery = DeliveryRecord::new(
-                    outbox.id,
-                    hook.id,
-                    outbox.org_id,
-                    outbox.surplus_id,
-                    &outbox.event,
-                );
-                let fresh =
-                    store.deliveries().create(&delivery).await?
-                        || store.deliveries().get(delivery.id).await?.is_some_and(|d| {
-                            d.attempts == 0 && d.status == DeliveryStatus::Pending
-                        });
-                ApiResult::Ok(fresh.then_some(delivery.id))
-            });
+        let made = hooks.iter().map(|hook| async move {
+            let delivery = outbox.delivery_to(hook.id);
+            let fresh = store.deliveries().create(&delivery).await?
+                || store
+                    .deliveries()
+                    .get(delivery.id)
+                    .await?
+                    .is_some_and(|d| d.attempts == 0 && d.status == DeliveryStatus::Pending);
+            ApiResult::Ok(fresh.then_some(delivery.id))
+        });
         let queued: Vec<(Uuid, QueueMessage)> = futures::future::try_join_all(made)
             .await?
             .into_iter()
@@ -336,30 +344,52 @@ impl Dispatcher {
                 return Ok(Ok(()));
             }
         };
-        // The webhook and the payload's records, read at once.
+        // The webhook and the payload's records, read at once (a ping's
+        // payload needs the webhook alone).
         let config = &self.state.config;
         let webhooks = store.webhooks();
-        let (hook, envelope) = futures::try_join!(
-            webhooks.get(delivery.org_id, delivery.webhook_id),
-            payload::build(
-                store,
-                &self.state.links,
-                config.webhooks.admin_url_template.as_deref(),
-                &delivery,
-            ),
-        )?;
+        let pinged = delivery.event == WEBHOOK_PING;
+        let (hook, envelope) =
+            futures::try_join!(webhooks.get(delivery.org_id, delivery.webhook_id), async {
+                if pinged {
+                    return Ok(None);
+                }
+                payload::build(
+                    store,
+                    &self.state.links,
+                    config.webhooks.admin_url_template.as_deref(),
+                    &delivery,
+                )
+                .await
+                .map(Some)
+            },)?;
         let Some(hook) = hook else {
             tracing::info!(delivery_id = %id, "webhook deleted: nothing to deliver");
             return Ok(Ok(()));
         };
-        let Some(envelope) = envelope else {
-            tracing::info!(delivery_id = %id, "load archived: nothing to deliver");
-            return Ok(Ok(()));
+        // The body, and when what it announces was committed (its lags).
+        let (payload, committed) = match envelope {
+            None => (
+                serde_json::to_vec(&payload::ping(&delivery, &hook)),
+                Some(delivery.created_at),
+            ),
+            Some(Some(envelope)) => (serde_json::to_vec(&envelope), envelope.data.delivered_at),
+            Some(None) => {
+                tracing::info!(delivery_id = %id, "load archived: nothing to deliver");
+                return Ok(Ok(()));
+            }
         };
+        let payload = payload.map_err(shared::ApiError::internal)?;
         let secrets = self.state.webhook_secrets(&hook).await?;
-        let payload = serde_json::to_vec(&envelope).map_err(shared::ApiError::internal)?;
         let attempted_at = shared::model::now();
-        let headers = self.headers(&hook, &secrets, id, attempted_at.unix(), &payload);
+        let headers = self.headers(
+            &hook,
+            &delivery.event,
+            &secrets,
+            id,
+            attempted_at.unix(),
+            &payload,
+        );
         let outcome = self.sender.post(&hook.url, headers, payload).await;
 
         let attempt = DeliveryAttempt {
@@ -389,14 +419,7 @@ impl Dispatcher {
             .record(&after, &attempt, made_for)
             .await?;
         let dead_lettered = !attempt.succeeded && owner.is_some() && wait.is_none();
-        report(
-            &attempt,
-            &outcome,
-            &hook,
-            envelope.data.delivered_at,
-            dead_lettered,
-        )
-        .log(&self.state.config.metrics);
+        report(&attempt, &outcome, &hook, committed, dead_lettered).log(&self.state.config.metrics);
 
         if attempt.succeeded || owner.is_none() {
             return Ok(Ok(()));
@@ -421,6 +444,7 @@ impl Dispatcher {
     fn headers(
         &self,
         hook: &WebhookRecord,
+        event: &str,
         secrets: &[String],
         id: Uuid,
         timestamp: i64,
@@ -444,7 +468,7 @@ impl Dispatcher {
             }
         };
         set("content-type".into(), "application/json".into());
-        set(short.header("event"), hook.event.clone());
+        set(short.header("event"), event.to_owned());
         set(short.header("delivery-id"), id_text.clone());
         match hook.verification_mode {
             VerificationMode::HmacSha256 => {

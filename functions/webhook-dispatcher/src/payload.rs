@@ -1,6 +1,8 @@
-//! The `surplus.delivered` payload: the envelope and `data` exactly as the
+//! The payloads: `surplus.delivered`'s envelope and `data` exactly as the
 //! contract's table lists them (camelCase but `volume_m3` and
-//! `truckCapacity_m3`; null where unknown). Sources: docs/webhooks.md.
+//! `truckCapacity_m3`; null where unknown), and a ping's (`webhook.ping`:
+//! the webhook, the event it is registered for, when the ping was asked
+//! for). Sources: docs/webhooks.md.
 
 use serde::Serialize;
 use shared::ApiResult;
@@ -8,16 +10,45 @@ use shared::model::Timestamp;
 use shared::model::delivery::DeliveryRecord;
 use shared::model::geo::Coordinates;
 use shared::model::surplus::{SurplusRecord, SurplusStatus};
+use shared::model::webhook::WebhookRecord;
 use shared::store::Store;
 use uuid::Uuid;
 
 #[derive(Debug, Serialize)]
-pub struct Envelope {
+pub struct Envelope<D> {
     pub id: Uuid,
     pub event: String,
     pub timestamp: Timestamp,
     pub subject: Subject,
-    pub data: SurplusDelivered,
+    pub data: D,
+}
+
+/// `data` of `webhook.ping`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookPing {
+    pub webhook_id: Uuid,
+    /// The event the webhook is registered for (`surplus.delivered`).
+    pub event: String,
+    pub requested_at: Timestamp,
+}
+
+/// The payload of ping `delivery` to webhook `hook`.
+pub fn ping(delivery: &DeliveryRecord, hook: &WebhookRecord) -> Envelope<WebhookPing> {
+    Envelope {
+        id: delivery.id,
+        event: delivery.event.clone(),
+        timestamp: shared::model::now(),
+        subject: Subject {
+            kind: "webhook",
+            id: hook.id,
+        },
+        data: WebhookPing {
+            webhook_id: hook.id,
+            event: hook.event.clone(),
+            requested_at: delivery.created_at,
+        },
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -112,17 +143,21 @@ fn label(first: Option<&str>, last: Option<&str>) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-/// The payload of `delivery`, or None when its load is gone (archived).
+/// The payload of load delivery `delivery`, or None when its load is gone
+/// (archived).
 pub async fn build(
     store: &Store,
     links: &shared::links::LinkSigner,
     admin_url_template: Option<&str>,
     delivery: &DeliveryRecord,
-) -> ApiResult<Option<Envelope>> {
+) -> ApiResult<Option<Envelope<SurplusDelivered>>> {
     let surpluses = store.surpluses();
+    let Some(surplus) = delivery.surplus_id else {
+        return Ok(None);
+    };
     let found = store
         .records::<SurplusRecord>()
-        .get(delivery.org_id, delivery.surplus_id)
+        .get(delivery.org_id, surplus)
         .await?;
     let Some(load) = found.filter(|load| load.archived_at.is_none()) else {
         return Ok(None);

@@ -1,7 +1,8 @@
 //! Outbound webhooks of the organization: register (the secret is shown
 //! once), list (never a secret), delete; and, beyond the contract, each
-//! webhook's recent delivery attempts, a retry of one delivery, and a
-//! roll of its secret (the one before signing beside it for a while).
+//! webhook's recent delivery attempts, a retry of one delivery, a roll of
+//! its secret (the one before signing beside it for a while), and a ping
+//! (a signed `webhook.ping` to it alone) with its own log.
 //! Contract: api-v1.md, "Webhooks", "Events"; docs/webhooks.md.
 
 use axum::Router;
@@ -17,12 +18,15 @@ use shared::http::envelope::{Created, Data, List, Page};
 use shared::http::idempotency::SealAtRest;
 use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
-use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries};
+use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries, PingRequested};
+use shared::model::quota::WEBHOOK_PINGS;
 use shared::model::webhook::{
     CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
 };
 use shared::state::AppState;
 use shared::store::engine::calls::CallCounter;
+use shared::store::exactly_once::outbox::OutboxRecord;
+use shared::store::records::deliveries::AttemptLog;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -37,6 +41,8 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
             post(retry),
         )
+        .route("/api/v1/webhooks/{webhookId}/ping", post(ping))
+        .route("/api/v1/webhooks/{webhookId}/pings", get(pings))
 }
 
 pub fn router(state: AppState) -> Router {
@@ -131,18 +137,39 @@ async fn deliveries(
     PathId(id, _): PathId<WebhookId>,
     QueryParams(query): QueryParams<ListDeliveries>,
 ) -> ApiResult<Json<Page<DeliveryAttempt>>> {
+    attempts(&ctx, id, AttemptLog::Deliveries, &query).await
+}
+
+/// GET /api/v1/webhooks/{webhookId}/pings — read:data — the pings'
+/// attempts, newest first, keyset pages; as the deliveries list.
+async fn pings(
+    ctx: Ctx<ReadData>,
+    PathId(id, _): PathId<WebhookId>,
+    QueryParams(query): QueryParams<ListDeliveries>,
+) -> ApiResult<Json<Page<DeliveryAttempt>>> {
+    attempts(&ctx, id, AttemptLog::Pings, &query).await
+}
+
+/// A page of one of webhook `id`'s attempt logs: one round trip, the
+/// attempts shown only if the webhook is the organization's.
+async fn attempts(
+    ctx: &Ctx<ReadData>,
+    id: uuid::Uuid,
+    log: AttemptLog,
+    query: &ListDeliveries,
+) -> ApiResult<Json<Page<DeliveryAttempt>>> {
     let limit = query.limit()? as usize;
-    let mut listing = ctx
-        .cursors
-        .listing(ctx.org_id, format!("webhook={id}"))
-        .await?;
+    let scope = match log {
+        AttemptLog::Deliveries => format!("webhook={id}"),
+        AttemptLog::Pings => format!("webhook={id}&log=pings"),
+    };
+    let mut listing = ctx.cursors.listing(ctx.org_id, scope).await?;
     let start = listing.start(query.cursor.as_deref()).await?;
-    // One round trip: the attempts are shown only if the webhook is ours.
     let (webhooks, deliveries) = (ctx.store.webhooks(), ctx.store.deliveries());
     let (webhook, attempts) = CallCounter::together(async {
         tokio::join!(
             webhooks.require(ctx.org_id, id),
-            deliveries.attempts(id, start, limit),
+            deliveries.attempts(id, log, start, limit),
         )
     })
     .await;
@@ -164,4 +191,26 @@ async fn retry(
 ) -> ApiResult<impl IntoResponse> {
     let delivery = ctx.retry_delivery(ctx.org_id, id, delivery_id).await?;
     Ok((StatusCode::ACCEPTED, Json(Data::<Delivery>(delivery))))
+}
+
+/// POST /api/v1/webhooks/{webhookId}/ping — write:data — 202: a signed
+/// `webhook.ping` is queued for this webhook alone, through the same path
+/// as a load's delivery (its attempts in the pings log); 404
+/// `webhook_not_found`; 429 `rate_limited` past `WEBHOOK_PINGS` (10 an hour
+/// a webhook), with `Retry-After`.
+async fn ping(ctx: Ctx<WriteData>, PathId(id, _): PathId<WebhookId>) -> ApiResult<Response> {
+    let hook = ctx.store.webhooks().require(ctx.org_id, id).await?;
+    ctx.spend_for(&WEBHOOK_PINGS, hook.id).await?;
+    let ping = OutboxRecord::ping(ctx.org_id, hook.id, shared::model::now());
+    let answer = ctx.commit(ctx.ping_webhook(&ping), accepted).await?;
+    ctx.queue.announce(ctx.org_id, ping.id).await;
+    Ok(answer)
+}
+
+/// A ping's answer: 202 with the delivery it makes.
+async fn accepted(
+    _: AppState,
+    requested: PingRequested,
+) -> ApiResult<(StatusCode, Json<Data<PingRequested>>)> {
+    Ok((StatusCode::ACCEPTED, Json(Data(requested))))
 }

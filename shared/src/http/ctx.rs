@@ -79,6 +79,16 @@ impl<S> Ctx<S> {
     /// quota's code (and `Retry-After`) when the key has none left in the
     /// current window. Call it just before the work the quota bounds.
     pub async fn spend(&self, quota: &crate::model::quota::KeyQuota) -> Result<u32, ApiError> {
+        self.spend_for(quota, self.key_id).await
+    }
+
+    /// Spends one use of `quota` of `subject` (a key, or what the request
+    /// acts on: a webhook), as `spend` does.
+    pub async fn spend_for(
+        &self,
+        quota: &crate::model::quota::KeyQuota,
+        subject: uuid::Uuid,
+    ) -> Result<u32, ApiError> {
         use crate::store::exactly_once::quotas::{Counted, WindowQuota};
         let counted = self
             .state
@@ -86,7 +96,7 @@ impl<S> Ctx<S> {
             .quotas()
             .count(
                 &WindowQuota {
-                    pk: keys::key_quota_pk(quota.kind, self.key_id),
+                    pk: keys::key_quota_pk(quota.kind, subject),
                     uses: quota.uses,
                     period: quota.period,
                 },

@@ -1,5 +1,7 @@
 //! Webhook deliveries: one per announced change and webhook (its id is the
-//! payload's `id`, the same on every attempt), and the attempts made.
+//! payload's `id`, the same on every attempt), and the attempts made. A
+//! ping (`webhook.ping`) is a delivery of its own to one webhook, about no
+//! load.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,7 +26,9 @@ pub struct DeliveryRecord {
     pub webhook_id: Uuid,
     pub org_id: Uuid,
     pub outbox_id: Uuid,
-    pub surplus_id: Uuid,
+    /// The load it announces; none for a ping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surplus_id: Option<Uuid>,
     pub event: String,
     pub status: DeliveryStatus,
     pub attempts: u32,
@@ -57,7 +61,7 @@ pub fn delivery_id(outbox: Uuid, webhook: Uuid) -> Uuid {
 }
 
 impl DeliveryRecord {
-    pub fn new(outbox: Uuid, webhook: Uuid, org: Uuid, surplus: Uuid, event: &str) -> Self {
+    pub fn new(outbox: Uuid, webhook: Uuid, org: Uuid, surplus: Option<Uuid>, event: &str) -> Self {
         DeliveryRecord {
             id: delivery_id(outbox, webhook),
             webhook_id: webhook,
@@ -88,12 +92,14 @@ impl DeliveryRecord {
     }
 }
 
-/// A delivery as answers show it.
+/// A delivery as answers show it (the retry route's: a load's delivery,
+/// never a ping's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Delivery {
     pub id: Uuid,
     pub webhook_id: Uuid,
-    pub surplus_id: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surplus_id: Option<Uuid>,
     pub event: String,
     pub status: DeliveryStatus,
     pub attempts: u32,
@@ -115,11 +121,13 @@ pub enum AttemptError {
     Internal,
 }
 
-/// One attempt, as stored and as the deliveries list shows it.
+/// One attempt, as stored and as the deliveries list (a load's) or the
+/// pings list (a ping's, without `surplus_id`) shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryAttempt {
     pub delivery_id: Uuid,
-    pub surplus_id: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surplus_id: Option<Uuid>,
     pub event: String,
     /// 1 for the first attempt of the delivery.
     pub attempt: u32,
@@ -130,6 +138,17 @@ pub struct DeliveryAttempt {
     pub status_code: Option<u16>,
     pub error: Option<AttemptError>,
     pub duration_ms: u64,
+}
+
+/// A ping asked for: its delivery, queued (`POST .../ping`'s answer).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PingRequested {
+    /// The delivery's id: the ping's body `id` and `webhook-id`.
+    pub delivery_id: Uuid,
+    pub webhook_id: Uuid,
+    /// `webhook.ping`.
+    pub event: String,
+    pub requested_at: Timestamp,
 }
 
 /// Largest and default page of the deliveries list.

@@ -41,3 +41,13 @@ pub const PASSWORD_HASHING: KeyQuota = KeyQuota {
     code: &codes::PASSWORD_RATE_LIMITED,
     message: "this key created 100 members with a password this hour",
 };
+
+/// Pings of one webhook (`POST /api/v1/webhooks/{webhookId}/ping`), by
+/// whichever key: each is a signed POST to the receiver, with its retries.
+pub const WEBHOOK_PINGS: KeyQuota = KeyQuota {
+    kind: "ping",
+    uses: 10,
+    period: HOUR,
+    code: &codes::RATE_LIMITED,
+    message: "this webhook was pinged 10 times this hour",
+};

@@ -16,6 +16,9 @@ use crate::net::UrlHost;
 pub const SURPLUS_DELIVERED: &str = "surplus.delivered";
 /// The event v1 no longer sends.
 pub const SURPLUS_CREATED: &str = "surplus.created";
+/// A ping: a signed delivery about no load, sent to one webhook when its
+/// owner asks (`POST /api/v1/webhooks/{webhookId}/ping`).
+pub const WEBHOOK_PING: &str = "webhook.ping";
 /// Longest accepted URL, in bytes.
 pub const MAX_URL: usize = 2048;
 /// Webhooks an organization may have: each delivered load is one attempt

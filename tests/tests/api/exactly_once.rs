@@ -1292,3 +1292,58 @@ fn rolling_a_webhook_secret_happens_once() {
         exactly_once_on("POST /webhooks/{id}/roll-secret", &state, prepare).await;
     });
 }
+
+/// A ping retried through every fault is one ping: one outbox record of
+/// the webhook's, whose delivery the answer names.
+#[test]
+fn a_ping_is_asked_for_once() {
+    run(async {
+        let state = harness().await.state.clone();
+        let prepare: Prepare = Box::new(move |b: &Bench| {
+            Box::pin(async move {
+                let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
+                let made = b
+                    .send(
+                        Method::POST,
+                        "/api/v1/webhooks",
+                        Some(json!({"event": "surplus.delivered", "url": url})),
+                    )
+                    .await;
+                let hook: uuid::Uuid = made.body["data"]["id"].as_str().unwrap().parse().unwrap();
+                let store = harness().await.store().clone();
+                Case {
+                    method: Method::POST,
+                    path: format!("/api/v1/webhooks/{hook}/ping"),
+                    payload: Payload::None,
+                    // The pings asked for: the outbox records naming the
+                    // webhook (nothing dispatches them here), stamped by
+                    // the bench's clock, which runs up to a lease ahead.
+                    effect: Box::new(move || {
+                        let store = store.clone();
+                        Box::pin(async move {
+                            store
+                                .outbox()
+                                .undispatched(2, chrono::TimeDelta::hours(-1))
+                                .await
+                                .unwrap()
+                                .into_iter()
+                                .filter(|record| record.webhook_id == Some(hook))
+                                .map(|record| {
+                                    shared::model::delivery::delivery_id(record.id, hook)
+                                        .to_string()
+                                })
+                                .collect()
+                        })
+                    }),
+                    named: |reply| {
+                        BTreeSet::from([reply.body["data"]["delivery_id"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned()])
+                    },
+                }
+            })
+        });
+        exactly_once_on("POST /webhooks/{id}/ping", &state, prepare).await;
+    });
+}

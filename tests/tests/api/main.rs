@@ -32,6 +32,7 @@ mod org_lifecycle;
 mod orgs;
 mod orphans;
 mod partial_writes;
+mod pings;
 mod places;
 mod quotas;
 mod rate_leases;

@@ -348,6 +348,7 @@ fn an_operator_manages_the_same_rows_through_the_cli() {
                 org: t.id(),
                 webhook: own.parse().unwrap(),
                 limit: 10,
+                pings: false,
             },
         )
         .await

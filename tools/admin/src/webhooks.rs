@@ -1,8 +1,9 @@
 //! `admin webhooks ...`: a superadmin manages an organization's webhooks,
 //! the same rows the organization manages through the API, by the same
 //! code (`shared::webhooks`, the store): list, register, delete, list a
-//! webhook's delivery attempts, retry one delivery, roll a secret.
-//! Register, roll, delete and retry change something: their audit records
+//! webhook's delivery attempts (or its pings'), retry one delivery, roll a
+//! secret, ping it. Register, roll, delete, retry and ping change
+//! something: their audit records
 //! (`crate::audit`) say who did what to which organization, and when.
 
 use anyhow::Result;
@@ -12,6 +13,8 @@ use shared::model::integer::Integer;
 use shared::model::patch::Patch;
 use shared::model::webhook::{CreateWebhook, RollSecret, VerificationMode, WebhookRecord};
 use shared::state::AppState;
+use shared::store::exactly_once::outbox::OutboxRecord;
+use shared::store::records::deliveries::AttemptLog;
 use uuid::Uuid;
 
 use crate::audit::{Action, Done, shown_url};
@@ -61,6 +64,17 @@ pub enum Webhooks {
         webhook: Uuid,
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Its pings' attempts instead of its loads' deliveries'.
+        #[arg(long)]
+        pings: bool,
+    },
+    /// Send the webhook a signed `webhook.ping` (no load, report or bill
+    /// touched): its attempts show with `deliveries --pings`.
+    Ping {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        webhook: Uuid,
     },
     /// Queue one more attempt of a delivery, with the same delivery id.
     Retry {
@@ -119,6 +133,11 @@ impl Webhooks {
                 "webhooks retry",
                 Some(*org),
                 json!({"webhook_id": webhook, "delivery_id": delivery}),
+            )),
+            Webhooks::Ping { org, webhook } => Some(Action::new(
+                "webhooks ping",
+                Some(*org),
+                json!({"webhook_id": webhook}),
             )),
         }
     }
@@ -186,11 +205,17 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
             org,
             webhook,
             limit,
+            pings,
         } => {
             store.webhooks().require(org, webhook).await?;
+            let log = if pings {
+                AttemptLog::Pings
+            } else {
+                AttemptLog::Deliveries
+            };
             let (attempts, _) = store
                 .deliveries()
-                .attempts(webhook, None, limit.clamp(1, 100))
+                .attempts(webhook, log, None, limit.clamp(1, 100))
                 .await?;
             if attempts.is_empty() {
                 print(json!({"attempts": 0}));
@@ -206,6 +231,14 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
         } => {
             let queued = state.retry_delivery(org, webhook, delivery).await?;
             print(json!({"queued": queued}));
+        }
+        Webhooks::Ping { org, webhook } => {
+            store.webhooks().require(org, webhook).await?;
+            let ping = OutboxRecord::ping(org, webhook, shared::model::now());
+            let requested = state.ping_webhook(&ping).await?;
+            state.queue.announce(org, ping.id).await;
+            made = Some(json!({"delivery_id": requested.delivery_id}));
+            print(json!({"ping": requested}));
         }
     }
     Ok(Done {

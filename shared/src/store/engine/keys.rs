@@ -99,11 +99,12 @@ pub fn support_quota_pk(key_id: Uuid) -> String {
     format!("SUPPORT#{key_id}")
 }
 pub const QUOTA_SK: &str = "QUOTA";
-/// A fixed-window quota of one API key (`store/exactly_once/quotas.rs`, `WindowQuota`):
-/// `kind` names what it counts (`geocode`, `password`); one item per
-/// window (`W#<window>`).
-pub fn key_quota_pk(kind: &str, key_id: Uuid) -> String {
-    format!("QUOTA#{kind}#{key_id}")
+/// A fixed-window quota of one subject, an API key or a webhook
+/// (`store/exactly_once/quotas.rs`, `WindowQuota`): `kind` names what it
+/// counts (`geocode`, `password`, `ping`); one item per window
+/// (`W#<window>`).
+pub fn key_quota_pk(kind: &str, subject: Uuid) -> String {
+    format!("QUOTA#{kind}#{subject}")
 }
 
 /// Idempotency records of one API key (see `store/exactly_once/idempotency.rs`), one
@@ -238,6 +239,11 @@ pub fn manual_request_sk(request: Uuid) -> String {
 /// The delivery attempts of one webhook, in time order.
 pub fn attempts_pk(webhook: Uuid) -> String {
     format!("ATTEMPTS#{webhook}")
+}
+/// The attempts of a webhook's pings: a log of their own, so the
+/// deliveries list shows loads' deliveries only (its v1 schema's).
+pub fn ping_attempts_pk(webhook: Uuid) -> String {
+    format!("PINGS#{webhook}")
 }
 pub fn attempt_sk(at: crate::model::Timestamp, delivery: Uuid, attempt: u32) -> String {
     format!("{at}#{delivery}#{attempt:02}")

@@ -21,11 +21,18 @@ pub const SURPLUS_DELIVERED: &str = "surplus.delivered";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OutboxRecord {
-    /// The delivery id (the webhook body's `id`).
+    /// The announcement's id (each delivery's id derives from it and its
+    /// webhook's).
     pub id: Uuid,
     pub event: String,
     pub org_id: Uuid,
-    pub surplus_id: Uuid,
+    /// The load it announces; none for a ping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surplus_id: Option<Uuid>,
+    /// The one webhook it is for (a ping); none: every webhook of the
+    /// organization registered for its event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_id: Option<Uuid>,
     pub created_at: Timestamp,
 }
 
@@ -46,9 +53,38 @@ impl OutboxRecord {
             id: Uuid::now_v7(),
             event: SURPLUS_DELIVERED.into(),
             org_id,
-            surplus_id,
+            surplus_id: Some(surplus_id),
+            webhook_id: None,
             created_at: at,
         }
+    }
+
+    /// A ping of webhook `webhook` of `org`, asked for at `at`.
+    pub fn ping(org_id: Uuid, webhook: Uuid, at: Timestamp) -> Self {
+        OutboxRecord {
+            id: Uuid::now_v7(),
+            event: crate::model::webhook::WEBHOOK_PING.into(),
+            org_id,
+            surplus_id: None,
+            webhook_id: Some(webhook),
+            created_at: at,
+        }
+    }
+
+    /// The delivery the record makes for webhook `webhook`. A ping's is
+    /// made when it was asked for (its payload's `requestedAt`).
+    pub fn delivery_to(&self, webhook: Uuid) -> crate::model::delivery::DeliveryRecord {
+        let mut delivery = crate::model::delivery::DeliveryRecord::new(
+            self.id,
+            webhook,
+            self.org_id,
+            self.surplus_id,
+            &self.event,
+        );
+        if self.webhook_id.is_some() {
+            delivery.created_at = self.created_at;
+        }
+        delivery
     }
 
     /// The transaction action that stores the record.

@@ -56,6 +56,31 @@ fn live(item: &Item) -> bool {
     get_i64(item, keys::TTL).is_none_or(|ttl| ttl > now_unix())
 }
 
+/// Which of a webhook's attempt logs: its loads' deliveries, or its pings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptLog {
+    Deliveries,
+    Pings,
+}
+
+impl AttemptLog {
+    /// The log an attempt of a delivery of `event` goes to.
+    pub fn of(event: &str) -> Self {
+        if event == crate::model::webhook::WEBHOOK_PING {
+            AttemptLog::Pings
+        } else {
+            AttemptLog::Deliveries
+        }
+    }
+
+    fn pk(self, webhook: Uuid) -> String {
+        match self {
+            AttemptLog::Deliveries => keys::attempts_pk(webhook),
+            AttemptLog::Pings => keys::ping_attempts_pk(webhook),
+        }
+    }
+}
+
 pub fn delivery_not_found() -> ApiError {
     codes::DELIVERY_NOT_FOUND.with("no delivery of this webhook has this id")
 }
@@ -281,7 +306,7 @@ impl Deliveries<'_> {
     ) -> ApiResult<()> {
         let table = self.0.table();
         let attempt_item = AttemptItem {
-            pk: keys::attempts_pk(delivery.webhook_id),
+            pk: AttemptLog::of(&delivery.event).pk(delivery.webhook_id),
             sk: keys::attempt_sk(attempt.attempted_at, delivery.id, attempt.attempt),
             ttl: expires(attempt.attempted_at),
             webhook_id: delivery.webhook_id,
@@ -326,11 +351,12 @@ impl Deliveries<'_> {
     pub async fn attempts(
         &self,
         webhook: Uuid,
+        log: AttemptLog,
         start: Option<Position>,
         limit: usize,
     ) -> ApiResult<(Vec<DeliveryAttempt>, Option<Position>)> {
         let store = self.0;
-        let pk = keys::attempts_pk(webhook);
+        let pk = log.pk(webhook);
         let out = store
             .db
             .query()

@@ -6,15 +6,17 @@
 
 use uuid::Uuid;
 
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{ConditionCheck, Put, TransactWriteItem, Update};
 
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
+use crate::model::delivery::PingRequested;
 use crate::model::webhook::{MAX_WEBHOOKS, WebhookRecord};
 use crate::store::engine::client::Store;
 use crate::store::engine::item::{from_item, key, n, s, to_item};
 use crate::store::engine::keys::{self, ORG_SK, UNIQUE_SK, WEBHOOK_PREFIX};
 use crate::store::engine::query::query_records;
+use crate::store::exactly_once::outbox::OutboxRecord;
 use crate::store::exactly_once::outcome;
 use crate::store::exactly_once::tx::{delete, put, raced, transact};
 
@@ -124,6 +126,32 @@ impl Webhooks<'_> {
         let actions = vec![TransactWriteItem::builder().put(put).build()];
         outcome::render(rolled).await?;
         transact(self.0, actions, &[(0, raced)]).await
+    }
+
+    /// Stores `ping`'s outbox record (a ping of the one webhook it names)
+    /// while that webhook exists, with `requested` (the answer) kept for
+    /// the request's `Idempotency-Key`: 404 `webhook_not_found` when it
+    /// was deleted meanwhile.
+    pub async fn ping(&self, ping: &OutboxRecord, requested: &PingRequested) -> ApiResult<()> {
+        let table = self.0.table();
+        let webhook = ping
+            .webhook_id
+            .ok_or_else(|| ApiError::internal("a ping names no webhook"))?;
+        let exists = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key(
+                keys::org_pk(ping.org_id),
+                keys::webhook_sk(webhook),
+            )))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(ApiError::internal)?;
+        let actions = vec![
+            ping.write(table)?,
+            TransactWriteItem::builder().condition_check(exists).build(),
+        ];
+        outcome::render(requested).await?;
+        transact(self.0, actions, &[(1, webhook_not_found)]).await
     }
 
     /// The organization's webhooks, oldest first.
