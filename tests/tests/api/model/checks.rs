@@ -229,12 +229,27 @@ fn deliveries(
     }
     let mut got: BTreeMap<(usize, usize), (usize, BTreeSet<String>)> = BTreeMap::new();
     let prefix = format!("/org{n}/url");
+    let mut pinged: Vec<(usize, String, String)> = Vec::new();
     for request in system.receiver.requests() {
         let Some(url) = request.path.strip_prefix(&prefix) else {
             continue;
         };
         let url: usize = url.parse().expect("a URL number");
         let body = request.json();
+        if body["event"] == "webhook.ping" {
+            let hook = body["data"]["webhookId"]
+                .as_str()
+                .expect("the pinged webhook");
+            let id = body["id"].as_str().expect("a delivery id");
+            pinged.push((url, hook.to_owned(), id.to_owned()));
+            let at = ids.hooks.iter().position(|h| h.to_string() == hook);
+            let at = at.unwrap_or_else(|| panic!("org{n}'s receiver got a ping of {hook}"));
+            assert!(
+                org.hooks[at].url == url && request.signed_with(&ids.secrets[at]),
+                "org{n}'s ping of hook {at} came to url {url}, or not signed with its secret"
+            );
+            continue;
+        }
         let load_id = body["subject"]["id"].as_str().expect("the load's id");
         let load = ids
             .loads
@@ -277,5 +292,38 @@ fn deliveries(
     assert_eq!(
         got, expected,
         "org{n}'s deliveries by (url, load): (attempts, delivery ids)"
+    );
+    pings(n, org, ids, &pinged);
+}
+
+/// Each webhook got each ping it was sent, as often as the model says,
+/// under one delivery id a ping.
+fn pings(
+    n: usize,
+    org: &super::reference::Org,
+    ids: &super::system::Ids,
+    pinged: &[(usize, String, String)],
+) {
+    let mut expected: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (hook, id) in org.hooks.iter().zip(&ids.hooks) {
+        for ping in hook.pings.iter().filter(|p| p.sent > 0) {
+            let entry = expected.entry(id.to_string()).or_default();
+            entry.0 += ping.sent;
+            entry.1 += 1;
+        }
+    }
+    let mut got: BTreeMap<String, (usize, BTreeSet<&str>)> = BTreeMap::new();
+    for (_, hook, id) in pinged {
+        let entry = got.entry(hook.clone()).or_default();
+        entry.0 += 1;
+        entry.1.insert(id);
+    }
+    let got: BTreeMap<String, (usize, usize)> = got
+        .into_iter()
+        .map(|(hook, (attempts, ids))| (hook, (attempts, ids.len())))
+        .collect();
+    assert_eq!(
+        got, expected,
+        "org{n}'s pings by webhook: (attempts, delivery ids)"
     );
 }

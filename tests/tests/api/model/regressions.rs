@@ -762,3 +762,45 @@ fn a_generation_dropped_before_it_signed_leaves_the_one_before_signing_on() {
         },
     ]);
 }
+
+/// A ping reaches its webhook alone, once however often its keyed request
+/// is replayed, beside a load's delivery to the same receiver; a ping of a
+/// webhook deleted before the dispatcher ran reaches no one, and the
+/// deleted webhook is not pinged again (404).
+#[test]
+fn a_ping_reaches_its_webhook_once_and_a_deleted_one_never() {
+    let register = |url, tag| Step::Register {
+        by: A,
+        url,
+        keyed: false,
+        tag,
+    };
+    let ping = |hook, keyed, tag| Step::Ping {
+        by: A,
+        hook,
+        keyed,
+        tag,
+    };
+    replay(vec![
+        register(0, 1),
+        register(1, 2),
+        site(3),
+        load(4),
+        Step::Upload {
+            by: A,
+            load: 0,
+            keyed: false,
+            tag: 5,
+        },
+        Step::Deliver { by: A, load: 0 },
+        ping(0, true, 6),
+        Step::Replay { by: A, nth: 0 },
+        Step::Dispatch,
+        Step::Replay { by: A, nth: 0 },
+        ping(1, false, 7),
+        Step::Unregister { by: A, hook: 1 },
+        Step::Dispatch,
+        ping(1, false, 8),
+        Step::Dispatch,
+    ]);
+}

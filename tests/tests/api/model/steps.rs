@@ -68,6 +68,13 @@ pub enum Step {
         keyed: bool,
         tag: u32,
     },
+    /// `POST /webhooks/{id}/ping`: a `webhook.ping` to that hook alone.
+    Ping {
+        by: By,
+        hook: usize,
+        keyed: bool,
+        tag: u32,
+    },
     /// A webhook at `url` registered, `load`'s waybill uploaded, the load
     /// delivered and dispatched; then a `Retry` of the delivery with a
     /// key, and `others` more with keys of their own, each dispatched;
@@ -352,6 +359,7 @@ impl Step {
             | Step::Register { by, .. }
             | Step::Unregister { by, .. }
             | Step::Retry { by, .. }
+            | Step::Ping { by, .. }
             | Step::Retries { by, .. }
             | Step::LateReceivers { by, .. }
             | Step::Grant { by, .. }
@@ -396,6 +404,9 @@ impl Step {
                 keyed: true, tag, ..
             }
             | Step::Retry {
+                keyed: true, tag, ..
+            }
+            | Step::Ping {
                 keyed: true, tag, ..
             }
             | Step::Grant {
@@ -460,6 +471,12 @@ impl Step {
                 by,
                 hook,
                 nth,
+                keyed: true,
+                tag,
+            },
+            Step::Ping { by, hook, tag, .. } => Step::Ping {
+                by,
+                hook,
                 keyed: true,
                 tag,
             },
@@ -544,6 +561,16 @@ impl fmt::Display for Step {
             } => write!(
                 f,
                 "{by}: POST /webhooks/<hook {hook}>/deliveries/<delivery {nth}>/retry{}",
+                key(keyed, tag)
+            ),
+            Step::Ping {
+                by,
+                hook,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /webhooks/<hook {hook}>/ping{}",
                 key(keyed, tag)
             ),
             Step::Dispatch => write!(f, "dispatcher: drain the webhook queue"),

@@ -148,6 +148,11 @@ impl System {
                 )
                 .keyed(step.idempotency_key())
             }
+            Step::Ping { hook, .. } => bare(
+                Method::POST,
+                format!("/api/v1/webhooks/{}/ping", ids.hooks[*hook]),
+            )
+            .keyed(step.idempotency_key()),
             Step::Ticket { tag, .. } | Step::Tickets { tag, .. } | Step::Quoted { tag, .. } => {
                 json(
                     Method::POST,
