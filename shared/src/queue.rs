@@ -115,6 +115,9 @@ impl WebhookQueue {
     /// Sends `messages`, each of its organization, ten to a call; an entry
     /// SQS refused is an error.
     pub async fn send_all(&self, messages: &[(Uuid, QueueMessage)]) -> ApiResult<()> {
+        if messages.is_empty() {
+            return Ok(());
+        }
         outcome::effect_may_go(SEND_CALL).await?;
         let url = self.url()?;
         for chunk in messages.chunks(SEND_BATCH) {

@@ -6,7 +6,7 @@
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
-use crate::model::delivery::{Delivery, PingRequested};
+use crate::model::delivery::{Delivery, PingRequested, RecoveryQueued};
 use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
 use crate::queue::QueueMessage;
 use crate::state::AppState;
@@ -145,4 +145,71 @@ impl AppState {
         self.store.webhooks().ping(ping, &requested).await?;
         Ok(requested)
     }
+
+    /// Queues one more attempt, with its delivery id, of every delivery of
+    /// webhook `webhook` of `org` whose last attempt failed (or whose
+    /// attempts ran out) and that the log shows attempts of since `since`:
+    /// at most `RECOVER_BATCH` a request, oldest first, the answer saying
+    /// where the next request resumes. A delivery another recovery queued
+    /// and whose attempt is not made yet is not queued again (its mark,
+    /// `Deliveries::mark_recovery`, for `RECOVERY_HOLD`); a retry of this
+    /// request (its `Idempotency-Key`) re-sends its own. 404
+    /// `webhook_not_found` first.
+    pub async fn recover_deliveries(
+        &self,
+        org: Uuid,
+        webhook: Uuid,
+        since: crate::model::Timestamp,
+    ) -> ApiResult<RecoveryQueued> {
+        use futures::StreamExt;
+        self.store.webhooks().require(org, webhook).await?;
+        let deliveries = self.store.deliveries();
+        let (found, next_since) = deliveries
+            .attempted_since(webhook, since, RECOVER_BATCH)
+            .await?;
+        let request = outcome::request_id().unwrap_or_else(Uuid::now_v7);
+        let now = crate::clock::now().timestamp_millis();
+        let until = now + i64::try_from(RECOVERY_HOLD.as_millis()).unwrap_or(i64::MAX);
+        let marked: Vec<ApiResult<Option<Uuid>>> = futures::stream::iter(found)
+            .map(|id| {
+                let deliveries = &deliveries;
+                async move {
+                    let mine = deliveries
+                        .mark_recovery(id, webhook, request, now, until)
+                        .await?;
+                    Ok(mine.then_some(id))
+                }
+            })
+            .buffered(16)
+            .collect()
+            .await;
+        let messages: Vec<(Uuid, QueueMessage)> = marked
+            .into_iter()
+            .collect::<ApiResult<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .map(|delivery_id| {
+                let message = QueueMessage::Deliver {
+                    delivery_id,
+                    manual: true,
+                    request: Some(request),
+                };
+                (org, message)
+            })
+            .collect();
+        self.queue.send_all(&messages).await?;
+        Ok(RecoveryQueued {
+            webhook_id: webhook,
+            since,
+            queued: u32::try_from(messages.len()).unwrap_or(u32::MAX),
+            next_since,
+        })
+    }
 }
+
+/// Deliveries one recovery request queues at most.
+pub const RECOVER_BATCH: usize = 100;
+
+/// How long a recovery's mark keeps others from queueing the delivery
+/// again while its attempt is not made.
+pub const RECOVERY_HOLD: std::time::Duration = std::time::Duration::from_secs(15 * 60);

@@ -333,7 +333,7 @@ impl Dispatcher {
             .claim(id, owner, request, self.policy.lease)
             .await?
         {
-            Claim::Claimed(delivery) => delivery,
+            Claim::Claimed(delivery) => *delivery,
             Claim::Busy => {
                 // Another attempt is in flight: come back after its lease.
                 self.state.queue.hide(receipt, self.policy.lease).await?;
@@ -414,6 +414,12 @@ impl Dispatcher {
             _ => delivery.status,
         };
         let made_for = request.filter(|_| owner.is_none());
+        // The attempt a recovery queued is made: the delivery may be
+        // recovered again.
+        if made_for.is_some() && after.recovery == made_for {
+            after.recovery = None;
+            after.recovery_until = None;
+        }
         store
             .deliveries()
             .record(&after, &attempt, made_for)

@@ -18,7 +18,9 @@ use shared::http::envelope::{Created, Data, List, Page};
 use shared::http::idempotency::SealAtRest;
 use shared::http::path::{DeliveryId, PathId, WebhookId};
 use shared::http::query::QueryParams;
-use shared::model::delivery::{Delivery, DeliveryAttempt, ListDeliveries, PingRequested};
+use shared::model::delivery::{
+    Delivery, DeliveryAttempt, ListDeliveries, PingRequested, Recover, RecoveryQueued,
+};
 use shared::model::quota::WEBHOOK_PINGS;
 use shared::model::webhook::{
     CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
@@ -42,6 +44,7 @@ pub fn routes() -> Router<AppState> {
             post(retry),
         )
         .route("/api/v1/webhooks/{webhookId}/ping", post(ping))
+        .route("/api/v1/webhooks/{webhookId}/recover", post(recover))
         .route("/api/v1/webhooks/{webhookId}/pings", get(pings))
 }
 
@@ -213,4 +216,20 @@ async fn accepted(
     requested: PingRequested,
 ) -> ApiResult<(StatusCode, Json<Data<PingRequested>>)> {
     Ok((StatusCode::ACCEPTED, Json(Data(requested))))
+}
+
+/// POST /api/v1/webhooks/{webhookId}/recover — write:data — 202: one more
+/// attempt of each delivery whose last attempt failed (or ran out), of
+/// those the log shows attempts of since `since` (within 30 days), at most
+/// 100 a request (`next_since` resumes); one already queued by another
+/// recovery is not queued again; 404 `webhook_not_found`; 422
+/// `validation_error`.
+async fn recover(
+    ctx: Ctx<WriteData>,
+    PathId(id, _): PathId<WebhookId>,
+    JsonBody(body): JsonBody<Recover>,
+) -> ApiResult<(StatusCode, Json<Data<RecoveryQueued>>)> {
+    let since = body.since(shared::model::now())?;
+    let queued = ctx.recover_deliveries(ctx.org_id, id, since).await?;
+    Ok((StatusCode::ACCEPTED, Json(Data(queued))))
 }

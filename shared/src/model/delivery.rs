@@ -39,6 +39,13 @@ pub struct DeliveryRecord {
     /// and is dropped, so a delivery has one retry schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The recovery request (`POST .../recover`) that queued an attempt of
+    /// this delivery, until that attempt is made or `recovery_until`
+    /// (Unix ms) passes: another recovery queues nothing meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_until: Option<i64>,
     /// Retry requests whose attempt was made, as records kept them before
     /// each request had a mark of its own (`store::records::deliveries::record`):
     /// read, never written.
@@ -74,6 +81,8 @@ impl DeliveryRecord {
             created_at: super::now(),
             last_attempt_at: None,
             owner: None,
+            recovery: None,
+            recovery_until: None,
             manual_requests: Vec::new(),
         }
     }
@@ -149,6 +158,50 @@ pub struct PingRequested {
     /// `webhook.ping`.
     pub event: String,
     pub requested_at: Timestamp,
+}
+
+/// `POST /api/v1/webhooks/{webhookId}/recover`'s body.
+#[derive(Debug, Deserialize)]
+pub struct Recover {
+    #[serde(default)]
+    pub since: crate::model::patch::Patch<String>,
+}
+
+/// Days back a recovery may reach: the delivery log's retention.
+pub const RECOVER_DAYS: i64 = 30;
+
+impl Recover {
+    /// `since`, a date-time within the last `RECOVER_DAYS` days and not
+    /// after `now`: 422 `validation_error` otherwise.
+    pub fn since(&self, now: Timestamp) -> Result<Timestamp, crate::error::ApiError> {
+        let invalid = |why: &str| crate::error::ApiError::validation("since", why.to_owned());
+        let text = match &self.since {
+            crate::model::patch::Patch::Value(text) => text,
+            _ => return Err(invalid("is required: a date-time (RFC 3339)")),
+        };
+        let at = chrono::DateTime::parse_from_rfc3339(text)
+            .map_err(|_| invalid("must be a date-time (RFC 3339)"))?
+            .with_timezone(&chrono::Utc);
+        let earliest = now.as_datetime() - chrono::TimeDelta::days(RECOVER_DAYS);
+        if at < earliest || at > now.as_datetime() {
+            return Err(invalid(&format!(
+                "must be within the last {RECOVER_DAYS} days (the delivery log's retention), not in the future"
+            )));
+        }
+        Ok(at.into())
+    }
+}
+
+/// What a recovery queued (`POST .../recover`'s answer).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryQueued {
+    pub webhook_id: Uuid,
+    pub since: Timestamp,
+    /// Deliveries given one more attempt by this request.
+    pub queued: u32,
+    /// Where the next call starts (`since` of the next request), when this
+    /// one stopped before the log's end; null when it reached it.
+    pub next_since: Option<Timestamp>,
 }
 
 /// Largest and default page of the deliveries list.

@@ -963,6 +963,78 @@ fn a_delivery_is_retried_once() {
     });
 }
 
+/// A recovery after an outage: the failed delivery's one more attempt is
+/// made once, however often the request (or its queue message) comes.
+#[test]
+fn a_recovery_is_made_once() {
+    use api_tests::webhooks::{Receiver, Stack, quick_policy};
+    use std::sync::Arc;
+    use std::time::Duration;
+    run(async {
+        let lease = Duration::from_millis(400);
+        // One attempt: the first failure fails the delivery.
+        let policy = webhook_dispatcher::policy::Policy {
+            lease,
+            ..quick_policy(1)
+        };
+        let stack = Arc::new(Stack::new(policy, false, |_| {}).await);
+        let state = stack.state.clone();
+        let prepare: Prepare = Box::new(move |b: &Bench| {
+            let stack = stack.clone();
+            Box::pin(async move {
+                let receiver = Receiver::start(vec![500]).await;
+                let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(5)).to_rfc3339();
+                let (hook, _) =
+                    crate::deliveries::webhook_and_delivered_load(&stack, &b.t, &receiver).await;
+                stack
+                    .drain_until(Duration::from_secs(20), || receiver.count() > 0)
+                    .await;
+                let (router, key) = (b.plain.clone(), b.t.key.clone());
+                let attempts = format!("/api/v1/webhooks/{hook}/deliveries");
+                Case {
+                    method: Method::POST,
+                    path: format!("/api/v1/webhooks/{hook}/recover"),
+                    payload: Payload::Json(json!({"since": since})),
+                    // The manual attempts made, once the queue is drained.
+                    effect: Box::new(move || {
+                        let (stack, router, key, attempts) =
+                            (stack.clone(), router.clone(), key.clone(), attempts.clone());
+                        Box::pin(async move {
+                            let drain = || {
+                                api_tests::webhooks::drain(
+                                    &stack.dispatcher,
+                                    &stack.state.queue,
+                                    Duration::from_millis(50),
+                                )
+                            };
+                            drain().await;
+                            tokio::time::sleep(lease).await;
+                            drain().await;
+                            let reply = call(Method::GET, &attempts)
+                                .key(&key)
+                                .send_to(&router)
+                                .await;
+                            reply.body["data"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .filter(|a| a["manual"] == true)
+                                .map(|a| format!("attempt-{}", a["attempt"]))
+                                .collect()
+                        })
+                    }),
+                    named: |reply| {
+                        (1..=reply.body["data"]["queued"].as_u64().unwrap_or(0))
+                            .map(|n| format!("attempt-{}", n + 1))
+                            .collect()
+                    },
+                }
+            })
+        });
+        exactly_once_on("POST /webhooks/{id}/recover", &state, prepare).await;
+    });
+}
+
 /// A loopback GitHub that keeps the issues it opens and lists them, newest
 /// first, as "List repository issues" does.
 pub(crate) async fn remembering_tracker() -> (

@@ -38,6 +38,7 @@ mod quotas;
 mod rate_leases;
 mod rate_limit;
 mod receiving_points;
+mod recovery;
 mod report_rows;
 mod reports;
 mod reused_keys;

@@ -434,6 +434,13 @@ fn a_failed_call_in_any_write_leaves_nothing_half_done() {
                 format!("/api/v1/webhooks/{hook}/roll-secret"),
                 Some(json!({})),
             ),
+            (
+                Method::POST,
+                format!("/api/v1/webhooks/{hook}/recover"),
+                Some(
+                    json!({"since": (chrono::Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339()}),
+                ),
+            ),
             (Method::DELETE, format!("/api/v1/webhooks/{hook}"), None),
         ];
         assert_covers_every_write(&cases);

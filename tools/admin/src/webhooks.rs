@@ -76,6 +76,19 @@ pub enum Webhooks {
         #[arg(long)]
         webhook: Uuid,
     },
+    /// After a receiver's outage: one more attempt of each delivery whose
+    /// last attempt failed, of those attempted since `--since` (within 30
+    /// days), 100 a run; run again from the `next_since` it prints until
+    /// that is null.
+    Recover {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        webhook: Uuid,
+        /// A date-time (RFC 3339), within the last 30 days.
+        #[arg(long)]
+        since: String,
+    },
     /// Queue one more attempt of a delivery, with the same delivery id.
     Retry {
         #[arg(long)]
@@ -138,6 +151,15 @@ impl Webhooks {
                 "webhooks ping",
                 Some(*org),
                 json!({"webhook_id": webhook}),
+            )),
+            Webhooks::Recover {
+                org,
+                webhook,
+                since,
+            } => Some(Action::new(
+                "webhooks recover",
+                Some(*org),
+                json!({"webhook_id": webhook, "since": since}),
             )),
         }
     }
@@ -239,6 +261,19 @@ pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
             state.queue.announce(org, ping.id).await;
             made = Some(json!({"delivery_id": requested.delivery_id}));
             print(json!({"ping": requested}));
+        }
+        Webhooks::Recover {
+            org,
+            webhook,
+            since,
+        } => {
+            let since = shared::model::delivery::Recover {
+                since: Patch::Value(since),
+            }
+            .since(shared::model::now())?;
+            let queued = state.recover_deliveries(org, webhook, since).await?;
+            made = Some(json!({"queued": queued.queued}));
+            print(json!({"recovery": queued}));
         }
     }
     Ok(Done {

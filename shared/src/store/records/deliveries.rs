@@ -38,7 +38,7 @@ pub struct Deliveries<'a>(pub(in crate::store) &'a Store);
 #[derive(Debug)]
 pub enum Claim {
     /// This attempt may go ahead.
-    Claimed(DeliveryRecord),
+    Claimed(Box<DeliveryRecord>),
     /// Another attempt holds the delivery now: try again after the lease.
     Busy,
     /// Nothing to do: gone, no longer pending, or another message's.
@@ -54,6 +54,17 @@ fn now_unix() -> i64 {
 /// only eventually; reads must not show them).
 fn live(item: &Item) -> bool {
     get_i64(item, keys::TTL).is_none_or(|ttl| ttl > now_unix())
+}
+
+/// Attempts a recovery reads a page, and at most in one request.
+const RECOVER_PAGE: i32 = 200;
+const RECOVER_READ: usize = 2_000;
+
+/// An attempt's id and time, as a recovery reads them.
+#[derive(serde::Deserialize)]
+struct AttemptRow {
+    delivery_id: Uuid,
+    attempted_at: Timestamp,
 }
 
 /// Which of a webhook's attempt logs: its loads' deliveries, or its pings.
@@ -194,9 +205,9 @@ impl Deliveries<'_> {
                 .expression_attribute_values(":owner", s(owner)),
         };
         match update.send().await {
-            Ok(out) => Ok(Claim::Claimed(from_item(
+            Ok(out) => Ok(Claim::Claimed(Box::new(from_item(
                 out.attributes.unwrap_or_default(),
-            )?)),
+            )?))),
             Err(error) => match error.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(failed) => {
                     let Some(item) = failed.item.filter(live) else {
@@ -262,7 +273,7 @@ impl Deliveries<'_> {
             .await;
         let Err(error) = sent else {
             return Ok(match self.get(id).await? {
-                Some(delivery) => Claim::Claimed(delivery),
+                Some(delivery) => Claim::Claimed(Box::new(delivery)),
                 None => Claim::Done,
             });
         };
@@ -345,6 +356,109 @@ impl Deliveries<'_> {
             .await
             .map_err(sdk_error)?;
         Ok(())
+    }
+
+    /// The deliveries `webhook`'s log shows attempts of since `since`,
+    /// oldest first, at most `most` of them, and where to resume when
+    /// the log goes on (the first attempt not read): one Query of its
+    /// attempts (ids and times only), page by page, at most
+    /// `RECOVER_READ` attempts in all.
+    pub async fn attempted_since(
+        &self,
+        webhook: Uuid,
+        since: Timestamp,
+        most: usize,
+    ) -> ApiResult<(Vec<Uuid>, Option<Timestamp>)> {
+        let store = self.0;
+        let query = store
+            .db
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND sk >= :since")
+            .expression_attribute_values(":pk", s(keys::attempts_pk(webhook)))
+            .expression_attribute_values(":since", s(since.to_string()))
+            .projection_expression("delivery_id, attempted_at")
+            .consistent_read(true)
+            .limit(RECOVER_PAGE);
+        let mut found: Vec<Uuid> = Vec::new();
+        let mut start = None;
+        let mut read = 0;
+        loop {
+            let page = query
+                .clone()
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            for item in page.items.unwrap_or_default().into_iter().filter(live) {
+                let row: AttemptRow = from_item(item)?;
+                if found.contains(&row.delivery_id) {
+                    continue;
+                }
+                if found.len() == most {
+                    return Ok((found, Some(row.attempted_at)));
+                }
+                found.push(row.delivery_id);
+            }
+            read += RECOVER_PAGE as usize;
+            start = page.last_evaluated_key;
+            let Some(next) = &start else {
+                return Ok((found, None));
+            };
+            if read >= RECOVER_READ {
+                // Resume at the last attempt read (read again: harmless,
+                // a delivery marked is not marked twice).
+                let sk = next.get(keys::SK).and_then(|v| v.as_s().ok());
+                let at = sk.and_then(|sk| sk.split('#').next()).map(str::to_owned);
+                let at = at
+                    .map(|at| chrono::DateTime::parse_from_rfc3339(&at))
+                    .transpose()
+                    .map_err(ApiError::internal)?;
+                return Ok((found, at.map(|at| at.with_timezone(&chrono::Utc).into())));
+            }
+        }
+    }
+
+    /// Marks delivery `id` of `webhook` as being recovered by `request`
+    /// until `until` (Unix ms), if its last attempt failed (it is `failed`,
+    /// or `pending` with attempts made) and no other recovery holds it at
+    /// `now` (a recovery's own mark is its again: a retry of the request
+    /// re-sends what its first attempt may not have): one conditional
+    /// UpdateItem. True when the mark is the request's.
+    pub async fn mark_recovery(
+        &self,
+        id: Uuid,
+        webhook: Uuid,
+        request: Uuid,
+        now: i64,
+        until: i64,
+    ) -> ApiResult<bool> {
+        let result = self
+            .0
+            .update(keys::delivery_pk(id), DELIVERY_SK)
+            .update_expression("SET recovery = :request, recovery_until = :until")
+            .condition_expression(
+                "attribute_exists(pk) AND webhook_id = :webhook \
+                 AND (#status = :failed OR (#status = :pending AND attempts > :none)) \
+                 AND (attribute_not_exists(recovery_until) OR recovery_until < :now OR recovery = :request)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":request", s(request.to_string()))
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":webhook", s(webhook.to_string()))
+            .expression_attribute_values(":failed", s("failed"))
+            .expression_attribute_values(":pending", s("pending"))
+            .expression_attribute_values(":none", n(0))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(ApiError::internal(other)),
+            },
+        }
     }
 
     /// A page of `webhook`'s attempts, newest first, from `start`.

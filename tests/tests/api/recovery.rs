@@ -1,0 +1,249 @@
+//! Recovery after a receiver's outage (`POST .../recover`): every delivery
+//! whose last attempt failed since a time gets one more attempt with its
+//! own id, once, however often recovery is asked for; the succeeded ones
+//! are not sent again; `since` is bounded by the log's retention; another
+//! organization's webhook is 404; the work of one request is bounded and
+//! resumable; an operator recovers too, audited.
+
+use api_tests::webhooks::{Receiver, Stack, quick_policy};
+use api_tests::{TestOrg, harness, org, run};
+use http::Method;
+use serde_json::{Value, json};
+
+use crate::deliveries::{register, send};
+use crate::sites::new_site;
+use crate::surpluses::{give_waybill, new_load};
+
+async fn recover(stack: &Stack, t: &TestOrg, hook: &str, body: Value) -> api_tests::Reply {
+    send(
+        stack,
+        t,
+        Method::POST,
+        &format!("/api/v1/webhooks/{hook}/recover"),
+        Some(body),
+    )
+    .await
+}
+
+/// A load of `t` delivered through `stack` and dispatched (its one
+/// scheduled attempt made).
+async fn delivered(stack: &Stack, t: &TestOrg, site: &str, receiver: &Receiver, count: usize) {
+    let load = new_load(t, site).await;
+    give_waybill(t, &load).await;
+    send(
+        stack,
+        t,
+        Method::PATCH,
+        &format!("/api/v1/surpluses/{load}"),
+        Some(json!({"status": "delivered"})),
+    )
+    .await
+    .expect(200, None);
+    stack.drain_until_received(receiver, count).await;
+}
+
+#[test]
+fn a_recovery_sends_exactly_the_failed_deliveries_once_more() {
+    run(async {
+        // One attempt a delivery: the first failure fails it.
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = org().await;
+        // Down for two deliveries, then up.
+        let receiver = Receiver::start(vec![500, 503]).await;
+        let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339();
+        let (hook, _) = register(
+            &stack,
+            &t,
+            &format!("{}/hook", receiver.base),
+            "hmac_sha256",
+        )
+        .await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        for count in 1..=3 {
+            delivered(&stack, &t, &site, &receiver, count).await;
+        }
+        let ids: Vec<String> = receiver
+            .requests()
+            .iter()
+            .map(|r| r.header("webhook-id").to_owned())
+            .collect();
+        let (failed, succeeded) = (&ids[..2], &ids[2]);
+
+        let reply = recover(&stack, &t, &hook, json!({"since": since})).await;
+        reply.expect(202, None);
+        let data = &reply.body["data"];
+        assert_eq!(data["webhook_id"], hook.as_str());
+        assert_eq!(
+            (&data["queued"], &data["next_since"]),
+            (&json!(2), &Value::Null)
+        );
+        // Asked again before the attempts are made: nothing twice.
+        let again = recover(&stack, &t, &hook, json!({"since": since})).await;
+        again.expect(202, None);
+        assert_eq!(again.body["data"]["queued"], 0);
+
+        stack.drain_until_received(&receiver, 5).await;
+        stack.drain().await;
+        let posts = receiver.requests();
+        assert_eq!(posts.len(), 5, "the two failed ones, once more each");
+        let mut resent: Vec<String> = posts[3..]
+            .iter()
+            .map(|r| r.header("webhook-id").to_owned())
+            .collect();
+        resent.sort();
+        let mut expected = failed.to_vec();
+        expected.sort();
+        assert_eq!(resent, expected);
+        assert!(!resent.contains(succeeded));
+
+        // In the log as manual attempts; the deliveries succeeded.
+        let log = send(
+            &stack,
+            &t,
+            Method::GET,
+            &format!("/api/v1/webhooks/{hook}/deliveries"),
+            None,
+        )
+        .await;
+        let manual: Vec<&Value> = log.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["manual"] == true)
+            .collect();
+        assert_eq!(manual.len(), 2);
+        assert!(
+            manual
+                .iter()
+                .all(|a| a["succeeded"] == true && a["attempt"] == 2)
+        );
+        // Nothing failed is left: a recovery now queues nothing.
+        let after = recover(&stack, &t, &hook, json!({"since": since})).await;
+        assert_eq!(after.body["data"]["queued"], 0);
+    });
+}
+
+#[test]
+fn a_recovery_is_refused_for_a_bad_since_or_another_organizations_webhook() {
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let (t, other) = (org().await, org().await);
+        let (hook, _) = register(&stack, &t, "http://127.0.0.1:9/hook", "hmac_sha256").await;
+        let now = chrono::Utc::now();
+        for body in [
+            json!({}),
+            json!({"since": "yesterday"}),
+            json!({"since": 5}),
+            json!({"since": (now - chrono::TimeDelta::days(31)).to_rfc3339()}),
+            json!({"since": (now + chrono::TimeDelta::hours(1)).to_rfc3339()}),
+        ] {
+            let reply = recover(&stack, &t, &hook, body.clone()).await;
+            reply.expect(422, Some("validation_error"));
+            assert!(reply.text.contains("since"), "{body}: {}", reply.text);
+        }
+        let since = json!({"since": (now - chrono::TimeDelta::days(29)).to_rfc3339()});
+        recover(&stack, &t, &hook, since.clone())
+            .await
+            .expect(202, None);
+        recover(&stack, &other, &hook, since.clone())
+            .await
+            .expect(404, Some("webhook_not_found"));
+        recover(&stack, &t, "nope", since)
+            .await
+            .expect(400, Some("invalid_webhook_id"));
+    });
+}
+
+/// One request reads at most a batch of deliveries from the log, oldest
+/// first, and says where the next one resumes.
+#[test]
+fn the_deliveries_a_recovery_reads_are_bounded_and_resumable() {
+    use shared::model::delivery::{DeliveryAttempt, DeliveryRecord};
+    run(async {
+        let deliveries = harness().await.store().deliveries();
+        let webhook = uuid::Uuid::now_v7();
+        let start = shared::model::now();
+        let mut made = Vec::new();
+        for i in 0..3u32 {
+            let record = DeliveryRecord::new(
+                uuid::Uuid::now_v7(),
+                webhook,
+                uuid::Uuid::now_v7(),
+                Some(uuid::Uuid::now_v7()),
+                "surplus.delivered",
+            );
+            assert!(deliveries.create(&record).await.unwrap());
+            let attempt = DeliveryAttempt {
+                delivery_id: record.id,
+                surplus_id: record.surplus_id,
+                event: record.event.clone(),
+                attempt: 1,
+                manual: false,
+                attempted_at: (start.as_datetime() + chrono::TimeDelta::seconds(i.into())).into(),
+                succeeded: false,
+                status_code: Some(500),
+                error: None,
+                duration_ms: 3,
+            };
+            let mut after = record.clone();
+            after.attempts = 1;
+            deliveries.record(&after, &attempt, None).await.unwrap();
+            made.push((record.id, attempt.attempted_at));
+        }
+        let (first, next) = deliveries.attempted_since(webhook, start, 2).await.unwrap();
+        assert_eq!(first, [made[0].0, made[1].0]);
+        assert_eq!(next, Some(made[2].1));
+        let (rest, next) = deliveries
+            .attempted_since(webhook, next.unwrap(), 2)
+            .await
+            .unwrap();
+        assert_eq!((rest, next), (vec![made[2].0], None));
+        // Nothing before `since` is read.
+        let later = (made[2].1.as_datetime() + chrono::TimeDelta::seconds(1)).into();
+        let (none, _) = deliveries.attempted_since(webhook, later, 2).await.unwrap();
+        assert!(none.is_empty());
+    });
+}
+
+#[test]
+fn an_operator_recovers_a_webhooks_deliveries_audited() {
+    use admin::webhooks::{Webhooks, run as operate};
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![500]).await;
+        let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339();
+        let (hook, _) = register(
+            &stack,
+            &t,
+            &format!("{}/hook", receiver.base),
+            "hmac_sha256",
+        )
+        .await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        delivered(&stack, &t, &site, &receiver, 1).await;
+        let command = Webhooks::Recover {
+            org: t.id(),
+            webhook: hook.parse().unwrap(),
+            since: since.clone(),
+        };
+        let action = command.action().expect("a recovery is audited");
+        assert_eq!(action.command, "webhooks recover");
+        let done = operate(&stack.api, command).await.unwrap();
+        assert_eq!(done.lines[0]["recovery"]["queued"], 1);
+        stack.drain_until_received(&receiver, 2).await;
+        let posts = receiver.requests();
+        assert_eq!(posts[1].header("webhook-id"), posts[0].header("webhook-id"));
+        // A `since` out of the log's reach is refused, as through the API.
+        let refused = operate(
+            &stack.api,
+            Webhooks::Recover {
+                org: t.id(),
+                webhook: hook.parse().unwrap(),
+                since: "2020-01-01T00:00:00Z".into(),
+            },
+        )
+        .await;
+        assert!(refused.is_err());
+    });
+}
