@@ -453,6 +453,15 @@ impl Model {
                 });
                 Expect::ok(202)
             }
+            // Every delivery here ends succeeded within the step that
+            // attempted it (a late answer's retry included): nothing has
+            // failed, so nothing is sent again.
+            Step::Recover { by, hook, .. } => {
+                if self.orgs[by.org].hooks[*hook].deleted {
+                    return Expect::error(404, "webhook_not_found");
+                }
+                Expect::ok(202)
+            }
             Step::Ticket { by, .. } => {
                 if !self.tickets_left(*by) {
                     return Expect::refused(429, "support_rate_limited");
@@ -613,6 +622,7 @@ fn possible(model: &Model, step: &Step) -> bool {
         | Step::Deliver { load, .. }
         | Step::SetStatus { load, .. } => *load < org.loads.len(),
         Step::Unregister { hook, .. } => *hook < org.hooks.len(),
+        Step::Recover { hook, .. } => *hook < org.hooks.len(),
         Step::Ping { hook, .. } => org
             .hooks
             .get(*hook)
@@ -710,6 +720,12 @@ impl ReferenceStateMachine for Model {
                 tag,
             });
         let unregister = pick(hooks).prop_map(|(by, hook)| Step::Unregister { by, hook });
+        let recover = (pick(hooks), keyed()).prop_map(move |((by, hook), keyed)| Step::Recover {
+            by,
+            hook,
+            keyed,
+            tag,
+        });
         let ping = (pick(hooks), keyed()).prop_map(move |((by, hook), keyed)| Step::Ping {
             by,
             hook,
@@ -851,6 +867,7 @@ impl ReferenceStateMachine for Model {
             1 => geocode.clone(),
             2 => register.clone(),
             3 => retry.clone(),
+            1 => recover.clone(),
             1 => create_point.clone(),
         ]
         .prop_map(Step::keyed);
@@ -894,6 +911,7 @@ impl ReferenceStateMachine for Model {
             1 => unregister,
             4 => retry,
             2 => ping,
+            2 => recover,
             4 => Just(Step::Dispatch),
             3 => site_step,
             3 => ticket,

@@ -804,3 +804,40 @@ fn a_ping_reaches_its_webhook_once_and_a_deleted_one_never() {
         Step::Dispatch,
     ]);
 }
+
+/// A recovery after every delivery succeeded sends nothing again, keyed and
+/// replayed, or faulted and retried; a deleted webhook's is 404.
+#[test]
+fn a_recovery_sends_nothing_that_succeeded() {
+    let recover = |hook, keyed, tag| Step::Recover {
+        by: A,
+        hook,
+        keyed,
+        tag,
+    };
+    replay(vec![
+        Step::Register {
+            by: A,
+            url: 0,
+            keyed: false,
+            tag: 1,
+        },
+        site(2),
+        load(3),
+        Step::Upload {
+            by: A,
+            load: 0,
+            keyed: false,
+            tag: 4,
+        },
+        Step::Deliver { by: A, load: 0 },
+        Step::Dispatch,
+        recover(0, true, 5),
+        Step::Replay { by: A, nth: 0 },
+        faulted(Fault::Die, 2, recover(0, true, 6)),
+        Step::Dispatch,
+        Step::Unregister { by: A, hook: 0 },
+        recover(0, false, 7),
+        Step::Dispatch,
+    ]);
+}

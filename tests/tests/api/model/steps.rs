@@ -75,6 +75,14 @@ pub enum Step {
         keyed: bool,
         tag: u32,
     },
+    /// `POST /webhooks/{id}/recover` since a day back: every delivery
+    /// whose last attempt failed, once more (none is sent twice).
+    Recover {
+        by: By,
+        hook: usize,
+        keyed: bool,
+        tag: u32,
+    },
     /// A webhook at `url` registered, `load`'s waybill uploaded, the load
     /// delivered and dispatched; then a `Retry` of the delivery with a
     /// key, and `others` more with keys of their own, each dispatched;
@@ -360,6 +368,7 @@ impl Step {
             | Step::Unregister { by, .. }
             | Step::Retry { by, .. }
             | Step::Ping { by, .. }
+            | Step::Recover { by, .. }
             | Step::Retries { by, .. }
             | Step::LateReceivers { by, .. }
             | Step::Grant { by, .. }
@@ -407,6 +416,9 @@ impl Step {
                 keyed: true, tag, ..
             }
             | Step::Ping {
+                keyed: true, tag, ..
+            }
+            | Step::Recover {
                 keyed: true, tag, ..
             }
             | Step::Grant {
@@ -475,6 +487,12 @@ impl Step {
                 tag,
             },
             Step::Ping { by, hook, tag, .. } => Step::Ping {
+                by,
+                hook,
+                keyed: true,
+                tag,
+            },
+            Step::Recover { by, hook, tag, .. } => Step::Recover {
                 by,
                 hook,
                 keyed: true,
@@ -571,6 +589,16 @@ impl fmt::Display for Step {
             } => write!(
                 f,
                 "{by}: POST /webhooks/<hook {hook}>/ping{}",
+                key(keyed, tag)
+            ),
+            Step::Recover {
+                by,
+                hook,
+                keyed,
+                tag,
+            } => write!(
+                f,
+                "{by}: POST /webhooks/<hook {hook}>/recover since a day back{}",
                 key(keyed, tag)
             ),
             Step::Dispatch => write!(f, "dispatcher: drain the webhook queue"),

@@ -153,6 +153,15 @@ impl System {
                 format!("/api/v1/webhooks/{}/ping", ids.hooks[*hook]),
             )
             .keyed(step.idempotency_key()),
+            Step::Recover { hook, .. } => {
+                let since = self.clock.now() - chrono::TimeDelta::days(1);
+                json(
+                    Method::POST,
+                    format!("/api/v1/webhooks/{}/recover", ids.hooks[*hook]),
+                    json!({"since": since.to_rfc3339()}),
+                )
+                .keyed(step.idempotency_key())
+            }
             Step::Ticket { tag, .. } | Step::Tickets { tag, .. } | Step::Quoted { tag, .. } => {
                 json(
                     Method::POST,
