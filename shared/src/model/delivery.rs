@@ -171,8 +171,9 @@ pub struct Recover {
 pub const RECOVER_DAYS: i64 = 30;
 
 impl Recover {
-    /// `since`, a date-time within the last `RECOVER_DAYS` days and not
-    /// after `now`: 422 `validation_error` otherwise.
+    /// `since` as given (a date-time: 422 `validation_error` otherwise),
+    /// read from `RECOVER_DAYS` before `now` at the earliest: the log
+    /// keeps no more. A future one finds nothing.
     pub fn since(&self, now: Timestamp) -> Result<Timestamp, crate::error::ApiError> {
         let invalid = |why: &str| crate::error::ApiError::validation("since", why.to_owned());
         let text = match &self.since {
@@ -183,12 +184,7 @@ impl Recover {
             .map_err(|_| invalid("must be a date-time (RFC 3339)"))?
             .with_timezone(&chrono::Utc);
         let earliest = now.as_datetime() - chrono::TimeDelta::days(RECOVER_DAYS);
-        if at < earliest || at > now.as_datetime() {
-            return Err(invalid(&format!(
-                "must be within the last {RECOVER_DAYS} days (the delivery log's retention), not in the future"
-            )));
-        }
-        Ok(at.into())
+        Ok(at.max(earliest).into())
     }
 }
 

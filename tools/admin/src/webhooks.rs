@@ -77,15 +77,15 @@ pub enum Webhooks {
         webhook: Uuid,
     },
     /// After a receiver's outage: one more attempt of each delivery whose
-    /// last attempt failed, of those attempted since `--since` (within 30
-    /// days), 100 a run; run again from the `next_since` it prints until
-    /// that is null.
+    /// last attempt failed, of those attempted since `--since` (30 days
+    /// back at the earliest), 100 a run; run again from the `next_since` it
+    /// prints until that is null.
     Recover {
         #[arg(long)]
         org: Uuid,
         #[arg(long)]
         webhook: Uuid,
-        /// A date-time (RFC 3339), within the last 30 days.
+        /// A date-time (RFC 3339).
         #[arg(long)]
         since: String,
     },
