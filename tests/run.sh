@@ -73,7 +73,17 @@ if [[ -n ${MUTANTS_BASE:-} ]]; then
     export MUTANTS_STATUS=$?
 fi
 
+# CI_AWAIT: the logs of the stages .ci/run started beside these
+# (tools/local/scripts/stages.sh), printed once they end.
+awaited=0
+for log in ${CI_AWAIT:-}; do
+    echo "==> $(basename "$log" .log), run beside the tests"
+    await_beside "$log" || { echo "==> $log: failed"; awaited=1; }
+done
+
 # shellcheck disable=SC2086 # CI_CHECK_LOGS: the lint and gate logs .ci/run kept
 "$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
     "$STATE_DIR/watch/summary.json" "$watch" "$STATE_DIR/secrets-in-logs.json" "$secrets" \
     "$STATE_DIR/soak-short/soak.json" "$soak" ${CI_CHECK_LOGS:-}
+totals=$?
+exit $((totals || awaited))

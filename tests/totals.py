@@ -49,14 +49,15 @@ def check_log(path):
 
 def read_stages(path):
     """The stages `.ci/run` and `make test` timed (tools/local/scripts/
-    stages.sh): [(name, seconds)], in the order they ran."""
+    stages.sh): [(name, seconds, beside)], in the order they ended; a stage
+    `beside` ran beside the others."""
     if not path or not Path(path).exists():
         return []
     stages = []
     for line in Path(path).read_text().splitlines():
-        name, _, seconds = line.rpartition("\t")
+        name, seconds, *mark = line.split("\t")
         if name and seconds.isdigit():
-            stages.append((name, int(seconds)))
+            stages.append((name, int(seconds), mark == ["beside"]))
     return stages
 
 
@@ -110,9 +111,10 @@ def main():
     if stages:
         print()
         print("==> stages")
-        for name, seconds in stages:
+        for name, seconds, _ in stages:
             print(f"{name + ':':<46}{clock(seconds):>8}")
-        print(f"{'all stages:':<46}{clock(sum(s for _, s in stages)):>8}")
+        # A stage beside the others took none of the run's time of its own.
+        print(f"{'all stages:':<46}{clock(sum(s for _, s, beside in stages if not beside)):>8}")
         if os.environ.get("CI_STARTED", "").isdigit():
             import time
             print(f"{'.ci/run so far (installs included):':<46}{clock(int(time.time()) - int(os.environ['CI_STARTED'])):>8}")
