@@ -11,6 +11,11 @@ use tower::ServiceExt;
 
 use crate::{harness, logs};
 
+/// Queries a list of an organization's spread records makes: one a
+/// partition it may be in (`keys::all_shards`: its shards and the
+/// partition of the records from before the spread), read at once.
+pub const SPREAD_LIST_QUERIES: u32 = shared::store::engine::keys::RECORD_SHARDS + 1;
+
 /// A response as a client sees it, plus the DynamoDB calls it cost.
 #[derive(Debug)]
 pub struct Reply {

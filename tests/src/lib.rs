@@ -28,7 +28,7 @@ pub mod providers;
 pub mod traces;
 pub mod webhooks;
 
-pub use calls::{Call, Reply, call};
+pub use calls::{Call, Reply, SPREAD_LIST_QUERIES, call};
 
 /// A debug build polls a request tens of futures deep, each frame large:
 /// deeper than a thread's default 2 MiB once the SDK's connector is under

@@ -10,7 +10,9 @@ shares skewed by Zipf's law (the n-th busiest has a share proportional to
 - a key class with an `{id}` part (an organization's, a key's, a
   record's) is spread over the organizations: its hottest partition
   carries the busiest organization's share of its traffic (an upper
-  bound: one organization's records may spread further);
+  bound: one site's loads are taken to be all the organization's), or
+  its shard's share of that when it has a `{shard}` part too
+  (`RECORD_SHARDS`, as keys.rs spreads an organization's records);
 - a key class with no `{id}` part (an hour's outbox, a public map cell)
   is one partition for everyone: it carries all of its traffic, or its
   shard's share when it has a `{shard}` part (`HOUR_SHARDS`, as
@@ -56,8 +58,11 @@ BURST = 2.0
 
 SCENARIOS = [(10_000, 2_000.0), (100_000, 20_000.0)]
 
-# Partitions a `{shard}` key class is spread over (keys::HOUR_SHARDS).
+# Partitions a `{shard}` key class is spread over: an hour's index
+# (keys::HOUR_SHARDS), or an organization's records and their list keys
+# (keys::RECORD_SHARDS), which are also the organization's (`{id}`).
 HOUR_SHARDS = 16
+RECORD_SHARDS = 4
 
 # Copies of a public cell a search spreads over (model::geo::PUBLIC_COPIES).
 PUBLIC_COPIES = 8
@@ -154,12 +159,12 @@ def hot_keys(flows: dict[str, dict], mix: dict[str, float], orgs: int, rps: floa
             if per_key(key):
                 # One key's admitted requests, of this flow's share.
                 factor = per_second / rps * KEY_RATE
-            elif "{shard}" in key:
-                factor = per_second / HOUR_SHARDS
             elif key.endswith(COPY):
                 factor = per_second / PUBLIC_COPIES
             else:
                 factor = per_second * (top if spread(key) else 1.0)
+                if "{shard}" in key:
+                    factor /= RECORD_SHARDS if spread(key) else HOUR_SHARDS
             entry = load.setdefault((index, key), [0.0, 0.0])
             entry[0] += read * factor
             entry[1] += write * factor

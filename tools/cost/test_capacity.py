@@ -52,9 +52,18 @@ class HotKeys(unittest.TestCase):
         (hot,) = capacity.hot_keys(flows, {"deliver": 1.0}, orgs=10, rps=1_600, s=1.0)
         self.assertAlmostEqual(hot.write, 100.0)
 
+    def test_an_organizations_shard_carries_its_share_of_the_busiest(self):
+        # 10 organizations, the busiest with share z of 1,000 requests a
+        # second, each writing 1 unit into one of its 4 shards.
+        flows = capacity.per_request([flow("create", [["table", "ORG#{id}#{shard}", 0.0, 10.0]])])
+        (hot,) = capacity.hot_keys(flows, {"create": 1.0}, orgs=10, rps=1_000, s=1.0)
+        z = capacity.zipf_top_share(10, 1.0)
+        self.assertAlmostEqual(hot.write, 1_000 * z / capacity.RECORD_SHARDS)
+
     def test_the_shards_are_the_stores(self):
         keys = (Path(__file__).resolve().parents[2] / "shared/src/store/engine/keys.rs").read_text()
         self.assertIn(f"pub const HOUR_SHARDS: u32 = {capacity.HOUR_SHARDS};", keys)
+        self.assertIn(f"pub const RECORD_SHARDS: u32 = {capacity.RECORD_SHARDS};", keys)
 
     def test_a_copied_cell_and_its_first_copy_share_their_copies(self):
         # Of 10 searches, 1 read the first copy and 9 the others (8 copies

@@ -70,7 +70,7 @@ pub struct CreateFactory {
 impl CreateFactory {
     pub fn validate(self, org: Uuid, now: Timestamp) -> Result<FactoryRecord, ApiError> {
         Ok(FactoryRecord {
-            id: Uuid::now_v7(),
+            id: crate::model::id::spread_id(),
             org_id: org,
             name: validate::required_text("name", &self.name, MAX_TEXT)?,
             street_address: validate::optional_text(

@@ -14,6 +14,24 @@ pub fn parse(text: &str) -> Option<Uuid> {
         .flatten()
 }
 
+/// A new id of a record the store spreads over its organization's
+/// partitions (sites, receiving points, factories, loads:
+/// `store::engine::keys::record_pk`): ordered by time like a version 7 id
+/// (its first 48 bits are the Unix milliseconds), marked version 8, so a
+/// record's partition follows from its id. Records made before the spread
+/// keep their version 7 ids, and with them the organization's partition.
+pub fn spread_id() -> Uuid {
+    let mut bytes = *Uuid::now_v7().as_bytes();
+    // Version 8 in the version nibble; the variant bits stay RFC 9562's.
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    Uuid::from_bytes(bytes)
+}
+
+/// Whether `id` is one `spread_id` made.
+pub fn is_spread(id: Uuid) -> bool {
+    id.get_version_num() == 8
+}
+
 /// A UUID field of a request body or query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
@@ -37,6 +55,19 @@ impl<'de> Deserialize<'de> for Id {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_ids_are_version_8_and_ordered_by_time() {
+        let before = Uuid::now_v7();
+        let (a, b) = (spread_id(), spread_id());
+        assert_eq!((a.get_version_num(), b.get_version_num()), (8, 8));
+        assert_eq!(a.get_variant(), uuid::Variant::RFC4122);
+        assert!(is_spread(a) && !is_spread(before));
+        // Same milliseconds as a version 7 id of the moment, and in order.
+        assert!(a.as_bytes()[..6] >= before.as_bytes()[..6]);
+        assert!(a.as_bytes()[..6] <= b.as_bytes()[..6]);
+        assert!(parse(&a.to_string()) == Some(a));
+    }
 
     #[test]
     fn only_the_canonical_form() {

@@ -127,7 +127,7 @@ impl CreateReceivingPoint {
     /// The new record (the site is checked by the caller).
     pub fn validate(self, org: Uuid, now: Timestamp) -> Result<ReceivingPointRecord, ApiError> {
         Ok(ReceivingPointRecord {
-            id: Uuid::now_v7(),
+            id: crate::model::id::spread_id(),
             org_id: org,
             site_id: self.site_id.into(),
             name: validate::required_text("name", &self.name, MAX_TEXT)?,

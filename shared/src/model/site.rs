@@ -217,7 +217,7 @@ impl CreateSite {
     pub fn validate(self, org: Uuid, now: Timestamp) -> Result<SiteRecord, ApiError> {
         customer(self.customer_id.map(Uuid::from), org)?;
         Ok(SiteRecord {
-            id: Uuid::now_v7(),
+            id: crate::model::id::spread_id(),
             org_id: org,
             name: validate::required_text("name", &self.name, MAX_TEXT)?,
             street_address: text("street_address", self.street_address)?,

@@ -271,7 +271,7 @@ impl CreateSurplus {
         }
         let additive = self.additive.unwrap_or(false);
         Ok(SurplusRecord {
-            id: Uuid::now_v7(),
+            id: crate::model::id::spread_id(),
             org_id: org,
             site_id: self.site_id.into(),
             to_site_id: None,

@@ -41,7 +41,11 @@ fn create_returns_the_factory() {
         );
         let list = send(&t, Method::GET, "/api/v1/factories", None).await;
         assert_eq!(&list.body["data"][0], d);
-        assert!(list.ddb_calls <= 3, "list cost {} calls", list.ddb_calls);
+        assert!(
+            list.ddb_calls <= 2 + api_tests::SPREAD_LIST_QUERIES,
+            "list cost {} calls",
+            list.ddb_calls
+        );
         assert_eq!(geo_entries(t.id(), "FACTORY", id, (60.29, 25.04)).await, 1);
     });
 }

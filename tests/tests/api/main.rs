@@ -50,6 +50,7 @@ mod setup;
 mod side_effects;
 mod site_people;
 mod sites;
+mod spread;
 mod staged_forgeries;
 mod support;
 mod surplus_pages;

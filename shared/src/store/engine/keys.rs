@@ -8,10 +8,48 @@ pub const PK: &str = "pk";
 pub const SK: &str = "sk";
 pub const TTL: &str = "ttl";
 
-/// Organization partition: the organization, its child summaries, its API
-/// key summaries and its memberships (later: sites, trucks, ...).
+/// Organization partition: the organization, its child summaries, its
+/// memberships, trucks, grants and webhooks, and the records made before
+/// they were spread (`record_pk`).
 pub fn org_pk(org: Uuid) -> String {
     format!("ORG#{org}")
+}
+
+/// Partitions an organization's sites, receiving points, factories and
+/// loads (with their logs) are spread over, so that no one partition
+/// takes a busy organization's every write and read (`make capacity`).
+pub const RECORD_SHARDS: u32 = 4;
+
+/// The shard of a spread record (`model::id::spread_id`), by its id's
+/// last byte (random); `None` for an id made before the spread.
+pub fn record_shard(id: Uuid) -> Option<u32> {
+    crate::model::id::is_spread(id).then(|| u32::from(id.as_bytes()[15]) % RECORD_SHARDS)
+}
+
+/// `base`, or its shard `shard` (`<base>#SHARD<n>`).
+fn sharded(base: String, shard: Option<u32>) -> String {
+    match shard {
+        Some(shard) => format!("{base}#SHARD{shard}"),
+        None => base,
+    }
+}
+
+/// The partition of organization `org`'s record `id`: one of the
+/// organization's `RECORD_SHARDS` for a spread id, the organization's own
+/// partition for an id from before.
+pub fn record_pk(org: Uuid, id: Uuid) -> String {
+    org_shard_pk(org, record_shard(id))
+}
+
+/// The organization's partition (`None`) or one of its shards.
+pub fn org_shard_pk(org: Uuid, shard: Option<u32>) -> String {
+    sharded(org_pk(org), shard)
+}
+
+/// Where a kind's spread records may be, as `shard` arguments: the
+/// unsharded key (records from before the spread) and every shard.
+pub fn all_shards() -> impl Iterator<Item = Option<u32>> {
+    std::iter::once(None).chain((0..RECORD_SHARDS).map(Some))
 }
 pub const ORG_SK: &str = "ORG";
 /// `begins_with(sk, ORG_SK)` reads the organization with its children.
@@ -131,13 +169,16 @@ pub fn surplus_sk(surplus: Uuid) -> String {
     format!("{SURPLUS_PREFIX}{surplus}")
 }
 pub const SURPLUS_PREFIX: &str = "SURPLUS#";
-/// `gsi1`: the organization's loads of one status group, by creation.
-pub fn surplus_group_pk(org: Uuid, group: &str) -> String {
-    format!("ORG#{org}#SURPLUS#{group}")
+/// `gsi1`: the organization's loads of one status group, by creation, in
+/// the shard of the load's id (`record_shard`; all of them:
+/// `record_partitions`).
+pub fn surplus_group_pk(org: Uuid, group: &str, shard: Option<u32>) -> String {
+    sharded(format!("ORG#{org}#SURPLUS#{group}"), shard)
 }
-/// `gsi2`: the loads of one origin site, by creation.
-pub fn surplus_site_pk(org: Uuid, site: Uuid) -> String {
-    format!("ORG#{org}#SITE#{site}#SURPLUS")
+/// `gsi2`: the loads of one origin site, by creation, in the shard of the
+/// load's id.
+pub fn surplus_site_pk(org: Uuid, site: Uuid, shard: Option<u32>) -> String {
+    sharded(format!("ORG#{org}#SITE#{site}#SURPLUS"), shard)
 }
 /// `gsi2`: the active members who work at one site.
 pub fn site_members_pk(org: Uuid, site: Uuid) -> String {
@@ -271,3 +312,44 @@ pub const AUDIT_ALL_PK: &str = "AUDIT";
 /// roles every write under these prefixes (`ApiKeyIssuanceByOperators`).
 pub const OPERATOR_ONLY_PK_PREFIXES: [&str; 3] =
     [API_KEY_PK_PREFIX, KEY_INDEX_PK_PREFIX, AUDIT_PK_PREFIX];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_where_its_id_says() {
+        let org = Uuid::now_v7();
+        // Made before the spread: the organization's partition.
+        let old = Uuid::now_v7();
+        assert_eq!(record_shard(old), None);
+        assert_eq!(record_pk(org, old), org_pk(org));
+        // Spread: one of the shards, the same each time, its list keys too.
+        let new = crate::model::id::spread_id();
+        let shard = record_shard(new).unwrap();
+        assert!(shard < RECORD_SHARDS);
+        assert_eq!(record_pk(org, new), format!("ORG#{org}#SHARD{shard}"));
+        assert_eq!(record_pk(org, new), record_pk(org, new));
+        assert_eq!(
+            surplus_group_pk(org, "open", Some(shard)),
+            format!("ORG#{org}#SURPLUS#open#SHARD{shard}")
+        );
+        assert_eq!(
+            surplus_site_pk(org, old, None),
+            format!("ORG#{org}#SITE#{old}#SURPLUS")
+        );
+    }
+
+    #[test]
+    fn new_records_spread_evenly_and_lists_read_every_partition() {
+        let mut counts = [0u32; RECORD_SHARDS as usize];
+        for _ in 0..4000 {
+            counts[record_shard(crate::model::id::spread_id()).unwrap() as usize] += 1;
+        }
+        // 1,000 each on average; 900 is more than 6 standard deviations off.
+        assert!(counts.iter().all(|n| *n > 900), "{counts:?}");
+        let all: Vec<Option<u32>> = all_shards().collect();
+        assert_eq!(all.len(), RECORD_SHARDS as usize + 1);
+        assert_eq!(all[0], None);
+    }
+}

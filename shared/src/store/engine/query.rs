@@ -3,6 +3,7 @@
 //! steps.
 
 use crate::error::ApiResult;
+use crate::store::engine::calls::CallCounter;
 use crate::store::engine::client::Store;
 use crate::store::engine::errors::sdk_error;
 use crate::store::engine::item;
@@ -36,6 +37,17 @@ pub(crate) async fn query_records<R: serde::de::DeserializeOwned>(
         .into_iter()
         .map(item::from_item)
         .collect()
+}
+
+/// Every record the queries match (each of one partition: an
+/// organization's records spread over its shards), read at once, in the
+/// queries' order.
+pub(crate) async fn query_partitions<R: serde::de::DeserializeOwned>(
+    queries: impl IntoIterator<Item = aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder>,
+) -> ApiResult<Vec<R>> {
+    let reads = queries.into_iter().map(query_records::<R>);
+    let found = CallCounter::together(futures::future::try_join_all(reads)).await?;
+    Ok(found.into_iter().flatten().collect())
 }
 
 /// Every item a query matches, page by page (a page is up to 1 MB).

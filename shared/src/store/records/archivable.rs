@@ -1,5 +1,6 @@
-//! Sites, receiving points and factories as organization-partition records
-//! (`ORG#<org>` / `<PREFIX><id>`), each with its geo index entry.
+//! Sites, receiving points and factories as an organization's records
+//! (`<PREFIX><id>`, spread over its shards: `keys::record_pk`), each with
+//! its geo index entry.
 
 use crate::model::Timestamp;
 use uuid::Uuid;
@@ -17,6 +18,7 @@ macro_rules! archivable {
     ($record:ty, prefix: $prefix:literal, geo: $kind:expr, not_found: $code:ident, $message:literal, public: |$r:ident| $public:expr, index: |$i:ident| $index:expr) => {
         impl Record for $record {
             const PREFIX: &'static str = $prefix;
+            const SPREAD: bool = true;
 
             fn not_found() -> ApiError {
                 codes::$code.with($message)

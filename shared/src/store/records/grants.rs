@@ -19,7 +19,7 @@ use crate::store::engine::keys;
 use crate::store::engine::query::query_records;
 use crate::store::exactly_once::outcome;
 use crate::store::exactly_once::tx::{raced, retry_races, transact};
-use crate::store::records::org_records::{Record, sk};
+use crate::store::records::org_records::{Record, record_key};
 
 pub struct Grants<'a>(pub(in crate::store) &'a Store);
 
@@ -177,10 +177,10 @@ impl Grants<'_> {
         for chunk in grants.chunks(50) {
             let mut wanted = KeysAndAttributes::builder().consistent_read(true);
             for grant in chunk {
-                let granter = keys::org_pk(grant.granter_org_id);
+                let granter = grant.granter_org_id;
                 wanted = wanted
-                    .keys(key(granter.clone(), sk::<R>(id)))
-                    .keys(key(granter, keys::ORG_SK));
+                    .keys(record_key::<R>(granter, id))
+                    .keys(key(keys::org_pk(granter), keys::ORG_SK));
             }
             let out = store
                 .db
@@ -202,12 +202,16 @@ impl Grants<'_> {
                 })
                 .filter_map(|item| get_s(item, keys::PK))
                 .collect();
-            let found = items.iter().find(|item| {
-                get_s(item, keys::SK) != Some(keys::ORG_SK)
-                    && get_s(item, keys::PK).is_some_and(|pk| active.contains(pk))
-            });
-            if let Some(item) = found {
-                let record: R = from_item(item.clone())?;
+            // The record, in whichever partition of its granter its id
+            // names, while that granter is active.
+            let found = items
+                .iter()
+                .filter(|item| get_s(item, keys::SK) != Some(keys::ORG_SK))
+                .map(|item| from_item::<R>(item.clone()))
+                .collect::<ApiResult<Vec<R>>>()?
+                .into_iter()
+                .find(|record| active.contains(keys::org_pk(record.org_id()).as_str()));
+            if let Some(record) = found {
                 let scope = chunk
                     .iter()
                     .find(|g| g.granter_org_id == record.org_id())

@@ -1,8 +1,8 @@
-//! Records of an organization partition (`ORG#<org>` / `<PREFIX><id>`):
-//! sites, receiving points, factories. One mechanism reads, lists, creates
-//! and changes them; a change is read, modify, conditional write on the
-//! record's version (retried on a race), with its geo index entries in the
-//! same transaction.
+//! Records of an organization (`<PREFIX><id>` in the partition its id
+//! names: `keys::record_pk`): sites, receiving points, factories. One
+//! mechanism reads, lists, creates and changes them; a change is read,
+//! modify, conditional write on the record's version (retried on a race),
+//! with its geo index entries in the same transaction.
 
 use crate::model::Timestamp;
 use serde::Serialize;
@@ -17,7 +17,7 @@ use crate::store::engine::errors::sdk_error;
 use crate::store::engine::item;
 use crate::store::engine::item::{from_item, key, n, s, to_item};
 use crate::store::engine::keys;
-use crate::store::engine::query::query_records;
+use crate::store::engine::query::query_partitions;
 use crate::store::exactly_once::tx::{Conflict, put, raced, retry_races, transact};
 use crate::store::exactly_once::{outcome, staged};
 use crate::store::records::geo::{self, GeoEntry};
@@ -25,6 +25,11 @@ use crate::store::records::geo::{self, GeoEntry};
 pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// Sort-key prefix, e.g. `SITE#`.
     const PREFIX: &'static str;
+    /// Whether new records of the kind are spread over the organization's
+    /// shards (their ids made by `model::id::spread_id`), so a list reads
+    /// every partition of `keys::record_partitions`; a kind not spread
+    /// lives in the organization's partition.
+    const SPREAD: bool = false;
     fn not_found() -> ApiError;
     fn id(&self) -> Uuid;
     fn org_id(&self) -> Uuid;
@@ -44,6 +49,23 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
 pub fn sk<R: Record>(id: Uuid) -> String {
     format!("{}{id}", R::PREFIX)
+}
+
+/// The key of organization `org`'s record `id` of kind `R`, in the
+/// partition its id names.
+pub fn record_key<R: Record>(org: Uuid, id: Uuid) -> item::Item {
+    key(keys::record_pk(org, id), sk::<R>(id))
+}
+
+/// The partitions organization `org`'s records of kind `R` may be in.
+pub(in crate::store) fn partitions<R: Record>(org: Uuid) -> Vec<String> {
+    if R::SPREAD {
+        keys::all_shards()
+            .map(|shard| keys::org_shard_pk(org, shard))
+            .collect()
+    } else {
+        vec![keys::org_pk(org)]
+    }
 }
 
 pub struct Records<'a, R> {
@@ -66,7 +88,7 @@ impl<'a, R: Record> Records<'a, R> {
             .db
             .get_item()
             .table_name(store.table())
-            .set_key(Some(key(keys::org_pk(org), sk::<R>(id))))
+            .set_key(Some(record_key::<R>(org, id)))
             .consistent_read(true)
             .send()
             .await
@@ -79,16 +101,22 @@ impl<'a, R: Record> Records<'a, R> {
         self.get(org, id).await?.ok_or_else(R::not_found)
     }
 
-    /// The organization's records, newest first (ids are time-ordered).
+    /// The organization's records, newest first (ids are time-ordered):
+    /// every partition they may be in, read at once.
     pub async fn list(&self, org: Uuid, listing: StatusFilter) -> ApiResult<Vec<R>> {
         let store = self.store;
-        let mut query = store
-            .prefix_query(keys::org_pk(org), R::PREFIX)
-            .scan_index_forward(false);
-        if listing == StatusFilter::Active {
-            query = query.filter_expression("attribute_not_exists(archived_at)");
-        }
-        query_records(query).await
+        let queries = partitions::<R>(org).into_iter().map(|pk| {
+            let query = store.prefix_query(pk, R::PREFIX);
+            match listing {
+                StatusFilter::Active => {
+                    query.filter_expression("attribute_not_exists(archived_at)")
+                }
+                StatusFilter::All => query,
+            }
+        });
+        let mut records: Vec<R> = query_partitions(queries).await?;
+        records.sort_by_key(|record| std::cmp::Reverse(sk::<R>(record.id())));
+        Ok(records)
     }
 
     /// Stores a new record with its geo entries; returns it.
@@ -295,7 +323,10 @@ fn geo_actions(
 /// The stored item of `record`: its attributes, keys and index attributes.
 pub(crate) fn item<R: Record>(record: &R) -> ApiResult<item::Item> {
     let mut item = to_item(record)?;
-    item.insert(keys::PK.into(), s(keys::org_pk(record.org_id())));
+    item.insert(
+        keys::PK.into(),
+        s(keys::record_pk(record.org_id(), record.id())),
+    );
     item.insert(keys::SK.into(), s(sk::<R>(record.id())));
     for (name, value) in record.index() {
         item.insert(name.into(), s(value));
@@ -330,7 +361,7 @@ pub(crate) fn still_active<R: Record>(
 ) -> ApiResult<aws_sdk_dynamodb::types::TransactWriteItem> {
     let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
         .table_name(table)
-        .set_key(Some(key(keys::org_pk(org), sk::<R>(id))))
+        .set_key(Some(record_key::<R>(org, id)))
         .condition_expression("attribute_exists(pk) AND attribute_not_exists(archived_at)")
         .build()
         .map_err(ApiError::internal)?;

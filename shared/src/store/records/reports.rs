@@ -3,7 +3,7 @@
 //! with the names of their sites, receiving points and trucks, and the
 //! loads billed to an organization from the billing index (`gsi3`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use uuid::Uuid;
 
@@ -17,11 +17,11 @@ use crate::model::truck::TruckRecord;
 use crate::model::volume::Litres;
 use crate::store::engine::batch::get_all;
 use crate::store::engine::client::Store;
-use crate::store::engine::item::{from_item, get_s, key, s};
+use crate::store::engine::item::{Item, from_item, get_s, s};
 use crate::store::engine::keys;
 use crate::store::engine::query::query_all;
-use crate::store::records::org_records::sk;
-use crate::store::records::surpluses::{Drops, Page, Position, read_page};
+use crate::store::records::org_records::{record_key, sk};
+use crate::store::records::surpluses::{Drops, List, Page, Position};
 
 pub struct Reports<'a>(pub(in crate::store) &'a Store);
 
@@ -43,9 +43,12 @@ impl Reports<'_> {
         start: Option<Position>,
         limit: usize,
     ) -> ApiResult<Page> {
-        let pk = keys::surplus_group_pk(org, StatusGroup::Delivered.as_str());
-        let query = self.window_query("gsi1", pk, window);
-        read_page(query, start, limit, Drops::Nothing, Some("gsi1")).await
+        let delivered = keys::all_shards()
+            .map(|shard| keys::surplus_group_pk(org, StatusGroup::Delivered.as_str(), shard))
+            .collect();
+        List::oldest_first("gsi1", delivered, window.bounds())
+            .page(self.0, start, limit, Drops::Nothing, |query, _| query)
+            .await
     }
 
     /// A Query of `index` partition `pk` whose sort keys (timestamps first)
@@ -74,47 +77,45 @@ impl Reports<'_> {
     /// The month-end rows of `loads`: their site, receiving point and
     /// truck names read in one batch (archived and retired ones included).
     pub async fn rows(&self, loads: &[SurplusRecord]) -> ApiResult<Vec<LoadRow>> {
-        let mut wanted: HashSet<(String, String)> = HashSet::new();
+        // Each record in the partition its id names; its sort key (its
+        // kind and id) says which it is.
+        let mut wanted: HashMap<String, Item> = HashMap::new();
+        let mut want = |found: Item| {
+            if let Some(sk) = get_s(&found, keys::SK) {
+                wanted.insert(sk.to_owned(), found);
+            }
+        };
         for load in loads {
-            wanted.insert((keys::org_pk(load.org_id), sk::<SiteRecord>(load.site_id)));
+            want(record_key::<SiteRecord>(load.org_id, load.site_id));
             if let (Some(point), Some(owner)) = (load.to_receiving_point_id, load.to_org_id) {
-                wanted.insert((keys::org_pk(owner), sk::<ReceivingPointRecord>(point)));
+                want(record_key::<ReceivingPointRecord>(owner, point));
             }
             if let (Some(truck), Some(owner)) = (load.truck_id, load.truck_org_id) {
-                wanted.insert((keys::org_pk(owner), sk::<TruckRecord>(truck)));
+                want(record_key::<TruckRecord>(owner, truck));
             }
         }
-        let keys = wanted.into_iter().map(|(pk, sk)| key(pk, sk)).collect();
-        let names: HashMap<(String, String), String> = get_all(self.0, keys)
+        let names: HashMap<String, String> = get_all(self.0, wanted.into_values().collect())
             .await?
             .into_iter()
             .filter_map(|item| {
                 let name = get_s(&item, "name")
                     .or_else(|| get_s(&item, "license"))?
                     .to_owned();
-                let at = (
-                    get_s(&item, keys::PK)?.to_owned(),
-                    get_s(&item, keys::SK)?.to_owned(),
-                );
-                Some((at, name))
+                Some((get_s(&item, keys::SK)?.to_owned(), name))
             })
             .collect();
-        let name = |pk: Option<Uuid>, sk: Option<String>| -> Option<&str> {
-            names.get(&(keys::org_pk(pk?), sk?)).map(String::as_str)
-        };
+        let name = |sk: String| -> Option<&str> { names.get(&sk).map(String::as_str) };
         Ok(loads
             .iter()
             .map(|load| {
-                let license = load
-                    .truck_id
-                    .and_then(|t| name(load.truck_org_id, Some(sk::<TruckRecord>(t))));
+                let license = load.truck_id.and_then(|t| name(sk::<TruckRecord>(t)));
                 LoadRow::new(
                     load,
                     RowNames {
-                        site: name(Some(load.org_id), Some(sk::<SiteRecord>(load.site_id))),
-                        receiving_point: load.to_receiving_point_id.and_then(|p| {
-                            name(load.to_org_id, Some(sk::<ReceivingPointRecord>(p)))
-                        }),
+                        site: name(sk::<SiteRecord>(load.site_id)),
+                        receiving_point: load
+                            .to_receiving_point_id
+                            .and_then(|p| name(sk::<ReceivingPointRecord>(p))),
                         truck_license: license,
                     },
                 )
@@ -131,8 +132,9 @@ impl Reports<'_> {
         start: Option<Position>,
         limit: usize,
     ) -> ApiResult<Page> {
-        let query = self.window_query("gsi3", keys::billing_pk(org), window);
-        read_page(query, start, limit, Drops::Nothing, Some("gsi3")).await
+        List::oldest_first("gsi3", vec![keys::billing_pk(org)], window.bounds())
+            .page(self.0, start, limit, Drops::Nothing, |query, _| query)
+            .await
     }
 
     /// The loads whose additive `org` is billed for, billed within

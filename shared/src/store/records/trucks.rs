@@ -23,7 +23,7 @@ use crate::store::engine::query::query_records;
 use crate::store::exactly_once::outcome;
 use crate::store::exactly_once::tx::{Conflict, put, raced, retry_races, transact};
 use crate::store::records::members::{Membership, hold_truck, release_driver, release_truck};
-use crate::store::records::org_records::{Record, item, sk};
+use crate::store::records::org_records::{Record, item, record_key};
 use crate::store::records::{geo, members};
 
 pub struct Trucks<'a>(pub(in crate::store) &'a Store);
@@ -157,7 +157,7 @@ impl Trucks<'_> {
             wanted.push(key(keys::org_pk(org), keys::member_sk(id)));
         }
         if let Some(id) = factory {
-            wanted.push(key(keys::org_pk(org), sk::<FactoryRecord>(id)));
+            wanted.push(record_key::<FactoryRecord>(org, id));
         }
         let mut related = Related {
             driver: None,
@@ -202,10 +202,7 @@ impl Trucks<'_> {
                 }
                 let check = ConditionCheck::builder()
                     .table_name(table)
-                    .set_key(Some(key(
-                        keys::org_pk(org),
-                        sk::<FactoryRecord>(factory.id),
-                    )))
+                    .set_key(Some(record_key::<FactoryRecord>(org, factory.id)))
                     .condition_expression(
                         "attribute_exists(pk) AND attribute_not_exists(archived_at)",
                     )

@@ -1,7 +1,8 @@
-//! Surplus loads (`ORG#<origin org>` / `SURPLUS#<id>`), their log
-//! (`LOG#<id>#<entry>`, oldest first) and keyset pages over three keys:
-//! the organization's partition (all loads), `gsi1` (one status group) and
-//! `gsi2` (one origin site). A load is written whole, conditioned on the
+//! Surplus loads (`SURPLUS#<id>` in the origin organization's partition
+//! its id names: `keys::record_pk`), their log (`LOG#<id>#<entry>`, oldest
+//! first, beside the load) and keyset pages over three keys, each spread
+//! like the loads: the organization's partitions (all loads), `gsi1` (one
+//! status group) and `gsi2` (one origin site). A load is written whole, conditioned on the
 //! version read; a status change adds its log entry, the move to
 //! `delivered` its outbox record, and any change of what a delivered load
 //! counts for its day's figures (`rollups`), to the same transaction.
@@ -27,13 +28,13 @@ use crate::store::exactly_once::outcome;
 use crate::store::exactly_once::staged::StagedFile;
 use crate::store::exactly_once::tx::{Conflict, put, raced, retry_races, transact};
 use crate::store::records::geo;
-use crate::store::records::org_records::{Record, item, sk};
+use crate::store::records::org_records::{Record, item, record_key, sk};
 use crate::store::records::rollups;
 
 mod pages;
 mod route;
 
-pub(in crate::store) use pages::{Drops, read_page};
+pub(in crate::store) use pages::{Drops, List};
 pub use pages::{Page, Position};
 use route::{consent, truck_not_found, truck_not_granted};
 
@@ -45,6 +46,7 @@ pub fn surplus_not_found() -> ApiError {
 
 impl Record for SurplusRecord {
     const PREFIX: &'static str = SURPLUS_PREFIX;
+    const SPREAD: bool = true;
     fn not_found() -> ApiError {
         surplus_not_found()
     }
@@ -77,13 +79,17 @@ impl Record for SurplusRecord {
             return Vec::new();
         }
         let order = format!("{}#{}", self.created_at, self.id);
+        let shard = keys::record_shard(self.id);
         let mut index = vec![
             (
                 "gsi1pk",
-                keys::surplus_group_pk(self.org_id, self.status.group().as_str()),
+                keys::surplus_group_pk(self.org_id, self.status.group().as_str(), shard),
             ),
             ("gsi1sk", order.clone()),
-            ("gsi2pk", keys::surplus_site_pk(self.org_id, self.site_id)),
+            (
+                "gsi2pk",
+                keys::surplus_site_pk(self.org_id, self.site_id, shard),
+            ),
             ("gsi2sk", order),
         ];
         if let Some((billed, at)) = self.billing() {
@@ -105,7 +111,7 @@ struct LogItem<'a> {
 /// The stored item of one log entry of `load`.
 pub(in crate::store) fn log_record(load: &SurplusRecord, entry: &LogEntry) -> ApiResult<Item> {
     to_item(&LogItem {
-        pk: keys::org_pk(load.org_id),
+        pk: keys::record_pk(load.org_id, load.id),
         sk: keys::surplus_log_sk(load.id, entry.id),
         entry,
     })
@@ -174,7 +180,7 @@ impl Surpluses<'_> {
             log_item(table, load, &entry)?,
             check(
                 table,
-                key(keys::org_pk(org), sk::<SiteRecord>(load.site_id)),
+                record_key::<SiteRecord>(org, load.site_id),
                 "attribute_exists(pk) AND attribute_not_exists(archived_at)",
             )?,
         ];
@@ -242,7 +248,7 @@ impl Surpluses<'_> {
                 checks.push((
                     check(
                         table,
-                        key(keys::org_pk(org), sk::<SiteRecord>(updated.site_id)),
+                        record_key::<SiteRecord>(org, updated.site_id),
                         "attribute_exists(pk) AND attribute_not_exists(archived_at)",
                     )?,
                     ApiError::site_archived as fn() -> ApiError,
@@ -355,7 +361,7 @@ impl Surpluses<'_> {
     /// holds the load already).
     pub async fn entries(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
         let store = self.0;
-        let query = store.prefix_query(keys::org_pk(org), &keys::surplus_log_prefix(id));
+        let query = store.prefix_query(keys::record_pk(org, id), &keys::surplus_log_prefix(id));
         query_records(query).await
     }
 

@@ -1,15 +1,21 @@
-//! Keyset pages of an organization's loads over three keys: its
-//! partition (all loads), `gsi1` (one status group) and `gsi2` (one
-//! origin site).
+//! Keyset pages of an organization's loads over three keys, each spread
+//! like the loads over the organization's shards (plus the key of the
+//! loads from before the spread: `keys::all_shards`): its partitions (all
+//! loads), `gsi1` (one status group) and `gsi2` (one origin site). A page
+//! reads every partition of its key at once and merges them in order
+//! (`read_page`), so it is one round trip however the loads spread.
 
 use std::collections::BTreeMap;
 
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use uuid::Uuid;
 
-use crate::error::ApiResult;
+use crate::error::{ApiResult, codes};
 use crate::model::surplus::{StatusGroup, SurplusRecord};
+use crate::store::engine::calls::CallCounter;
+use crate::store::engine::client::Store;
 use crate::store::engine::errors::sdk_error;
-use crate::store::engine::item::{Item, from_item, s};
+use crate::store::engine::item::{Item, from_item, get_s, s};
 use crate::store::engine::keys::{self, SURPLUS_PREFIX};
 use crate::store::engine::query::project;
 use crate::store::records::org_records::Record;
@@ -27,7 +33,7 @@ pub struct Page {
 
 impl Surpluses<'_> {
     /// One page of the organization's loads, newest first: all of them
-    /// (its partition), one status group (`gsi1`) or one origin site
+    /// (its partitions), one status group (`gsi1`) or one origin site
     /// (`gsi2`, filtered by the group when one is given). Reads until the
     /// page is full or the loads end, so a filter never shortens a page.
     pub async fn list(
@@ -39,53 +45,179 @@ impl Surpluses<'_> {
         limit: usize,
     ) -> ApiResult<Page> {
         let store = self.0;
-        let mut query = store
-            .db
-            .query()
-            .table_name(store.table())
-            .scan_index_forward(false);
-        let (index, drops) = match (group, site) {
-            (group, Some(site)) => {
-                query = query
-                    .index_name("gsi2")
-                    .key_condition_expression("gsi2pk = :pk")
-                    .expression_attribute_values(":pk", s(keys::surplus_site_pk(org, site)));
-                if let Some(group) = group {
-                    query = query
-                        .filter_expression("gsi1pk = :group")
-                        .expression_attribute_values(
-                            ":group",
-                            s(keys::surplus_group_pk(org, group.as_str())),
-                        );
-                }
-                let drops = if group.is_some() {
+        let (list, drops) = match (group, site) {
+            (group, Some(site)) => (
+                List::newest_first(Some("gsi2"), |shard| {
+                    keys::surplus_site_pk(org, site, shard)
+                }),
+                if group.is_some() {
                     Drops::Many
                 } else {
                     Drops::Nothing
-                };
-                (Some("gsi2"), drops)
-            }
-            (Some(group), None) => {
-                query = query
-                    .index_name("gsi1")
-                    .key_condition_expression("gsi1pk = :pk")
-                    .expression_attribute_values(
-                        ":pk",
-                        s(keys::surplus_group_pk(org, group.as_str())),
-                    );
-                (Some("gsi1"), Drops::Nothing)
-            }
-            (None, None) => {
-                query = query
-                    .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                    .filter_expression("attribute_not_exists(archived_at)")
-                    .expression_attribute_values(":pk", s(keys::org_pk(org)))
-                    .expression_attribute_values(":prefix", s(SURPLUS_PREFIX))
-                    .consistent_read(true);
-                (None, Drops::Few)
-            }
+                },
+            ),
+            (Some(group), None) => (
+                List::newest_first(Some("gsi1"), |shard| {
+                    keys::surplus_group_pk(org, group.as_str(), shard)
+                }),
+                Drops::Nothing,
+            ),
+            (None, None) => (
+                List::newest_first(None, |shard| keys::org_shard_pk(org, shard)),
+                Drops::Few,
+            ),
         };
-        read_page(query, start, limit, drops, index).await
+        list.page(store, start, limit, drops, |query, shard| {
+            match (group, site) {
+                // A site's loads of one group: the group's key of the same
+                // shard (a load's keys all follow its id).
+                (Some(group), Some(_)) => query
+                    .filter_expression("gsi1pk = :group")
+                    .expression_attribute_values(
+                        ":group",
+                        s(keys::surplus_group_pk(org, group.as_str(), shard)),
+                    ),
+                (None, None) => query
+                    .filter_expression("attribute_not_exists(archived_at)")
+                    .consistent_read(true),
+                _ => query,
+            }
+        })
+        .await
+    }
+}
+
+/// A keyset list of loads: the partitions of one key (the table's or an
+/// index's), each ordered by the key's sort attribute, read one way.
+pub(in crate::store) struct List {
+    /// The index (`None`: the table).
+    index: Option<&'static str>,
+    /// Each partition's key value, in `keys::all_shards` order.
+    partitions: Vec<String>,
+    /// Oldest first within `window` (low, high), or newest first.
+    window: Option<(String, String)>,
+}
+
+impl List {
+    /// Newest first, over the partitions `pk` names for each shard.
+    pub(in crate::store) fn newest_first(
+        index: Option<&'static str>,
+        pk: impl Fn(Option<u32>) -> String,
+    ) -> Self {
+        Self {
+            index,
+            partitions: keys::all_shards().map(pk).collect(),
+            window: None,
+        }
+    }
+
+    /// Oldest first within `(low, high)` of the sort attribute, over one
+    /// partition of `index` (not spread) or those `pk` names for each
+    /// shard.
+    pub(in crate::store) fn oldest_first(
+        index: &'static str,
+        partitions: Vec<String>,
+        window: (String, String),
+    ) -> Self {
+        Self {
+            index: Some(index),
+            partitions,
+            window: Some(window),
+        }
+    }
+
+    /// One page from `start` on: each partition's query with what `more`
+    /// adds given its shard (a filter), read and merged by `read_page`.
+    pub(in crate::store) async fn page(
+        &self,
+        store: &Store,
+        start: Option<Position>,
+        limit: usize,
+        drops: Drops,
+        more: impl Fn(QueryFluentBuilder, Option<u32>) -> QueryFluentBuilder,
+    ) -> ApiResult<Page> {
+        let from = self.start(start.as_ref())?;
+        let queries = self.queries(store, from.as_deref(), more);
+        read_page(self, queries, from, limit, drops).await
+    }
+
+    fn order(&self) -> String {
+        match self.index {
+            Some(index) => format!("{index}sk"),
+            None => keys::SK.to_owned(),
+        }
+    }
+
+    fn descending(&self) -> bool {
+        self.window.is_none()
+    }
+
+    /// The sort attribute's value of the row a page starts after; 422
+    /// `invalid_cursor` when the position has none.
+    fn start(&self, start: Option<&Position>) -> ApiResult<Option<String>> {
+        start
+            .map(|position| {
+                position.get(&self.order()).cloned().ok_or_else(|| {
+                    codes::INVALID_CURSOR.with(
+                        "cursor: is not a cursor of this list; pass meta.next_cursor unchanged",
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    /// A query of each partition from `from` on (the row there may be
+    /// included: `read_page` drops it), with what `more` adds (a filter),
+    /// given the partition's shard.
+    fn queries(
+        &self,
+        store: &Store,
+        from: Option<&str>,
+        more: impl Fn(QueryFluentBuilder, Option<u32>) -> QueryFluentBuilder,
+    ) -> Vec<QueryFluentBuilder> {
+        let (pk, order) = match self.index {
+            Some(index) => (format!("{index}pk"), self.order()),
+            None => (keys::PK.to_owned(), keys::SK.to_owned()),
+        };
+        let range = match (&self.window, from, self.index) {
+            (Some(_), _, _) => format!("{order} BETWEEN :low AND :high"),
+            (None, Some(_), Some(_)) => format!("{order} < :high"),
+            (None, Some(_), None) => format!("{order} BETWEEN :low AND :high"),
+            (None, None, Some(_)) => String::new(),
+            (None, None, None) => format!("begins_with({order}, :low)"),
+        };
+        let (low, high) = match (&self.window, from) {
+            (Some((low, high)), from) => (Some(from.unwrap_or(low).to_owned()), Some(high.clone())),
+            (None, from) => (
+                self.index.is_none().then(|| SURPLUS_PREFIX.to_owned()),
+                from.map(str::to_owned),
+            ),
+        };
+        self.partitions
+            .iter()
+            .zip(keys::all_shards())
+            .map(|(partition, shard)| {
+                let mut query = store.db.query().table_name(store.table());
+                if let Some(index) = self.index {
+                    query = query.index_name(index);
+                }
+                let condition = match range.as_str() {
+                    "" => format!("{pk} = :pk"),
+                    range => format!("{pk} = :pk AND {range}"),
+                };
+                query = query
+                    .key_condition_expression(condition)
+                    .expression_attribute_values(":pk", s(partition))
+                    .scan_index_forward(!self.descending());
+                if let Some(low) = low.as_ref().filter(|_| range.contains(":low")) {
+                    query = query.expression_attribute_values(":low", s(low));
+                }
+                if let Some(high) = high.as_ref().filter(|_| range.contains(":high")) {
+                    query = query.expression_attribute_values(":high", s(high));
+                }
+                more(query, shard)
+            })
+            .collect()
     }
 }
 
@@ -102,59 +234,141 @@ pub(in crate::store) enum Drops {
     Many,
 }
 
-/// One keyset page of loads from `query` (newest or oldest first, as the
-/// query says): reads until `limit` rows and one more are found or the
-/// loads end, so a filter (`drops`) never shortens a page; the next page
-/// starts after the last row shown, in the key of `index` (none for the
-/// partition).
-pub(in crate::store) async fn read_page(
-    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
-    start: Option<Position>,
+/// One partition's read so far: where it goes on, how far it got in the
+/// list's order, whether it ended.
+struct Partition {
+    query: QueryFluentBuilder,
+    from: Option<Item>,
+    reached: Option<String>,
+    ended: bool,
+}
+
+/// One keyset page of `list` from its partitions' `queries` (from `start`
+/// on, the row there dropped): reads them at once, each for its share of
+/// the page and some more (the loads spread evenly over the shards), then
+/// again only those whose unread rows could still belong to the page, until
+/// `limit` rows and one more are known in order, or the loads end. So a
+/// filter (`drops`) never shortens a page, and a page is one round trip
+/// unless a partition held more than its share. The next page starts
+/// after the last row shown, in the list's key.
+async fn read_page(
+    list: &List,
+    queries: Vec<QueryFluentBuilder>,
+    start: Option<String>,
     limit: usize,
     drops: Drops,
-    index: Option<&str>,
 ) -> ApiResult<Page> {
-    let query = project::<SurplusRecord>(query);
-    let mut rows: Vec<SurplusRecord> = Vec::new();
-    let mut from: Option<Item> = start.map(|p| p.into_iter().map(|(k, v)| (k, s(v))).collect());
+    let order = list.order();
+    let descending = list.descending();
+    // Whether sort value `a` comes before `b` in the list's order.
+    let before = |a: &str, b: &str| if descending { a > b } else { a < b };
+    let wanted = limit + 1;
+    let share = if queries.len() > 1 {
+        let share = wanted.div_ceil(keys::RECORD_SHARDS as usize);
+        share + 2 * share.isqrt() + 2
+    } else {
+        wanted
+    };
+    let mut partitions: Vec<Partition> = queries
+        .into_iter()
+        .map(|query| Partition {
+            query: project_with::<SurplusRecord>(query, &order),
+            from: None,
+            reached: None,
+            ended: false,
+        })
+        .collect();
+    let mut rows: Vec<(String, SurplusRecord)> = Vec::new();
     loop {
-        let wanted = limit + 1 - rows.len();
-        let read = match drops {
-            Drops::Nothing | Drops::Few => wanted,
-            Drops::Many => wanted.max(100),
-        };
-        let page = query
-            .clone()
-            .limit(i32::try_from(read).unwrap_or(i32::MAX))
-            .set_exclusive_start_key(from.take())
-            .send()
+        // The last row the page needs, once known: a partition that read
+        // past it has nothing more for this page.
+        let last = rows.get(wanted - 1).map(|(at, _)| at.clone());
+        let open: Vec<usize> = (0..partitions.len())
+            .filter(|&i| {
+                let partition = &partitions[i];
+                !partition.ended
+                    && match (&last, &partition.reached) {
+                        (Some(last), Some(reached)) => before(reached, last),
+                        _ => true,
+                    }
+            })
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        let reads = open.iter().map(|&i| {
+            let partition = &partitions[i];
+            // Its share first; then what it could still add: the page
+            // less the rows known to come before where it got.
+            let read = match &partition.reached {
+                None => share,
+                Some(reached) => {
+                    let ahead = rows.iter().filter(|(at, _)| before(at, reached)).count();
+                    wanted.saturating_sub(ahead).max(1)
+                }
+            };
+            let read = match drops {
+                Drops::Nothing | Drops::Few => read,
+                Drops::Many => read.max(100),
+            };
+            partition
+                .query
+                .clone()
+                .limit(i32::try_from(read).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(partition.from.clone())
+                .send()
+        });
+        let pages = CallCounter::together(futures::future::try_join_all(reads))
             .await
             .map_err(sdk_error)?;
-        for found in page.items.unwrap_or_default() {
-            if rows.len() > limit {
-                break;
+        for (i, page) in open.into_iter().zip(pages) {
+            for found in page.items.unwrap_or_default() {
+                let at = get_s(&found, &order).unwrap_or_default().to_owned();
+                if start.as_deref() != Some(at.as_str()) {
+                    rows.push((at, from_item(found)?));
+                }
             }
-            rows.push(from_item(found)?);
+            let partition = &mut partitions[i];
+            partition.reached = page
+                .last_evaluated_key
+                .as_ref()
+                .and_then(|key| get_s(key, &order))
+                .map(str::to_owned);
+            partition.ended = page.last_evaluated_key.is_none();
+            partition.from = page.last_evaluated_key;
         }
-        match page.last_evaluated_key {
-            Some(last) if rows.len() <= limit => from = Some(last),
-            _ => break,
-        }
+        rows.sort_by(|(a, _), (b, _)| if descending { b.cmp(a) } else { a.cmp(b) });
+        rows.truncate(wanted);
     }
+    let mut rows: Vec<SurplusRecord> = rows.into_iter().map(|(_, row)| row).collect();
     let next = if rows.len() > limit {
         rows.truncate(limit);
-        rows.last().map(|last| position(last, index))
+        rows.last().map(|last| position(last, list.index))
     } else {
         None
     };
     Ok(Page { rows, next })
 }
 
+/// `project::<R>(query)`, with the list's sort attribute `order` too.
+fn project_with<R: serde::de::DeserializeOwned>(
+    query: QueryFluentBuilder,
+    order: &str,
+) -> QueryFluentBuilder {
+    let query = project::<R>(query);
+    match query.get_projection_expression().clone() {
+        Some(projection) => query
+            .projection_expression(format!("{projection}, #order"))
+            .expression_attribute_names("#order", order),
+        None => query,
+    }
+}
+
 /// The key attributes of `load` in the list's key (`index`: none for the
 /// partition).
 fn position(load: &SurplusRecord, index: Option<&str>) -> Position {
     let mut keys = Position::from([
-        (keys::PK.to_owned(), keys::org_pk(load.org_id)),
+        (keys::PK.to_owned(), keys::record_pk(load.org_id, load.id)),
         (keys::SK.to_owned(), keys::surplus_sk(load.id)),
     ]);
     if let Some(index) = index {

@@ -17,7 +17,7 @@ use crate::store::engine::errors::sdk_error;
 use crate::store::engine::item::{from_item, key, s};
 use crate::store::engine::keys;
 use crate::store::records::grants;
-use crate::store::records::org_records::sk;
+use crate::store::records::org_records::record_key;
 
 use super::Surpluses;
 
@@ -92,9 +92,9 @@ impl Destination {
         };
         let check = ConditionCheck::builder()
             .table_name(table)
-            .set_key(Some(key(
-                keys::org_pk(self.point.org_id),
-                sk::<ReceivingPointRecord>(self.point.id),
+            .set_key(Some(record_key::<ReceivingPointRecord>(
+                self.point.org_id,
+                self.point.id,
             )))
             .condition_expression(condition);
         let check = if self.point.org_id == org {
