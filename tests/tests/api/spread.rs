@@ -282,3 +282,47 @@ fn records_from_before_the_spread_are_read_listed_changed_and_referred_to() {
         assert_eq!(foreign.status, 404);
     });
 }
+
+#[test]
+fn a_page_whose_rows_are_all_in_one_shard_reads_it_again_until_full() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "One shard"})).await;
+        // 60 loads, every one in shard 0 (ids drawn until they fall there):
+        // far more than a shard's share of a page of 50.
+        let mut loads = Vec::new();
+        while loads.len() < 60 {
+            let body: CreateSurplus =
+                serde_json::from_value(json!({"site_id": site, "volume_m3": 1})).unwrap();
+            let load = body
+                .validate(t.id(), Timestamp::from(chrono::Utc::now()))
+                .unwrap();
+            if keys::record_shard(load.id) == Some(0) {
+                loads.push(load);
+            }
+        }
+        harness()
+            .await
+            .store()
+            .surpluses()
+            .import(&loads)
+            .await
+            .unwrap();
+        let mut expected: Vec<String> = loads.iter().map(|l| l.id.to_string()).collect();
+        expected.sort();
+        expected.reverse();
+        let first = get(&t, "/api/v1/surpluses?limit=50").await;
+        first.expect(200, None);
+        assert_eq!(ids(&first), expected[..50]);
+        assert!(first.round_trips > 1, "the shard is read again");
+        let cursor = first.body["meta"]["next_cursor"].as_str().unwrap();
+        let rest = get(&t, &format!("/api/v1/surpluses?limit=50&cursor={cursor}")).await;
+        assert_eq!(ids(&rest), expected[50..]);
+        assert!(rest.body["meta"]["next_cursor"].is_null());
+        // The site's list and the status group's read the same way.
+        let by_site = get(&t, &format!("/api/v1/surpluses?site_id={site}&limit=50")).await;
+        assert_eq!(ids(&by_site).len(), 50);
+        let open = get(&t, "/api/v1/surpluses?status=open&limit=60").await;
+        assert_eq!(ids(&open).len(), 60);
+    });
+}

@@ -78,11 +78,11 @@ echo
 echo "==> Lambda artifacts ($triple, built in ${seconds} s) in $lambda_dir/<function>/bootstrap.zip"
 # The runtime (provided.al2023) has glibc 2.34: a binary linked on a newer
 # system must not need a newer symbol version (Zig builds pin an older one).
-"$VENV/bin/python" - "$lambda_dir" "$start" "$@" <<'PY'
+PYTHONPATH=tools/local/scripts "$VENV/bin/python" - "$lambda_dir" "$start" "$@" <<'PY'
 import os, re, sys, zipfile
+from zip_budget import zip_budget  # tools/local/scripts/zip_budget.py
 lambda_dir, start, functions = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 RUNTIME_GLIBC = (2, 34)
-ZIP_BUDGET = 5_000_000  # docs/decisions/deployment.md, "Deployment": at most 5 MB zipped
 print(f"{'function':<20} {'zip bytes':>12} {'bootstrap bytes':>16} {'needs glibc':>12}")
 failed = False
 for function in functions:
@@ -98,8 +98,8 @@ for function in functions:
     glibc = max(versions, default=None)
     shown = ".".join(map(str, glibc)) if glibc else "-"
     print(f"{function:<20} {os.path.getsize(path):>12} {info.file_size:>16} {shown:>12}")
-    if os.path.getsize(path) > ZIP_BUDGET:
-        print(f"  {function}: over the budget of {ZIP_BUDGET} bytes zipped")
+    if os.path.getsize(path) > zip_budget(function):
+        print(f"  {function}: over the budget of {zip_budget(function)} bytes zipped")
         failed = True
     if glibc and glibc > RUNTIME_GLIBC:
         print(f"  {function}: needs glibc {shown}, newer than provided.al2023's 2.34: build with ARCH=x86_64 or ARCH=arm64 (Zig)")
