@@ -230,9 +230,13 @@ pub(in crate::store) enum Drops {
     /// Archived loads in the organization's partition: rare, so read what
     /// the page needs and read again only on the page that had some.
     Few,
-    /// Another status group's loads of a site: read at least 100 at a time.
+    /// Another status group's loads of a site: read at least 100 at a
+    /// time (`MANY_AHEAD`, over all the partitions).
     Many,
 }
+
+/// What a read whose filter drops many rows reads at least, a round.
+const MANY_AHEAD: usize = 100;
 
 /// One partition's read so far: where it goes on, how far it got in the
 /// list's order, whether it ended.
@@ -263,14 +267,28 @@ async fn read_page(
     // Whether sort value `a` comes before `b` in the list's order.
     let before = |a: &str, b: &str| if descending { a > b } else { a < b };
     let wanted = limit + 1;
+    // The partitions the rows spread over (the shards; the partition of
+    // the loads from before them is read beside, for its few).
+    let spread = if queries.len() > 1 {
+        keys::RECORD_SHARDS as usize
+    } else {
+        1
+    };
     // A shard's share of the page, and a margin of about one and a half
     // standard deviations of how the page's rows fall over the shards: a
     // page of 100 reads 140 rows, and one in about 25 a second time.
-    let share = if queries.len() > 1 {
-        let share = wanted.div_ceil(keys::RECORD_SHARDS as usize);
-        share + (3 * share.isqrt()).div_ceil(2) + 1
-    } else {
-        wanted
+    let share = match spread {
+        1 => wanted,
+        spread => {
+            let share = wanted.div_ceil(spread);
+            share + (3 * share.isqrt()).div_ceil(2) + 1
+        }
+    };
+    // A read whose filter drops many rows reads ahead: 100 rows a round
+    // over all the partitions.
+    let ahead = match drops {
+        Drops::Nothing | Drops::Few => 1,
+        Drops::Many => MANY_AHEAD.div_ceil(spread),
     };
     let mut partitions: Vec<Partition> = queries
         .into_iter()
@@ -306,14 +324,11 @@ async fn read_page(
             let read = match &partition.reached {
                 None => share,
                 Some(reached) => {
-                    let ahead = rows.iter().filter(|(at, _)| before(at, reached)).count();
-                    wanted.saturating_sub(ahead).max(1)
+                    let known = rows.iter().filter(|(at, _)| before(at, reached)).count();
+                    wanted.saturating_sub(known).max(1)
                 }
             };
-            let read = match drops {
-                Drops::Nothing | Drops::Few => read,
-                Drops::Many => read.max(100),
-            };
+            let read = read.max(ahead);
             partition
                 .query
                 .clone()
