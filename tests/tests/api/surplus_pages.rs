@@ -175,20 +175,30 @@ fn pages_hold_every_load_once_for_every_filter_and_limit() {
 }
 
 #[test]
-fn a_page_costs_one_query_a_partition_in_the_common_case() {
+fn a_page_costs_a_query_a_partition_and_at_most_one_more_of_each_shard() {
     run(async {
         let s = seeded().await;
         page(&s.t, "limit=1").await.expect(200, None); // the key, warm
         for query in ["limit=100", "status=open&limit=100", "status=all&limit=10"] {
             let reply = page(&s.t, query).await;
-            // The key's admission and one query a partition.
+            // The key's admission, one query a partition, and a second of
+            // a shard that held more than its share and margin (about one
+            // page of 100 in 25, as the seeded ids fall: spread.rs forces
+            // it).
+            let most =
+                2 + api_tests::SPREAD_LIST_QUERIES + shared::store::engine::keys::RECORD_SHARDS;
             assert!(
-                reply.ddb_calls <= 2 + api_tests::SPREAD_LIST_QUERIES,
+                reply.ddb_calls <= most,
                 "{query} cost {} calls",
                 reply.ddb_calls
             );
-            // Its partitions at once, beside the (warm) key's admission.
-            assert_eq!(reply.round_trips, 1, "{query}: one round trip");
+            // Its partitions at once, beside the (warm) key's admission,
+            // and at most once more.
+            assert!(
+                reply.round_trips <= 2,
+                "{query}: {} round trips",
+                reply.round_trips
+            );
         }
     });
 }
