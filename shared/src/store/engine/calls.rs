@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::store::engine::trace;
+use crate::store::engine::transact_units::TransactFloor;
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeSerializationInterceptorContextMut, BeforeTransmitInterceptorContextRef,
     FinalizerInterceptorContextRef,
@@ -277,9 +278,16 @@ impl Intercept for CountCalls {
             .unwrap_or_default();
         cfg.interceptor_state()
             .store_put(KeyShape(key_shape(&body)));
-        if trace::enabled() {
+        let transaction = operation(cfg) == "TransactWriteItems";
+        if transaction || trace::enabled() {
             let touches = trace::touches(&body);
-            cfg.interceptor_state().store_put(trace::Touches(touches));
+            if transaction {
+                let floor = TransactFloor::of(&touches);
+                cfg.interceptor_state().store_put(floor);
+            }
+            if trace::enabled() {
+                cfg.interceptor_state().store_put(trace::Touches(touches));
+            }
         }
         Ok(())
     }
@@ -295,7 +303,10 @@ impl Intercept for CountCalls {
             calls.ended();
             let operation = operation(cfg);
             if let Some(Ok(output)) = context.output_or_error() {
-                let consumed = units::consumed(output);
+                let mut consumed = units::consumed(output);
+                if let Some(floor) = cfg.load::<TransactFloor>() {
+                    floor.apply(&mut consumed);
+                }
                 calls.add_units(units::reported(&operation, &consumed));
                 if let Some(touches) = cfg.load::<trace::Touches>() {
                     let write = WRITES.contains(&operation.as_str());

@@ -12,3 +12,4 @@ pub mod keys;
 pub mod query;
 pub mod schema;
 pub mod trace;
+mod transact_units;
