@@ -190,7 +190,7 @@ pub async fn build(
                 None => Ok(None),
             }
         },
-        surpluses.entries(load.org_id, load.id),
+        surpluses.entries(&load),
     )?;
     let waybill = match &load.waybill {
         Some(stored) => Some(links.sign(&stored.storage_path).await?),

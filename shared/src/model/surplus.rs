@@ -146,6 +146,21 @@ pub struct SurplusRecord {
     pub archived_at: Option<Timestamp>,
     #[serde(default)]
     pub version: u64,
+    /// Its first log entry ("created as ..."), kept on the load itself
+    /// rather than as an item of its log: set by the store as it writes a
+    /// new load. None on a load stored before, whose first entry is an
+    /// item of its log like every later one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_entry: Option<CreatedEntry>,
+}
+
+/// The first entry of a load's log, kept on the load: the entry's id and
+/// the status the load was created with (its time is the load's
+/// `created_at`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedEntry {
+    pub id: Uuid,
+    pub status: SurplusStatus,
 }
 
 /// A load as responses show it.
@@ -294,6 +309,7 @@ impl CreateSurplus {
             waybill: None,
             archived_at: None,
             version: 0,
+            created_entry: None,
         })
     }
 }
@@ -426,6 +442,27 @@ pub fn invalid_transition(from: SurplusStatus, to: SurplusStatus) -> ApiError {
 }
 
 impl SurplusRecord {
+    /// Keeps the load's first log entry on it, as created now, unless it
+    /// holds one already.
+    pub fn keep_created_entry(&mut self) {
+        self.created_entry.get_or_insert(CreatedEntry {
+            id: Uuid::now_v7(),
+            status: self.status,
+        });
+    }
+
+    /// Its first log entry when the load keeps it (`created_entry`).
+    pub fn created_entry(&self) -> Option<LogEntry> {
+        self.created_entry.map(|entry| LogEntry {
+            id: entry.id,
+            created_at: self.created_at,
+            status_from: None,
+            status_to: entry.status,
+            message: LogEntry::message(None, entry.status),
+            user_id: None,
+        })
+    }
+
     /// Whether the waybill may still change: 409 `waybill_locked` once the
     /// load is delivered.
     pub fn waybill_open(&self) -> Result<(), ApiError> {
@@ -567,17 +604,20 @@ pub struct LogEntry {
 
 impl LogEntry {
     pub fn new(from: Option<SurplusStatus>, to: SurplusStatus, at: Timestamp) -> Self {
-        let message = match from {
-            None => format!("created as {}", to.as_str()),
-            Some(from) => format!("status changed from {} to {}", from.as_str(), to.as_str()),
-        };
         LogEntry {
             id: Uuid::now_v7(),
             created_at: at,
             status_from: from,
             status_to: to,
-            message,
+            message: Self::message(from, to),
             user_id: None,
+        }
+    }
+
+    fn message(from: Option<SurplusStatus>, to: SurplusStatus) -> String {
+        match from {
+            None => format!("created as {}", to.as_str()),
+            Some(from) => format!("status changed from {} to {}", from.as_str(), to.as_str()),
         }
     }
 }

@@ -53,6 +53,7 @@ mod sites;
 mod spread;
 mod staged_forgeries;
 mod support;
+mod surplus_log;
 mod surplus_pages;
 mod surpluses;
 mod sweeps;

@@ -105,6 +105,10 @@ fn new_records_are_spread_and_those_from_before_stay_where_they_were() {
         let load_id: Uuid = load.parse().unwrap();
         let partition = partition_of(&t, &format!("SURPLUS#{load}")).await;
         assert_eq!(partition, keys::record_pk(t.id(), load_id));
+        // Its first entry is kept on it; a status change's is stored.
+        patch(&t, &load, json!({"status": "in_progress"}))
+            .await
+            .expect(200, None);
         let h = harness().await;
         let log = aws_sdk_dynamodb::Client::new(&h.sdk)
             .query()
@@ -115,7 +119,7 @@ fn new_records_are_spread_and_those_from_before_stay_where_they_were() {
             .send()
             .await
             .unwrap();
-        assert_eq!(log.count, 1, "its first log entry is in its partition");
+        assert_eq!(log.count, 1, "its log entry is in its partition");
         let item = aws_sdk_dynamodb::Client::new(&h.sdk)
             .get_item()
             .table_name(h.store().table())

@@ -3,24 +3,23 @@
 //! the per-record checks and transactions of the API path.
 
 use crate::error::ApiResult;
-use crate::model::surplus::{LogEntry, SurplusRecord};
+use crate::model::surplus::SurplusRecord;
 use crate::store::engine::batch::put_all;
 use crate::store::records::geo;
 use crate::store::records::org_records::{Record, Records, item};
-use crate::store::records::surpluses::{Surpluses, log_record};
+use crate::store::records::surpluses::Surpluses;
 
 impl Surpluses<'_> {
-    /// Writes loads as created (each with its first log entry), 25 items a
-    /// call, then adds the delivered ones to their days' figures. The
-    /// caller vouches for their sites, destinations and trucks.
+    /// Writes loads as created, 25 items a call, each with its first log
+    /// entry ("created as" its status) kept on it as the API keeps it, then
+    /// adds the delivered ones to their days' figures. The caller vouches
+    /// for their sites, destinations and trucks.
     pub async fn import(&self, loads: &[SurplusRecord]) -> ApiResult<()> {
-        let mut items = Vec::with_capacity(loads.len() * 2);
+        let mut items = Vec::with_capacity(loads.len());
         for load in loads {
-            items.push(item(load)?);
-            items.push(log_record(
-                load,
-                &LogEntry::new(None, load.status, load.created_at),
-            )?);
+            let mut load = load.clone();
+            load.keep_created_entry();
+            items.push(item(&load)?);
         }
         put_all(self.0, items).await?;
         self.0.rollups().add(loads).await

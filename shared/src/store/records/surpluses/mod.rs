@@ -109,7 +109,7 @@ struct LogItem<'a> {
 }
 
 /// The stored item of one log entry of `load`.
-pub(in crate::store) fn log_record(load: &SurplusRecord, entry: &LogEntry) -> ApiResult<Item> {
+fn log_record(load: &SurplusRecord, entry: &LogEntry) -> ApiResult<Item> {
     to_item(&LogItem {
         pk: keys::record_pk(load.org_id, load.id),
         sk: keys::surplus_log_sk(load.id, entry.id),
@@ -147,7 +147,7 @@ impl Surpluses<'_> {
             .ok_or_else(surplus_not_found)
     }
 
-    /// Stores a new load with its first log entry, after resolving its
+    /// Stores a new load, its first log entry kept on it, after resolving its
     /// origin site, destination and truck (and its driver at this moment),
     /// in one transaction that checks them again.
     pub async fn create(&self, load: &mut SurplusRecord) -> ApiResult<SurplusRecord> {
@@ -174,17 +174,16 @@ impl Surpluses<'_> {
             load.truck_org_id = Some(truck.org_id);
             load.driver_id = truck.driver_id;
         }
-        let entry = LogEntry::new(None, load.status, load.created_at);
+        load.keep_created_entry();
         let mut actions = vec![
             put(table, item(&*load)?, Some("attribute_not_exists(pk)"))?,
-            log_item(table, load, &entry)?,
             check(
                 table,
                 record_key::<SiteRecord>(org, load.site_id),
                 "attribute_exists(pk) AND attribute_not_exists(archived_at)",
             )?,
         ];
-        let mut conflicts: Vec<Conflict> = vec![(2, ApiError::site_archived)];
+        let mut conflicts: Vec<Conflict> = vec![(1, ApiError::site_archived)];
         if let Some(destination) = &destination {
             for (check, error) in destination.checks(table, org)? {
                 conflicts.push((actions.len(), error));
@@ -353,13 +352,19 @@ impl Surpluses<'_> {
     /// `surplus_not_found` when the load is not the organization's or is
     /// archived (the load and its entries are read at once).
     pub async fn log(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
-        let (_, entries) = futures::try_join!(self.require(org, id), self.entries(org, id))?;
-        Ok(entries)
+        let (load, stored) = futures::try_join!(self.require(org, id), self.stored(org, id))?;
+        Ok(with_first(&load, stored))
     }
 
-    /// The entries of load `id`'s log, oldest first (for a caller that
-    /// holds the load already).
-    pub async fn entries(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
+    /// The entries of `load`'s log, oldest first (for a caller that holds
+    /// the load already).
+    pub async fn entries(&self, load: &SurplusRecord) -> ApiResult<Vec<LogEntry>> {
+        Ok(with_first(load, self.stored(load.org_id, load.id).await?))
+    }
+
+    /// The entries of load `id`'s log stored as items of their own, oldest
+    /// first: every one but a first entry the load keeps.
+    async fn stored(&self, org: Uuid, id: Uuid) -> ApiResult<Vec<LogEntry>> {
         let store = self.0;
         let query = store.prefix_query(keys::record_pk(org, id), &keys::surplus_log_prefix(id));
         query_records(query).await
@@ -381,6 +386,12 @@ impl Surpluses<'_> {
         })
         .await
     }
+}
+
+/// `load`'s log: the first entry it keeps (it is the oldest), then the
+/// entries stored as items.
+fn with_first(load: &SurplusRecord, stored: Vec<LogEntry>) -> Vec<LogEntry> {
+    load.created_entry().into_iter().chain(stored).collect()
 }
 
 /// `read(id)` when there is an id.
