@@ -61,7 +61,6 @@ impl Report for Served<'_> {
             400..=499 => "4xx",
             _ => "5xx",
         };
-        let flag = |on: bool| if on { 1.0 } else { 0.0 };
         let mut doc = Document::new();
         doc.property("message", "request served")
             .dimension(Service, function)
@@ -115,17 +114,23 @@ impl Report for Served<'_> {
             by_route.insert(0, (Metric::Latency, latency));
         }
         doc.record(BY_ROUTE, &by_route);
-        doc.record(
-            &[&[Service]],
-            &[
-                (Metric::Throttled, flag(self.status == 429)),
-                (Metric::Replayed, flag(self.replayed)),
-                (
-                    Metric::KeyInFlight,
-                    flag(self.code == Some(IDEMPOTENCY_KEY_IN_FLIGHT.code)),
-                ),
-            ],
-        );
+        // Like `Errors` and `ColdStart`, each only on the lines it counts:
+        // a line says nothing of what did not happen (their Sum is the
+        // count, their share that over Requests' Sum).
+        let flags: Vec<(Metric, f64)> = [
+            (Metric::Throttled, self.status == 429),
+            (Metric::Replayed, self.replayed),
+            (
+                Metric::KeyInFlight,
+                self.code == Some(IDEMPOTENCY_KEY_IN_FLIGHT.code),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(metric, happened)| happened.then_some((metric, 1.0)))
+        .collect();
+        if !flags.is_empty() {
+            doc.record(&[&[Service]], &flags);
+        }
         if let Some(code) = self.code {
             doc.dimension(Code, code).record(
                 &[&[Service, Code], &[Service, Route, Code]],
