@@ -146,21 +146,14 @@ pub struct SurplusRecord {
     pub archived_at: Option<Timestamp>,
     #[serde(default)]
     pub version: u64,
-    /// Its first log entry ("created as ..."), kept on the load itself
-    /// rather than as an item of its log: set by the store as it writes a
-    /// new load. None on a load stored before, whose first entry is an
-    /// item of its log like every later one.
+    /// The status it was created with, when the load keeps its log's
+    /// first entry ("created as ...") itself rather than as an item of its
+    /// log: set by the store as it writes a new load. The entry's id is
+    /// the load's, its time the load's `created_at`. None on a load stored
+    /// before, whose first entry is an item of its log like every later
+    /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_entry: Option<CreatedEntry>,
-}
-
-/// The first entry of a load's log, kept on the load: the entry's id and
-/// the status the load was created with (its time is the load's
-/// `created_at`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreatedEntry {
-    pub id: Uuid,
-    pub status: SurplusStatus,
+    pub created_as: Option<SurplusStatus>,
 }
 
 /// A load as responses show it.
@@ -309,7 +302,7 @@ impl CreateSurplus {
             waybill: None,
             archived_at: None,
             version: 0,
-            created_entry: None,
+            created_as: None,
         })
     }
 }
@@ -442,23 +435,20 @@ pub fn invalid_transition(from: SurplusStatus, to: SurplusStatus) -> ApiError {
 }
 
 impl SurplusRecord {
-    /// Keeps the load's first log entry on it, as created now, unless it
-    /// holds one already.
+    /// Keeps the load's first log entry on it (its status as created),
+    /// unless it keeps one already.
     pub fn keep_created_entry(&mut self) {
-        self.created_entry.get_or_insert(CreatedEntry {
-            id: Uuid::now_v7(),
-            status: self.status,
-        });
+        self.created_as.get_or_insert(self.status);
     }
 
-    /// Its first log entry when the load keeps it (`created_entry`).
+    /// Its first log entry, when the load keeps it (`created_as`).
     pub fn created_entry(&self) -> Option<LogEntry> {
-        self.created_entry.map(|entry| LogEntry {
-            id: entry.id,
+        self.created_as.map(|status| LogEntry {
+            id: self.id,
             created_at: self.created_at,
             status_from: None,
-            status_to: entry.status,
-            message: LogEntry::message(None, entry.status),
+            status_to: status,
+            message: LogEntry::message(None, status),
             user_id: None,
         })
     }
