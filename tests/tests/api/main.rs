@@ -58,6 +58,7 @@ mod surplus_pages;
 mod surpluses;
 mod sweeps;
 mod traces;
+mod transact_units;
 mod trucks;
 mod warm;
 mod waybills;

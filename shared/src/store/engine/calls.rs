@@ -257,7 +257,10 @@ impl Intercept for CountCalls {
             return Err("a write before the request's admission let it in".into());
         }
         if CALLS.try_with(|_| ()).is_ok() {
-            units::ask(context.input_mut(), trace::enabled());
+            // A transaction's report is raised index by index
+            // (`transact_units.rs`): it needs each index's figure.
+            let indexes = trace::enabled() || operation(cfg) == "TransactWriteItems";
+            units::ask(context.input_mut(), indexes);
         }
         Ok(())
     }
@@ -351,7 +354,7 @@ mod units {
 
     /// Sets `ReturnConsumedCapacity` on the input of any operation a
     /// request makes: `TOTAL`, or `INDEXES` (the table's and each index's
-    /// apart) for the store's trace.
+    /// apart) for the store's trace and for a transaction.
     pub fn ask(input: &mut Input, indexes: bool) {
         let asked = match indexes {
             true => ReturnConsumedCapacity::Indexes,

@@ -7,6 +7,14 @@
 //! capacity trace (`make capacity`) take the reported figure or this floor,
 //! whichever is more. In AWS the report is never below the floor, and this
 //! changes nothing.
+//!
+//! The floor is raised part by part (the table, each index), so the call
+//! counter asks a transaction for each index's figure (`INDEXES`): what
+//! the body shows is an index entry written, not whether it moved. An
+//! entry whose key changes (a load delivered leaves its `open` list for
+//! `delivered`) is two writes, a delete and a put, and the engine reports
+//! those; against the total alone that went unseen (a delivery's
+//! transaction 14 units for 16).
 
 use aws_sdk_dynamodb::types::{Capacity, ConsumedCapacity};
 
