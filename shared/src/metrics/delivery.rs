@@ -75,13 +75,14 @@ impl Report for Attempted {
                 (Metric::DeadLettered, flag(self.dead_lettered)),
             ],
         );
-        match self.failure {
-            None => doc.record(&[&[Service]], &[(Metric::DeliveryFailed, 0.0)]),
-            Some(cause) => doc.dimension(Cause, cause).record(
+        // A failure by its cause, on the failed attempts' lines only (the
+        // dashboard sums it by cause; `DeliverySucceeded` is the 0 or 1).
+        if let Some(cause) = self.failure {
+            doc.dimension(Cause, cause).record(
                 &[&[Service], &[Service, Cause]],
                 &[(Metric::DeliveryFailed, 1.0)],
-            ),
-        };
+            );
+        }
         let mut lags = Vec::new();
         if let (1, Some(lag)) = (self.attempt, self.lag_to_start_ms) {
             lags.push((Metric::LagToFirstAttempt, lag));
@@ -147,13 +148,14 @@ impl Report for Handled {
             doc.property("invocation_id", invocation.as_str());
         }
         doc.record(&[&[Service]], &[(Metric::QueueMessages, 1.0)]);
-        match self.failed {
-            None => doc.record(&[&[Service]], &[(Metric::MessagesFailed, 0.0)]),
-            Some(cause) => doc.dimension(Cause, cause).record(
+        // On the lines it counts only, as a request's `Errors` (its alarm
+        // sums it and takes no line as none).
+        if let Some(cause) = self.failed {
+            doc.dimension(Cause, cause).record(
                 &[&[Service], &[Service, Cause]],
                 &[(Metric::MessagesFailed, 1.0)],
-            ),
-        };
+            );
+        }
         doc
     }
 }

@@ -418,6 +418,16 @@ fn a_delivered_load_reaches_the_receiver_signed_complete_and_retried() {
         assert!(numbers("write_units").iter().all(|&w| w >= 2.0));
         let others = field_of_messages_naming(&delivery_id, "aws_calls");
         assert_eq!(others, ["SQS:ChangeMessageVisibility=1", ""]);
+        // Both were handled (a retry's wait is no failure): no
+        // `MessagesFailed` on either line, where a 0 would be ingested.
+        assert_eq!(
+            field_of_messages_naming(&delivery_id, "MessagesFailed"),
+            ["", ""]
+        );
+        assert_eq!(
+            field_of_messages_naming(&delivery_id, "QueueMessages"),
+            ["1", "1"]
+        );
 
         // No secret in any log or metric line of the run so far (and both
         // are live).
