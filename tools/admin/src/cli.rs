@@ -173,6 +173,10 @@ pub enum Command {
         /// Radius of the disc, km.
         #[arg(long, default_value_t = 150.0)]
         spread_km: f64,
+        /// The placement's seed: the same seed places the places alike,
+        /// so a measurement over them (`make cost`) repeats.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Add a photo (JPEG, PNG or WebP) to a receiving point.
     AddPhoto {
@@ -523,7 +527,8 @@ async fn execute(
             lat,
             lng,
             spread_km,
-        } => return seed::places(store, org, orgs, count, (lat, lng), spread_km).await,
+            seed,
+        } => return seed::places(store, org, orgs, count, (lat, lng), spread_km, seed).await,
         Command::AddPhoto {
             org,
             receiving_point,

@@ -64,7 +64,8 @@ pub async fn loads(
 
 /// `seed-places`: `count` places (a third each receiving points, sites,
 /// factories; half the points public) of `org` and `orgs - 1` others, even
-/// over a disc of `spread_km` around (`lat`, `lng`).
+/// over a disc of `spread_km` around (`lat`, `lng`), where `seed` puts
+/// them (the same seed, the same places).
 pub async fn places(
     store: &Store,
     org: Uuid,
@@ -72,10 +73,11 @@ pub async fn places(
     count: usize,
     (lat, lng): (f64, f64),
     spread_km: f64,
+    seed: u64,
 ) -> Result<Done> {
     let mut lines = Vec::new();
     let mut print = |line: serde_json::Value| lines.push(line);
-    use rand::Rng;
+    use rand::{Rng, SeedableRng};
     use shared::model::{factory, receiving_point, site};
     let center = shared::model::geo::Coordinates::new(lat, lng)?;
     let owners: Vec<Uuid> = std::iter::once(org)
@@ -83,10 +85,8 @@ pub async fn places(
         .collect();
     let now = Timestamp::now();
     let (mut points, mut sites, mut factories) = (Vec::new(), Vec::new(), Vec::new());
-    // The thread's generator, in a scope that ends before the
-    // writes await (it may not cross an await).
     {
-        let mut rng = rand::rng();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         for i in 0..count {
             // Even over the disc: the distance grows with the square root.
             let at = center.moved(
