@@ -50,6 +50,9 @@ class Consumed:
     write_units: float = 0.0
     aws_calls: dict[str, int] = field(default_factory=dict)
     log_bytes: int = 0
+    # Of log_bytes, the embedded metric format's metadata (`_aws`): what
+    # CloudWatch needs to make the line's figures metrics.
+    metric_metadata_bytes: int = 0
     gb_seconds: float = 0.0
     lines: int = 0
     # Billed seconds by function, and the store's trace (`make capacity`):
@@ -117,6 +120,7 @@ def measure(lines: list[str], function_of, round_trip_ms: float) -> Consumed:
                                      float(line.get("read_units", 0.0)), float(line.get("write_units", 0.0))])
             continue
         consumed.log_bytes += len(raw.encode()) + 1
+        consumed.metric_metadata_bytes += metadata_bytes(raw)
         consumed.lines += 1
         if message not in ("request served", "queue message handled"):
             continue
@@ -133,6 +137,19 @@ def measure(lines: list[str], function_of, round_trip_ms: float) -> Consumed:
         consumed.gb_seconds += seconds * memory_mb / 1024
         consumed.seconds_by_function[function] = consumed.seconds_by_function.get(function, 0.0) + seconds
     return consumed
+
+
+def metadata_bytes(raw: str) -> int:
+    """The bytes of a line's `_aws` member (its first, as the code writes
+    it) with the comma after it; 0 on a line without one."""
+    head = '{"_aws":'
+    if not raw.startswith(head):
+        return 0
+    try:
+        _, end = json.JSONDecoder().raw_decode(raw, len(head))
+    except ValueError:
+        return 0
+    return len(raw[:end].encode()) - 1 + (raw[end:end + 1] == ",")
 
 
 def access_log_bytes(fmt: str) -> int:
@@ -183,7 +200,7 @@ def price(consumed: Consumed, repetitions: int, prices: dict, access_line: int,
             secrets += n
     s3_write += client_s3_writes * repetitions
     sqs += int(assumed(prices, "queue_calls_per_message") * consumed.queue_messages)
-    log_bytes = (consumed.log_bytes
+    log_bytes = (consumed.log_bytes - consumed.metric_metadata_bytes
                  + consumed.invocations * platform_line
                  + consumed.api_requests * access_line)
     million = 1_000_000
@@ -198,6 +215,8 @@ def price(consumed: Consumed, repetitions: int, prices: dict, access_line: int,
         "sqs": sqs * usd(prices, "sqs_requests_per_million") / million,
         "secrets_manager": secrets * usd(prices, "secrets_manager_calls_per_ten_thousand") / 10_000,
         "logs": log_bytes / 1e9 * usd(prices, "cloudwatch_logs_ingested_per_gb"),
+        "metric_metadata": consumed.metric_metadata_bytes / 1e9
+        * usd(prices, "cloudwatch_logs_ingested_per_gb"),
         "xray": consumed.invocations * assumed(prices, "xray_sampled_share")
         * usd(prices, "xray_traces_recorded_per_million") / million,
     }
@@ -246,9 +265,61 @@ def table(rows: list[dict], prices: dict) -> str:
         out.append(
             f"{row['flow']:<34} {per['api_requests']:>4.0f} {per['read_units']:>6.1f} "
             f"{per['write_units']:>6.1f} {per['log_bytes']:>6.0f} {ddb:>6.2f} {cost['s3']:>5.2f} "
-            f"{cost['logs']:>6.2f} {row['total_usd_per_million']:>8.2f} "
+            f"{cost['logs'] + cost['metric_metadata']:>6.2f} {row['total_usd_per_million']:>8.2f} "
             f"{row['x_floor'] if row['x_floor'] is not None else '-':>7}"
         )
+    return "\n".join(out)
+
+
+# Issue 57's targets: the most a flow may cost, as a multiple of its
+# floor, and the flows each holds for.
+TARGETS = (
+    ("a warm read", 1.6, ("GET /orgs (warm)", "GET /sites/{id} (warm)")),
+    ("a create", 5.0, ("POST /sites", "POST /sites + Idempotency-Key", "POST /surpluses")),
+)
+
+# What the metrics and the traces cost on every request (the embedded
+# metric format's metadata, issue 44; X-Ray's traces, issue 58).
+OBSERVABILITY = ("metric_metadata", "xray")
+
+
+def targets(rows: list[dict]) -> list[dict]:
+    """Each target's flows of a priced run: their multiple of the floor,
+    whether it is within the target, and the multiple without what the
+    metrics and traces cost and without the DynamoDB writes, the two
+    parts of a request no trimming reaches."""
+    by_flow = {row["flow"]: row for row in rows}
+    out = []
+    for what, most, flows in TARGETS:
+        for name in flows:
+            row = by_flow.get(name)
+            if row is None or not row["floor_usd_per_million"]:
+                continue
+            cost, floor_usd = row["usd_per_million"], row["floor_usd_per_million"]
+            observability = sum(cost[part] for part in OBSERVABILITY)
+            total = row["total_usd_per_million"]
+            out.append({
+                "target": what, "most_x_floor": most, "flow": name,
+                "x_floor": round(total / floor_usd, 3),
+                "met": total <= most * floor_usd,
+                "observability_usd": round(observability, 3),
+                "x_floor_less_observability": round((total - observability) / floor_usd, 3),
+                "dynamodb_writes_usd": round(cost["dynamodb_writes"], 3),
+                "x_floor_less_both": round((total - observability - cost["dynamodb_writes"]) / floor_usd, 3),
+            })
+    return out
+
+
+def targets_text(checked: list[dict]) -> str:
+    """The targets as text lines."""
+    out = ["targets (issue 57): x floor; without the metrics' metadata and X-Ray; "
+           "without those and the DynamoDB writes"]
+    for t in checked:
+        out.append(
+            f"  {t['target']} <= {t['most_x_floor']}x  {t['flow']:<30} {t['x_floor']:>5.2f}x "
+            f"{'met' if t['met'] else 'NOT MET':<8} {t['x_floor_less_observability']:>5.2f}x "
+            f"(less ${t['observability_usd']:.2f})  {t['x_floor_less_both']:>5.2f}x "
+            f"(less ${t['dynamodb_writes_usd']:.2f} more)")
     return "\n".join(out)
 
 
@@ -269,9 +340,12 @@ def main(argv: list[str]) -> int:
     prices = json.loads(args.prices.read_text())
     run = json.loads(args.run.read_text())
     rows = report(run, prices)
+    checked = targets(rows)
     print(table(rows, prices))
+    print(targets_text(checked))
     if args.out:
-        args.out.write_text(json.dumps({"prices": prices, "run": run, "rows": rows}, indent=2))
+        args.out.write_text(json.dumps({"prices": prices, "run": run, "rows": rows, "targets": checked},
+                                       indent=2))
     return 0
 
 

@@ -50,6 +50,18 @@ class Measure(unittest.TestCase):
         self.assertEqual(consumed.touches, [["gsi1", "OUTBOX#{bucket}", 0.0, 1.0]])
         self.assertEqual(consumed.log_bytes, len(served()) + 1)
 
+    def test_the_metric_metadata_is_counted_apart_to_the_byte(self):
+        aws = '{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[["Service"]],' \
+              '"Metrics":[{"Name":"Requests","Unit":"Count"}]}]}'
+        line = '{"_aws":' + aws + ',"message":"request served","Service":"sites","Requests":1}'
+        member = '"_aws":' + aws + ','
+        self.assertEqual(cost.metadata_bytes(line), len(member))
+        self.assertEqual(cost.metadata_bytes('{"message":"x"}'), 0)
+        self.assertEqual(cost.metadata_bytes('{"_aws":{"broken"'), 0)
+        consumed = cost.measure([line, served()], flat, 5)
+        self.assertEqual(consumed.metric_metadata_bytes, len(member))
+        self.assertEqual(consumed.log_bytes, len(line) + 1 + len(served()) + 1)
+
     def test_a_line_without_a_time_is_billed_one_millisecond(self):
         self.assertEqual(cost.billed_ms({}, 5), 1)
         self.assertEqual(cost.billed_ms({"latency_ms": 10.0, "ddb_ms": 12.0, "round_trips": 0}, 5), 1)
@@ -91,6 +103,42 @@ class Price(unittest.TestCase):
                     + 0.05 * 5.00)
         self.assertAlmostEqual(row["total_usd_per_million"], round(expected, 3))
         self.assertAlmostEqual(row["x_floor"], round(expected / 1.2, 2))
+
+    def test_the_metric_metadata_is_priced_apart_from_the_rest_of_the_logs(self):
+        flow = {"name": "read", "repetitions": 1,
+                "consumed": cost.Consumed(api_requests=1, invocations=1, log_bytes=1000,
+                                          metric_metadata_bytes=400).__dict__}
+        cost_of = cost.priced_flow(flow, PRICES, access_line=200)["usd_per_million"]
+        self.assertAlmostEqual(cost_of["metric_metadata"], 400 / 1e9 * 0.50 * 1e6)
+        self.assertAlmostEqual(cost_of["logs"], (600 + 200) / 1e9 * 0.50 * 1e6)
+
+    def test_each_target_is_held_against_its_flows_with_what_observability_and_writes_cost(self):
+        def row(name, reads, writes, log_bytes, metadata):
+            consumed = cost.Consumed(api_requests=1, invocations=1, read_units=reads, write_units=writes,
+                                     log_bytes=log_bytes, metric_metadata_bytes=metadata)
+            return cost.priced_flow({"name": name, "repetitions": 1, "consumed": consumed.__dict__},
+                                    PRICES, access_line=0)
+        # A warm read: floor 1.20, reads 0.25, logs 0.40 of which the
+        # metadata 0.25, X-Ray 0.25: 2.10, 1.75x; 1.33x without the 0.50.
+        # A create: 8 write units (5.00), logs 0.15, X-Ray 0.25: 6.60, 5.5x;
+        # 1.35 (1.125x) without X-Ray and the writes.
+        rows = [row("GET /orgs (warm)", 2.0, 0.0, 800, 500), row("POST /surpluses", 0.0, 8.0, 300, 0),
+                row("PATCH /sites/{id}", 0.0, 2.0, 300, 0)]
+        got = {t["flow"]: t for t in cost.targets(rows)}
+        self.assertEqual(set(got), {"GET /orgs (warm)", "POST /surpluses"})
+        read, create = got["GET /orgs (warm)"], got["POST /surpluses"]
+        self.assertEqual((read["target"], read["most_x_floor"], read["met"]), ("a warm read", 1.6, False))
+        self.assertAlmostEqual(read["x_floor"], 2.10 / 1.2, places=3)
+        self.assertAlmostEqual(read["observability_usd"], 0.50)
+        self.assertAlmostEqual(read["x_floor_less_observability"], 1.60 / 1.2, places=3)
+        self.assertEqual((create["most_x_floor"], create["met"]), (5.0, False))
+        self.assertAlmostEqual(create["dynamodb_writes_usd"], 5.00)
+        self.assertAlmostEqual(create["x_floor_less_both"], 1.35 / 1.2, places=3)
+        # Within the target at its bound exactly: met.
+        at = row("GET /sites/{id} (warm)", 0.0, 0.0, 0, 0)
+        at["total_usd_per_million"] = 1.6 * at["floor_usd_per_million"]
+        self.assertTrue(cost.targets([at])[0]["met"])
+        self.assertIn("NOT MET", cost.targets_text(cost.targets(rows)))
 
     def test_the_access_line_is_the_templates_format_with_typical_values(self):
         memory = template_memory.read(cost.ROOT / "infra/template.yaml")
