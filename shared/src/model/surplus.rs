@@ -1,5 +1,6 @@
 //! Surplus load: the stored record, its view, its status machine, and the
-//! create and PATCH bodies.
+//! create and PATCH bodies; its list query (`list`) and log entry (`log`)
+//! in files of their own.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,12 @@ use super::validate;
 use super::volume::Litres;
 use crate::error::ApiError;
 use crate::error::codes;
+
+mod list;
+mod log;
+
+pub use list::{DEFAULT_PAGE, ListStatus, ListSurpluses, MAX_PAGE};
+pub use log::LogEntry;
 
 pub const MAX_TEXT: usize = 500;
 pub const MAX_NOTE: usize = 2000;
@@ -515,100 +522,6 @@ impl SurplusChanges {
         assign(&mut load.site_id, &self.site_id);
         load.updated_at = now;
         Ok(())
-    }
-}
-
-/// `status` filter of the list: `open`, `delivered`, `expired` or `all`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ListStatus {
-    Open,
-    Delivered,
-    Expired,
-    #[default]
-    All,
-}
-
-impl ListStatus {
-    pub fn group(self) -> Option<StatusGroup> {
-        match self {
-            ListStatus::Open => Some(StatusGroup::Open),
-            ListStatus::Delivered => Some(StatusGroup::Delivered),
-            ListStatus::Expired => Some(StatusGroup::Expired),
-            ListStatus::All => None,
-        }
-    }
-}
-
-pub const DEFAULT_PAGE: u32 = 50;
-pub const MAX_PAGE: u32 = 100;
-
-/// GET /api/v1/surpluses query.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct ListSurpluses {
-    pub status: ListStatus,
-    pub site_id: Option<Id>,
-    pub limit: Option<u32>,
-    pub cursor: Option<String>,
-}
-
-impl ListSurpluses {
-    pub fn limit(&self) -> Result<u32, ApiError> {
-        match self.limit {
-            None => Ok(DEFAULT_PAGE),
-            Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
-            Some(_) => Err(ApiError::validation(
-                "limit",
-                format!("must be an integer from 1 to {MAX_PAGE}"),
-            )),
-        }
-    }
-
-    /// The filters a cursor is bound to.
-    pub fn filters(&self) -> String {
-        format!(
-            "status={}&site_id={}",
-            self.group_name(),
-            self.site_id.map(|s| s.0.to_string()).unwrap_or_default()
-        )
-    }
-
-    fn group_name(&self) -> &'static str {
-        self.status.group().map_or("all", StatusGroup::as_str)
-    }
-}
-
-/// A surplus log entry.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LogEntry {
-    pub id: Uuid,
-    pub created_at: Timestamp,
-    pub status_from: Option<SurplusStatus>,
-    pub status_to: SurplusStatus,
-    pub message: String,
-    /// The person who made the change; null for changes made with an API
-    /// key (keys are the organization's, not a person's).
-    pub user_id: Option<Uuid>,
-}
-
-impl LogEntry {
-    pub fn new(from: Option<SurplusStatus>, to: SurplusStatus, at: Timestamp) -> Self {
-        LogEntry {
-            id: Uuid::now_v7(),
-            created_at: at,
-            status_from: from,
-            status_to: to,
-            message: Self::message(from, to),
-            user_id: None,
-        }
-    }
-
-    fn message(from: Option<SurplusStatus>, to: SurplusStatus) -> String {
-        match from {
-            None => format!("created as {}", to.as_str()),
-            Some(from) => format!("status changed from {} to {}", from.as_str(), to.as_str()),
-        }
     }
 }
 
