@@ -4,6 +4,7 @@
 //! summary", "Reports and billing".
 
 mod csv_rows;
+mod listing;
 
 use axum::Router;
 use axum::http::HeaderMap;
@@ -18,6 +19,8 @@ use shared::http::query::QueryParams;
 use shared::model::report::{AdditiveUsage, BilledLoad, Summary, Window, WindowQuery};
 use shared::state::AppState;
 use shared::{ApiError, ApiResult};
+
+use listing::ReportListing;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -85,18 +88,16 @@ async fn loads(
     headers: HeaderMap,
     QueryParams(query): QueryParams<LoadsQuery>,
 ) -> ApiResult<Response> {
-    let window = query.window()?;
     let limit = query.limit()?;
-    let filters = format!("report=loads&{}", window.filters());
-    let mut listing = ctx.cursors.listing(ctx.org_id, filters).await?;
-    let start = listing.start(query.cursor.as_deref()).await?;
+    let mut report = ReportListing::start(&ctx, "loads", &query).await?;
     let reports = ctx.store.reports();
     let page = reports
-        .delivered_page(ctx.org_id, window, start, limit)
+        .delivered_page(ctx.org_id, report.window, report.take_start(), limit)
         .await?;
     let rows = reports.rows(&page.rows).await?;
-    let next_cursor = listing.next(page.next);
+    let next_cursor = report.next(page.next);
     if csv_rows::wanted(&headers) {
+        let window = report.window;
         let next = next_cursor.map(|cursor| {
             format!(
                 "/api/v1/reports/loads?from={}&to={}&limit={limit}&cursor={cursor}",
@@ -129,17 +130,14 @@ async fn billed_loads(
     ctx: Ctx<ReadData>,
     QueryParams(query): QueryParams<LoadsQuery>,
 ) -> ApiResult<Json<Page<BilledLoad>>> {
-    let window = query.window()?;
     let limit = query.limit()?;
-    let filters = format!("report=billed&{}", window.filters());
-    let mut listing = ctx.cursors.listing(ctx.org_id, filters).await?;
-    let start = listing.start(query.cursor.as_deref()).await?;
+    let mut report = ReportListing::start(&ctx, "billed", &query).await?;
     let page = ctx
         .store
         .reports()
-        .billed_page(ctx.org_id, window, start, limit)
+        .billed_page(ctx.org_id, report.window, report.take_start(), limit)
         .await?;
     let rows = page.rows.iter().map(BilledLoad::new).collect();
-    let next_cursor = listing.next(page.next);
+    let next_cursor = report.next(page.next);
     Ok(Json(Page { rows, next_cursor }))
 }

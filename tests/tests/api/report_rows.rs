@@ -158,6 +158,65 @@ fn rows_come_in_keyset_pages_bound_to_the_window() {
     });
 }
 
+/// A listing of the default window (the last 30 days up to today) paged
+/// on past midnight keeps its first page's days: its cursor is not
+/// refused as another window's, and a load of the first day, which the
+/// new day's window leaves out, is still listed.
+#[test]
+fn a_default_window_paged_past_midnight_keeps_its_first_pages_days() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Midnight"})).await;
+        let loads = [
+            load_at(
+                &t,
+                &site,
+                "2026-03-01T10:00:00.000Z",
+                1.0,
+                SurplusStatus::Delivered,
+            ),
+            load_at(
+                &t,
+                &site,
+                "2026-03-01T10:00:01.000Z",
+                1.0,
+                SurplusStatus::Delivered,
+            ),
+        ];
+        import(&loads).await;
+        let (_, mut state) = api_tests::harness().await.instance_with(|_| {});
+        state.clock = shared::clock::Clock::frozen_at("2026-03-31T23:59:50Z".parse().unwrap());
+        let clock = state.clock.clone();
+        let router = shared::http::app(local::routes(), state);
+        let page = |cursor: Option<String>| {
+            let path = match cursor {
+                Some(c) => format!("/api/v1/reports/loads?limit=1&cursor={c}"),
+                None => "/api/v1/reports/loads?limit=1".to_owned(),
+            };
+            call(Method::GET, &path).key(&t.key).send_to(&router)
+        };
+        let first = page(None).await;
+        first.expect(200, None);
+        assert_eq!(first.body["data"][0]["surplus_id"], loads[0].id.to_string());
+        let cursor = first.body["meta"]["next_cursor"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        clock.advance(std::time::Duration::from_secs(20));
+        // The new day's default window starts on 2026-03-02: empty here.
+        let fresh = page(None).await;
+        fresh.expect(200, None);
+        assert_eq!(fresh.body["data"], json!([]));
+        let second = page(Some(cursor)).await;
+        second.expect(200, None);
+        assert_eq!(
+            second.body["data"][0]["surplus_id"],
+            loads[1].id.to_string()
+        );
+        assert!(second.body["meta"]["next_cursor"].is_null());
+    });
+}
+
 #[test]
 fn csv_quotes_fields_and_neutralises_formulas() {
     run(async {
