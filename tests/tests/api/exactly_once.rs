@@ -93,6 +93,13 @@ impl Bench {
         .await
     }
 
+    /// What `case`'s request changed, read by this bench's clock: the
+    /// clock its requests ran by, up to a lease ahead of the system's (a
+    /// read by the hour, as of the outbox's index, looks where they wrote).
+    async fn effect(&self, case: &Case) -> BTreeSet<String> {
+        self.clock.scope((case.effect)()).await
+    }
+
     /// The id of a record made by `POST path` with `body`.
     async fn create(&self, path: &str, body: Value) -> String {
         let reply = self.send(Method::POST, path, Some(body)).await;
@@ -273,7 +280,7 @@ async fn exactly_once_on(name: &str, state: &shared::state::AppState, prepare: P
         for at in 1.. {
             let b = Bench::on(state).await;
             let case = prepare(&b).await;
-            let before = (case.effect)().await;
+            let before = b.effect(&case).await;
             let idempotency_key = unique("once");
             let (first, broken) = broken(&b, &case, &idempotency_key, cut, at).await;
             let Some(broken) = broken else {
@@ -307,7 +314,7 @@ async fn exactly_once_on(name: &str, state: &shared::state::AppState, prepare: P
             let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
             assert_eq!(again.header("idempotent-replayed"), "true", "{context}");
             assert_eq!(again.text, retry.text, "{context}");
-            let after = (case.effect)().await;
+            let after = b.effect(&case).await;
             let made: BTreeSet<String> = after.difference(&before).cloned().collect();
             let named = (case.named)(&retry);
             let made_names: BTreeSet<String> = made
@@ -338,7 +345,7 @@ async fn paused_past_the_lease(
     for at in 3.. {
         let b = Bench::on(state).await;
         let case = prepare(&b).await;
-        let before = (case.effect)().await;
+        let before = b.effect(&case).await;
         let idempotency_key = unique("paused");
         b.cuts.arm(Cut::Stall, at);
         let mut frozen = tokio::spawn({
@@ -375,7 +382,7 @@ async fn paused_past_the_lease(
         let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
         assert_eq!(again.header("idempotent-replayed"), "true", "{context}");
         assert_eq!(again.text, retry.text, "{context}");
-        let after = (case.effect)().await;
+        let after = b.effect(&case).await;
         let made: BTreeSet<String> = after
             .difference(&before)
             .map(|m| m.rsplit('/').next().unwrap_or(m).to_owned())
@@ -417,7 +424,7 @@ fn a_request_thawed_after_its_lease_commits_nothing() {
         thawed.expect(201, None);
         assert_eq!(thawed.header("idempotent-replayed"), "true");
         assert_eq!(thawed.text, retry.text);
-        assert_eq!((case.effect)().await, data_id(&retry));
+        assert_eq!(b.effect(&case).await, data_id(&retry));
         let again = case.request(&b, &idempotency_key).send_to(&b.plain).await;
         assert_eq!(again.header("idempotent-replayed"), "true");
         assert_eq!(again.text, retry.text);
@@ -554,7 +561,8 @@ fn an_effect_late_in_the_lease_holds_the_key_before_it_goes() {
         let made = late.await.unwrap();
         b.cuts.disarm();
         made.expect(200, None);
-        let objects: BTreeSet<String> = (case.effect)()
+        let objects: BTreeSet<String> = b
+            .effect(&case)
             .await
             .iter()
             .map(|m| m.rsplit('/').next().unwrap_or(m).to_owned())
@@ -886,11 +894,12 @@ fn a_delivery_is_retried_once() {
     use std::sync::Arc;
     use std::time::Duration;
     run(async {
-        // A short lease: a duplicate attempt that waited for another one's
-        // lease comes back within the effect's look.
-        let lease = Duration::from_millis(400);
+        // A short lease, longer than an attempt may take (as in
+        // production): a duplicate put off for another attempt's lease
+        // comes back within seconds, and the effect waits for it.
         let policy = webhook_dispatcher::policy::Policy {
-            lease,
+            timeout: api_tests::providers::PROVIDER_TIMEOUT,
+            lease: api_tests::providers::PROVIDER_TIMEOUT + Duration::from_secs(1),
             ..quick_policy(8)
         };
         let stack = Arc::new(Stack::new(policy, false, |_| {}).await);
@@ -926,19 +935,9 @@ fn a_delivery_is_retried_once() {
                         let (stack, router, key, attempts) =
                             (stack.clone(), router.clone(), key.clone(), attempts.clone());
                         Box::pin(async move {
-                            // Drained at a quicker pace than `Stack::drain`:
-                            // nothing here waits in the queue but a message
-                            // hidden for the lease, which the sleep outlasts.
-                            let drain = || {
-                                api_tests::webhooks::drain(
-                                    &stack.dispatcher,
-                                    &stack.state.queue,
-                                    Duration::from_millis(50),
-                                )
-                            };
-                            drain().await;
-                            tokio::time::sleep(lease).await;
-                            drain().await;
+                            // Every message handled, a duplicate put off
+                            // for the lease too.
+                            stack.drain_dry(Duration::from_secs(30)).await;
                             let reply = call(Method::GET, &attempts)
                                 .key(&key)
                                 .send_to(&router)
@@ -971,10 +970,11 @@ fn a_recovery_is_made_once() {
     use std::sync::Arc;
     use std::time::Duration;
     run(async {
-        let lease = Duration::from_millis(400);
-        // One attempt: the first failure fails the delivery.
+        // One attempt: the first failure fails the delivery. A short
+        // lease, longer than an attempt may take (as `a_delivery_is_retried_once`).
         let policy = webhook_dispatcher::policy::Policy {
-            lease,
+            timeout: api_tests::providers::PROVIDER_TIMEOUT,
+            lease: api_tests::providers::PROVIDER_TIMEOUT + Duration::from_secs(1),
             ..quick_policy(1)
         };
         let stack = Arc::new(Stack::new(policy, false, |_| {}).await);
@@ -1000,16 +1000,9 @@ fn a_recovery_is_made_once() {
                         let (stack, router, key, attempts) =
                             (stack.clone(), router.clone(), key.clone(), attempts.clone());
                         Box::pin(async move {
-                            let drain = || {
-                                api_tests::webhooks::drain(
-                                    &stack.dispatcher,
-                                    &stack.state.queue,
-                                    Duration::from_millis(50),
-                                )
-                            };
-                            drain().await;
-                            tokio::time::sleep(lease).await;
-                            drain().await;
+                            // Every message handled, a duplicate put off
+                            // for the lease too.
+                            stack.drain_dry(Duration::from_secs(30)).await;
                             let reply = call(Method::GET, &attempts)
                                 .key(&key)
                                 .send_to(&router)
@@ -1154,7 +1147,8 @@ fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
             issues.push(issue.clone());
             let answer = api_tests::providers::Canned::json(201, issue);
             if late.swap(false, Ordering::SeqCst) {
-                answer.after(Duration::from_millis(800))
+                // Answered after the service stopped waiting: never.
+                answer.held(&api_tests::providers::Gate::default())
             } else {
                 answer
             }
@@ -1168,7 +1162,7 @@ fn a_ticket_whose_tracker_answered_late_is_found_by_its_retry() {
             ));
             c.support.api_url = base;
             c.support.labels = vec!["support".into()];
-            c.support.timeout = Duration::from_millis(300);
+            c.support.timeout = api_tests::providers::PROVIDER_TIMEOUT;
         });
         let clock = shared::clock::Clock::frozen_at(shared::clock::now());
         state.clock = clock.clone();
@@ -1371,51 +1365,76 @@ fn rolling_a_webhook_secret_happens_once() {
 fn a_ping_is_asked_for_once() {
     run(async {
         let state = harness().await.state.clone();
-        let prepare: Prepare = Box::new(move |b: &Bench| {
-            Box::pin(async move {
-                let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
-                let made = b
-                    .send(
-                        Method::POST,
-                        "/api/v1/webhooks",
-                        Some(json!({"event": "surplus.delivered", "url": url})),
-                    )
-                    .await;
-                let hook: uuid::Uuid = made.body["data"]["id"].as_str().unwrap().parse().unwrap();
-                let store = harness().await.store().clone();
-                Case {
-                    method: Method::POST,
-                    path: format!("/api/v1/webhooks/{hook}/ping"),
-                    payload: Payload::None,
-                    // The pings asked for: the outbox records naming the
-                    // webhook (nothing dispatches them here), stamped by
-                    // the bench's clock, which runs up to a lease ahead.
-                    effect: Box::new(move || {
-                        let store = store.clone();
-                        Box::pin(async move {
-                            store
-                                .outbox()
-                                .undispatched(2, chrono::TimeDelta::hours(-1))
-                                .await
-                                .unwrap()
-                                .into_iter()
-                                .filter(|record| record.webhook_id == Some(hook))
-                                .map(|record| {
-                                    shared::model::delivery::delivery_id(record.id, hook)
-                                        .to_string()
-                                })
-                                .collect()
-                        })
-                    }),
-                    named: |reply| {
-                        BTreeSet::from([reply.body["data"]["delivery_id"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned()])
-                    },
-                }
-            })
-        });
+        let prepare: Prepare = Box::new(|b: &Bench| Box::pin(ping_case(b)));
         exactly_once_on("POST /webhooks/{id}/ping", &state, prepare).await;
+    });
+}
+
+/// A ping of a new webhook of `b`'s organization; its effect the pings
+/// asked for: the outbox records naming the webhook (nothing dispatches
+/// them here), by the hour they were asked for.
+async fn ping_case(b: &Bench) -> Case {
+    let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
+    let made = b
+        .send(
+            Method::POST,
+            "/api/v1/webhooks",
+            Some(json!({"event": "surplus.delivered", "url": url})),
+        )
+        .await;
+    let hook: uuid::Uuid = made.body["data"]["id"].as_str().unwrap().parse().unwrap();
+    let store = harness().await.store().clone();
+    Case {
+        method: Method::POST,
+        path: format!("/api/v1/webhooks/{hook}/ping"),
+        payload: Payload::None,
+        effect: Box::new(move || {
+            let store = store.clone();
+            Box::pin(async move {
+                store
+                    .outbox()
+                    .undispatched(2, chrono::TimeDelta::hours(-1))
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .filter(|record| record.webhook_id == Some(hook))
+                    .map(|record| shared::model::delivery::delivery_id(record.id, hook).to_string())
+                    .collect()
+            })
+        }),
+        named: |reply| {
+            BTreeSet::from([reply.body["data"]["delivery_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()])
+        },
+    }
+}
+
+/// The cause of a failure seen at 23:59:35: the bench's clock runs up
+/// to a lease ahead of the system's, so a ping asked for in the last
+/// seconds of an hour is indexed under the next; an effect read by the
+/// system's clock looked in the hour before and found nothing. Read by
+/// the bench's clock, it finds what the bench's requests wrote, an hour
+/// ahead or not.
+#[test]
+fn an_effect_is_read_by_the_clock_its_request_ran_by() {
+    run(async {
+        let b = Bench::new().await;
+        b.clock.advance(Duration::from_secs(3600));
+        let case = ping_case(&b).await;
+        let before = b.effect(&case).await;
+        let reply = case
+            .request(&b, &unique("hour-ahead"))
+            .send_to(&b.plain)
+            .await;
+        reply.expect(202, None);
+        let after = b.effect(&case).await;
+        let made: BTreeSet<String> = after.difference(&before).cloned().collect();
+        assert_eq!(
+            made,
+            (case.named)(&reply),
+            "the ping an hour ahead is found"
+        );
     });
 }
