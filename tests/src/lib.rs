@@ -292,11 +292,23 @@ pub async fn key_id(t: &TestOrg) -> uuid::Uuid {
 }
 
 /// Sets the uses of `t`'s key's current window of `quota` to `used`, as
-/// that many requests would have.
+/// that many requests would have. The window is one with at least
+/// `QUOTA_MARGIN` left (in the last minutes of one, this waits for the
+/// next): the test's requests after it count in the same window,
+/// however slow the machine, and a run that straddles the hour does not
+/// find a fresh window.
 pub async fn use_quota(t: &TestOrg, quota: &shared::model::quota::KeyQuota, used: u32) {
     let h = harness().await;
     let period = u64::try_from(quota.period.as_millis()).unwrap();
-    let window = shared::model::now().unix_millis() / period;
+    let margin = u64::try_from(QUOTA_MARGIN.as_millis()).unwrap();
+    assert!(period > 2 * margin, "a window longer than the margin");
+    let window = loop {
+        let now = shared::model::now().unix_millis();
+        if now % period + margin < period {
+            break now / period;
+        }
+        tokio::time::sleep(Duration::from_millis(period - now % period + 10)).await;
+    };
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
     let pk = shared::store::engine::keys::key_quota_pk(quota.kind, key_id(t).await);
     db.put_item()
@@ -308,6 +320,58 @@ pub async fn use_quota(t: &TestOrg, quota: &shared::model::quota::KeyQuota, used
         .await
         .expect("quota item");
 }
+
+/// Moves `clock` a minute past the start of its next window of `period`
+/// (an hour, a minute): a test's requests after it fall in one window
+/// however slow the machine and whatever the hour.
+pub fn early_in_a_window(clock: &shared::clock::Clock, period: Duration) {
+    let period = u64::try_from(period.as_millis()).unwrap();
+    let into = u64::try_from(clock.now().timestamp_millis()).unwrap() % period;
+    let minute = 60_000.min(period / 10);
+    clock.advance(Duration::from_millis(period - into + minute));
+}
+
+/// Waits for `done` to hold, looking every 20 ms, at most `within` (a
+/// bound a starved machine meets): a wait for an event, never for a
+/// duration. Panics when the bound passes.
+pub async fn eventually(within: Duration, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not done within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Today (UTC) by the clock the harness's routers read, with at least
+/// `DAY_MARGIN` of it left: near midnight this waits for the next day,
+/// so a test that names today's date (or month) beside the service's own
+/// reading finds the same day however slow the machine, at any hour.
+pub async fn a_day_clear_of_midnight() -> chrono::NaiveDate {
+    let margin = chrono::TimeDelta::from_std(DAY_MARGIN).unwrap();
+    loop {
+        let now = shared::clock::now();
+        let next = now
+            .date_naive()
+            .succ_opt()
+            .unwrap()
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc();
+        if next - now > margin {
+            return now.date_naive();
+        }
+        tokio::time::sleep((next - now).to_std().unwrap() + Duration::from_millis(10)).await;
+    }
+}
+
+/// What is left of the day at least when `a_day_clear_of_midnight`
+/// answers.
+pub const DAY_MARGIN: Duration = Duration::from_secs(180);
+
+/// What a quota's window has left at least when `use_quota` fills it.
+pub const QUOTA_MARGIN: Duration = Duration::from_secs(180);
 
 /// A request with `t`'s key and, if given, a JSON body.
 pub async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {

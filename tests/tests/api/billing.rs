@@ -130,14 +130,21 @@ async fn billed_rows(t: &TestOrg, query: &str) -> Vec<Value> {
     reply.body["data"].as_array().unwrap().clone()
 }
 
-fn today() -> String {
-    let today = chrono::Utc::now().date_naive();
+/// Today's window, with the day far from its end: the test's loads are
+/// made and read on one day (and in one month).
+async fn today() -> String {
+    let today = api_tests::a_day_clear_of_midnight().await;
     format!("from={today}&to={today}")
 }
 
 #[test]
 fn truck_billing_goes_to_the_trucks_organization_which_sees_the_rows() {
     run(async {
+        let day = api_tests::a_day_clear_of_midnight().await;
+        let (window, this_month) = (
+            format!("from={day}&to={day}"),
+            day.format("%Y-%m").to_string(),
+        );
         let origin = org().await;
         let haulier = org().await;
         let site = new_site(&origin, json!({"name": "Origin"})).await;
@@ -158,8 +165,6 @@ fn truck_billing_goes_to_the_trucks_organization_which_sees_the_rows() {
             reply.expect(201, None);
             ids.push(reply.body["data"]["id"].as_str().unwrap().to_owned());
         }
-        let this_month = chrono::Utc::now().format("%Y-%m").to_string();
-        let window = today();
         assert_eq!(
             months(&usage(&haulier, &window).await),
             [(this_month.clone(), 1, 3)]
@@ -216,7 +221,7 @@ fn only_the_trucks_organizations_full_grant_lets_another_name_its_truck_or_bill_
         create_load(&origin, charge.clone())
             .await
             .expect(422, Some("truck_not_found"));
-        let window = today();
+        let window = today().await;
         assert_eq!(
             usage(&haulier, &window).await.body["data"]["total_loads_count"],
             0
@@ -300,6 +305,7 @@ fn a_deactivated_organizations_trucks_cannot_be_named() {
 #[test]
 fn a_rejection_or_an_edit_moves_the_bill_in_the_same_write() {
     run(async {
+        let window = today().await;
         let t = org().await;
         let site = new_site(&t, json!({"name": "Edits"})).await;
         let reply = create_load(
@@ -308,8 +314,6 @@ fn a_rejection_or_an_edit_moves_the_bill_in_the_same_write() {
         )
         .await;
         let id = reply.body["data"]["id"].as_str().unwrap().to_owned();
-        let today = chrono::Utc::now().date_naive();
-        let window = format!("from={today}&to={today}");
         let total = |r: &Reply| r.body["data"]["total_additive_usage_m3"].as_u64().unwrap();
         assert_eq!(total(&usage(&t, &window).await), 2);
         patch(&t, &id, json!({"volume_m3": 3.01}))

@@ -480,7 +480,7 @@ fn racing_deliveries_and_repeated_announcements_make_one_post() {
             .state
             .store
             .outbox()
-            .undispatched(1, chrono::TimeDelta::zero())
+            .undispatched(2, chrono::TimeDelta::zero())
             .await
             .unwrap();
         let ours: Vec<_> = outbox
@@ -903,17 +903,20 @@ fn a_name_resolving_to_loopback_is_refused_by_the_dispatcher() {
         let load = new_load(&t, &site).await;
         deliver_load(&stack, &t, &load).await;
 
-        // When the strict dispatcher takes the queue.
-        for _ in 0..5 {
+        // When the strict dispatcher takes the queue, until the attempt
+        // is recorded (at most 20 s: a bound, not a pace).
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut listed = attempts(&stack, &t, &id.to_string()).await;
+        while listed.body["data"][0].is_null() && std::time::Instant::now() < deadline {
             local::poller::poll_once(&strict, &stack.state.queue)
                 .await
                 .unwrap();
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            listed = attempts(&stack, &t, &id.to_string()).await;
         }
 
         // Then the attempt is recorded as refused and nothing connected.
         assert_eq!(receiver.count(), 0);
-        let listed = attempts(&stack, &t, &id.to_string()).await;
         assert_eq!(
             listed.body["data"][0]["error"], "address_refused",
             "{}",

@@ -199,9 +199,8 @@ fn an_error_answer_is_counted_by_its_code() {
 fn a_refused_request_is_counted_as_throttled() {
     run(async {
         let t = org().await;
-        let h = harness().await;
-        let small = h.router_with(|c| c.http.rate_limit.limit = 1);
-        crate::rate_limit::away_from_window_edge(60, 10).await;
+        let (small, _) =
+            crate::rate_limit::in_a_frozen_minute(|c| c.http.rate_limit.limit = 1).await;
         let admitted = call(Method::GET, "/api/v1/orgs")
             .key(&t.key)
             .send_to(&small)

@@ -1,38 +1,33 @@
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use api_tests::{Reply, call, harness, org, run};
 use aws_sdk_dynamodb::types::AttributeValue;
+use axum::Router;
 use http::Method;
+use shared::clock::Clock;
 
-async fn orgs(key: &str) -> Reply {
-    call(Method::GET, "/api/v1/orgs").key(key).send().await
+/// A router (its settings changed by `change`) on a clock frozen 10 s
+/// into a minute: the test's requests fall in one 60 s window however
+/// slow the machine and whatever the hour, and time passes only when the
+/// test moves the clock.
+pub(crate) async fn in_a_frozen_minute(
+    change: impl FnOnce(&mut shared::config::Config),
+) -> (Router, Clock) {
+    let minute = 60_000;
+    let start = shared::clock::unix_ms() / minute * minute + minute + 10_000;
+    let at = chrono::DateTime::from_timestamp_millis(i64::try_from(start).unwrap()).unwrap();
+    let clock = Clock::frozen_at(at);
+    let (_, mut state) = harness().await.instance_with(change);
+    state.clock = clock.clone();
+    (shared::http::app(local::routes(), state), clock)
 }
 
-/// Waits until at least `margin` remains in the current window, so a burst
-/// stays within one window.
-pub(crate) async fn away_from_window_edge(window: u64, margin: u64) {
-    loop {
-        let into = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            % window;
-        if into >= 1 && into + margin < window {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-/// The stored count of a key's current window (on its counters' item).
-async fn stored_count(key: &str, window_len: u64) -> u64 {
+/// The stored count of a key's window of `window_len` seconds at `clock`'s
+/// time (on its counters' item).
+async fn stored_count(key: &str, window_len: u64, clock: &Clock) -> u64 {
     let h = harness().await;
     let db = aws_sdk_dynamodb::Client::new(&h.sdk);
-    let window = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        / window_len;
+    let window = u64::try_from(clock.now().timestamp()).unwrap() / window_len;
     let hash = shared::auth::key::KeyHash::of(key).to_hex();
     let item = db
         .get_item()
@@ -52,13 +47,20 @@ async fn stored_count(key: &str, window_len: u64) -> u64 {
         .unwrap()
 }
 
+async fn get_orgs(router: &Router, key: &str) -> Reply {
+    call(Method::GET, "/api/v1/orgs")
+        .key(key)
+        .send_to(router)
+        .await
+}
+
 #[test]
 fn remaining_counts_down_per_successful_request() {
     run(async {
         let t = org().await;
-        away_from_window_edge(60, 5).await;
-        let first = orgs(&t.key).await;
-        let second = orgs(&t.key).await;
+        let (router, _) = in_a_frozen_minute(|_| {}).await;
+        let first = get_orgs(&router, &t.key).await;
+        let second = get_orgs(&router, &t.key).await;
         assert_eq!(first.header("x-ratelimit-limit"), "100");
         assert_eq!(first.header("x-ratelimit-remaining"), "99");
         assert_eq!(second.header("x-ratelimit-remaining"), "98");
@@ -71,10 +73,10 @@ fn remaining_counts_down_per_successful_request() {
 fn concurrent_burst_admits_exactly_the_limit() {
     run(async {
         let t = org().await;
-        away_from_window_edge(60, 20).await;
+        let (router, clock) = in_a_frozen_minute(|_| {}).await;
         let replies = futures::future::join_all((0..150).map(|_| {
-            let key = t.key.clone();
-            tokio::spawn(async move { orgs(&key).await })
+            let (key, router) = (t.key.clone(), router.clone());
+            tokio::spawn(async move { get_orgs(&router, &key).await })
         }))
         .await;
         let replies: Vec<Reply> = replies.into_iter().map(Result::unwrap).collect();
@@ -89,9 +91,11 @@ fn concurrent_burst_admits_exactly_the_limit() {
             assert!((1..=60).contains(&retry));
         }
         // Refused requests consumed nothing: the window holds exactly 100.
-        assert_eq!(stored_count(&t.key, 60).await, 100);
-        orgs(&t.key).await.expect(429, Some("rate_limited"));
-        assert_eq!(stored_count(&t.key, 60).await, 100);
+        assert_eq!(stored_count(&t.key, 60, &clock).await, 100);
+        get_orgs(&router, &t.key)
+            .await
+            .expect(429, Some("rate_limited"));
+        assert_eq!(stored_count(&t.key, 60, &clock).await, 100);
     });
 }
 
@@ -99,9 +103,7 @@ fn concurrent_burst_admits_exactly_the_limit() {
 fn limit_is_configurable_and_can_be_switched_off() {
     run(async {
         let t = org().await;
-        let h = harness().await;
-        away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.http.rate_limit.limit = 3);
+        let (small, _) = in_a_frozen_minute(|c| c.http.rate_limit.limit = 3).await;
         for remaining in ["2", "1", "0"] {
             let reply = call(Method::GET, "/api/v1/orgs")
                 .key(&t.key)
@@ -116,10 +118,11 @@ fn limit_is_configurable_and_can_be_switched_off() {
             .await
             .expect(429, Some("rate_limited"));
 
-        let off = h.router_with(|c| {
+        let (off, _) = in_a_frozen_minute(|c| {
             c.http.rate_limit.limit = 3;
             c.http.rate_limit.enabled = false;
-        });
+        })
+        .await;
         for _ in 0..5 {
             let reply = call(Method::GET, "/api/v1/orgs")
                 .key(&t.key)
@@ -136,9 +139,7 @@ fn limit_is_configurable_and_can_be_switched_off() {
 fn each_key_has_its_own_budget() {
     run(async {
         let t = org().await;
-        let h = harness().await;
-        away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.http.rate_limit.limit = 1);
+        let (small, _) = in_a_frozen_minute(|c| c.http.rate_limit.limit = 1).await;
         let other = api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await;
         call(Method::GET, "/api/v1/orgs")
             .key(&t.key)
@@ -162,9 +163,7 @@ fn each_key_has_its_own_budget() {
 fn only_successful_requests_spend_budget() {
     run(async {
         let t = org().await;
-        let h = harness().await;
-        away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.http.rate_limit.limit = 3);
+        let (small, clock) = in_a_frozen_minute(|c| c.http.rate_limit.limit = 3).await;
         let send = |method: Method, path: String| {
             let small = small.clone();
             let key = t.key.clone();
@@ -201,7 +200,7 @@ fn only_successful_requests_spend_budget() {
             .await
             .expect(429, Some("rate_limited"));
         assert_eq!(
-            stored_count(&t.key, 60).await,
+            stored_count(&t.key, 60, &clock).await,
             3,
             "the window holds the successes only"
         );
@@ -212,9 +211,7 @@ fn only_successful_requests_spend_budget() {
 fn a_refused_key_is_shown_its_true_remaining_budget() {
     run(async {
         let t = api_tests::org_with(&[shared::auth::Scope::ReadOrgs]).await;
-        let h = harness().await;
-        away_from_window_edge(60, 10).await;
-        let small = h.router_with(|c| c.http.rate_limit.limit = 2);
+        let (small, _) = in_a_frozen_minute(|c| c.http.rate_limit.limit = 2).await;
         for _ in 0..2 {
             call(Method::GET, "/api/v1/orgs")
                 .key(&t.key)
@@ -237,17 +234,13 @@ fn a_refused_key_is_shown_its_true_remaining_budget() {
 fn a_client_that_waits_retry_after_is_admitted() {
     run(async {
         let t = org().await;
-        let h = harness().await;
-        let small = h.router_with(|c| {
+        let (small, clock) = in_a_frozen_minute(|c| {
             c.http.rate_limit.limit = 2;
             c.http.rate_limit.window = Duration::from_secs(2);
-        });
-        let orgs = || {
-            call(Method::GET, "/api/v1/orgs")
-                .key(&t.key)
-                .send_to(&small)
-        };
-        for _ in 0..3 {
+        })
+        .await;
+        let orgs = || get_orgs(&small, &t.key);
+        for round in 0..3 {
             // Spend the budget, get refused, wait exactly what Retry-After
             // says, and be admitted: also across the sliding window's edge.
             // (At most the limit plus what the window carried over is
@@ -266,13 +259,12 @@ fn a_client_that_waits_retry_after_is_admitted() {
             let wait: u64 = refused.header("retry-after").parse().unwrap();
             assert!((1..=4).contains(&wait), "{wait}");
             let reset: u64 = refused.header("x-ratelimit-reset").parse().unwrap();
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_secs();
+            let now = u64::try_from(clock.now().timestamp()).unwrap();
             assert!(reset > now && reset <= now + 4, "reset {reset}, now {now}");
-            tokio::time::sleep(Duration::from_secs(wait)).await;
+            clock.advance(Duration::from_secs(wait));
             orgs().await.expect(200, None);
+            // The next round starts a little into a window, not at its edge.
+            clock.advance(Duration::from_millis(300 * (round + 1)));
         }
     });
 }
@@ -282,10 +274,8 @@ fn failed_requests_have_a_ceiling_of_their_own() {
     run(async {
         let t = org().await;
         let other = org().await;
-        let h = harness().await;
-        away_from_window_edge(60, 15).await;
         // A limit of 2: failed requests stop at 5 x 2 = 10 a window.
-        let small = h.router_with(|c| c.http.rate_limit.limit = 2);
+        let (small, _) = in_a_frozen_minute(|c| c.http.rate_limit.limit = 2).await;
         let missing = format!("/api/v1/orgs/{}", uuid::Uuid::now_v7());
         let get = |key: &str, path: &str| call(Method::GET, path).key(key).send_to(&small);
         for _ in 0..10 {

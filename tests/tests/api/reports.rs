@@ -131,7 +131,7 @@ fn the_default_window_is_the_last_thirty_days() {
     run(async {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Recent"})).await;
-        let today = chrono::Utc::now().date_naive();
+        let today = api_tests::a_day_clear_of_midnight().await;
         let day = |days_ago: u64| {
             let d = today.checked_sub_days(chrono::Days::new(days_ago)).unwrap();
             format!("{d}T12:00:00.000Z")

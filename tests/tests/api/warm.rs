@@ -27,6 +27,15 @@ async fn warm_instance(t: &TestOrg) -> Router {
     router
 }
 
+/// `warm_instance` on a clock of its own, which the test moves.
+async fn warm_instance_on(t: &TestOrg, clock: &shared::clock::Clock) -> Router {
+    let (_, mut state) = harness().await.instance_with(|_| {});
+    state.clock = clock.clone();
+    let router = shared::http::app(local::routes(), state);
+    get(&router, t, "/api/v1/orgs").await.expect(200, None);
+    router
+}
+
 /// The fewest round trips `path` took in a few tries (calls made at once
 /// overlap on a busy debug build most of the time, not always).
 async fn fewest_round_trips(router: &Router, t: &TestOrg, path: &str) -> u32 {
@@ -162,7 +171,8 @@ fn a_key_that_may_no_longer_read_is_refused_on_its_next_warm_request() {
         let t = org().await;
         let site = new_site(&t, json!({"name": "Secret yard X"})).await;
         let path = format!("/api/v1/sites/{site}");
-        let expires = chrono::Utc::now() + chrono::Duration::seconds(2);
+        // An hour from now, by the instance's clock, which then passes it.
+        let expires = chrono::Utc::now() + chrono::Duration::hours(1);
         let (key, _) = store
             .api_keys()
             .create(
@@ -178,9 +188,10 @@ fn a_key_that_may_no_longer_read_is_refused_on_its_next_warm_request() {
             org: t.org.clone(),
             key,
         };
-        let router = warm_instance(&short).await;
+        let clock = shared::clock::Clock::default();
+        let router = warm_instance_on(&short, &clock).await;
         get(&router, &short, &path).await.expect(200, None);
-        tokio::time::sleep(Duration::from_millis(2100)).await;
+        clock.advance(Duration::from_secs(3601));
         let reply = get(&router, &short, &path).await;
         refused_without_data(&reply, 401, "api_key_expired", "Secret yard X");
 
