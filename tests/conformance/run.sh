@@ -29,7 +29,9 @@ while in_use "$port"; do port=$((port + 1)); done
 base=http://127.0.0.1:$port
 
 echo "==> building the dev server and the admin CLI"
-cargo build -q --locked -p local -p admin
+# The workspace's binaries, built as `make test` builds them (its features:
+# done already there).
+cargo build -q --locked --workspace --bins
 
 started=$(tools/local/scripts/engines.sh start)
 export TABLE_NAME=conformance-$(date +%s)-$$
@@ -55,7 +57,16 @@ export WEBHOOK_DLQ_URL=$(queue_url "$setup" webhooks-dlq)
 # (tests/conformance/providers.py), so their success paths are generated too.
 "$VENV/bin/python" tests/conformance/providers.py "$out/providers.port" &
 providers=$!
-for _ in $(seq 1 50); do [ -s "$out/providers.port" ] && break; sleep 0.1; done
+# Waits for the event, at most a minute (a starved machine starts slowly).
+waited() { # waited WHAT LOG CHECK...: CHECK until it holds, or fail naming WHAT
+    local what=$1 log=$2
+    shift 2
+    for _ in $(seq 1 600); do "$@" && return 0; sleep 0.1; done
+    echo "conformance: $what did not start within a minute; $log:" >&2
+    tail -20 "$log" >&2 2>/dev/null
+    exit 1
+}
+waited "the providers' stand-ins" /dev/null test -s "$out/providers.port"
 provider_base=http://127.0.0.1:$(cat "$out/providers.port")
 export GEOCODE_API_KEY=conformance-geocode-key GEOCODE_URL=$provider_base/maps/api/geocode/json
 export SUPPORT_GITHUB_REPOSITORY=acme/support SUPPORT_GITHUB_TOKEN=conformance-token SUPPORT_GITHUB_API_URL=$provider_base
@@ -63,7 +74,7 @@ export SUPPORT_GITHUB_REPOSITORY=acme/support SUPPORT_GITHUB_TOKEN=conformance-t
 RATE_LIMIT_PER_WINDOW=1000000000 LOCAL_ADDR=127.0.0.1:$port RUST_LOG=warn LOG_FORMAT=json \
     $TARGET_DIR/debug/local >"$out/server.log" 2>&1 &
 server=$!
-for _ in $(seq 1 100); do in_use "$port" && break; sleep 0.1; done
+waited "the dev server" "$out/server.log" in_use "$port"
 
 json() { "$VENV/bin/python" -c "import json,sys; print(json.loads(sys.argv[1])$2)" "$1"; }
 demo=$($TARGET_DIR/debug/admin demo 2>/dev/null)

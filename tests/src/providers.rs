@@ -46,12 +46,14 @@ impl Seen {
     }
 }
 
-/// What a stand-in answers: a status and a body, after an optional delay.
+/// What a stand-in answers: a status and a body, after an optional delay
+/// or once its gate opens.
 #[derive(Clone, Debug)]
 pub struct Canned {
     pub status: u16,
     pub body: String,
     pub delay: Duration,
+    pub gate: Option<Gate>,
 }
 
 impl Canned {
@@ -60,12 +62,53 @@ impl Canned {
             status,
             body: body.to_string(),
             delay: Duration::ZERO,
+            gate: None,
         }
     }
 
     pub fn after(mut self, delay: Duration) -> Canned {
         self.delay = delay;
         self
+    }
+
+    /// Answered once `gate` opens (and after the delay, if any).
+    pub fn held(mut self, gate: &Gate) -> Canned {
+        self.gate = Some(gate.clone());
+        self
+    }
+}
+
+/// The service's wait for a stand-in in tests where some answer must come
+/// in time: ample for a loopback answer on a starved machine. What should
+/// come too late is held by a `Gate`, not delayed.
+pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A late answer as an event the test causes, not a duration: a
+/// provider's answer held until the test opens its gate, after the
+/// service stopped waiting for it. A delay would race the service's
+/// timeout, and a starved machine loses such races whatever the margin.
+#[derive(Clone, Debug)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate(Arc::new(tokio::sync::watch::channel(false).0))
+    }
+}
+
+impl Gate {
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_open(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits until the gate is open.
+    pub async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        let _ = open.wait_for(|open| *open).await;
     }
 }
 
@@ -105,6 +148,9 @@ impl StandIn {
                             canned
                         };
                         tokio::time::sleep(canned.delay).await;
+                        if let Some(gate) = &canned.gate {
+                            gate.passed().await;
+                        }
                         (
                             StatusCode::from_u16(canned.status).unwrap(),
                             [("content-type", "application/json; charset=UTF-8")],

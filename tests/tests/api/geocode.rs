@@ -178,6 +178,7 @@ fn a_failing_provider_is_502_and_a_slow_one_504() {
                     status: 200,
                     body: "<html>not json</html>".into(),
                     delay: Duration::ZERO,
+                    gate: None,
                 },
                 "not its format",
             ),
@@ -200,8 +201,11 @@ fn a_failing_provider_is_502_and_a_slow_one_504() {
         geocode(&unreachable, &t, json!({"address": "Mannerheimintie 1"}))
             .await
             .expect(502, Some("geocode_provider_error"));
-        // An answer later than the timeout.
-        let slow = StandIn::start(|_, _| google_zero_results().after(Duration::from_secs(2))).await;
+        // An answer later than the timeout (held until after it).
+        let slow = StandIn::start(|_, _| {
+            google_zero_results().held(&api_tests::providers::Gate::default())
+        })
+        .await;
         let api = configured(&slow, Duration::from_millis(300)).await;
         geocode(&api, &t, json!({"address": "Mannerheimintie 1"}))
             .await

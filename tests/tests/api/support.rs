@@ -182,7 +182,7 @@ fn a_tracker_that_does_not_answer_in_time_is_504_and_the_ticket_counts() {
     run(async {
         let github = StandIn::start(|seen, _| {
             github_created(REPOSITORY, 1, seen.json()["title"].as_str().unwrap())
-                .after(Duration::from_secs(2))
+                .held(&api_tests::providers::Gate::default())
         })
         .await;
         let api = configured(&github, Duration::from_millis(300)).await;
@@ -344,14 +344,14 @@ fn a_ticket_is_found_by_the_lines_the_service_wrote_never_by_a_customers_text() 
             });
             if before == 0 {
                 return api_tests::providers::Canned::json(201, issue)
-                    .after(Duration::from_millis(800));
+                    .held(&api_tests::providers::Gate::default());
             }
             issues.push(issue.clone());
             api_tests::providers::Canned::json(201, issue)
         })
         .await;
         let clock = shared::clock::Clock::frozen_at(shared::clock::now());
-        let api = configured_by(&tracker, Duration::from_millis(300), &clock).await;
+        let api = configured_by(&tracker, api_tests::providers::PROVIDER_TIMEOUT, &clock).await;
         let t = org().await;
         let body = ticket(1);
         open_keyed(&api, &t.key, "the-ticket", &body)
@@ -608,11 +608,12 @@ fn a_tracker_that_opens_the_issue_after_the_timeout_gets_no_second_one() {
     run(async {
         let clock = shared::clock::Clock::frozen_at(shared::clock::now());
         // Opens each issue it is asked for, visible in its list from the
-        // moment it answers, 800 ms after it was asked.
+        // moment it answers: once `late` opens, after the service stopped
+        // waiting.
         let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
-        let kept = issues.clone();
+        let late = api_tests::providers::Gate::default();
+        let (kept, gate) = (issues.clone(), late.clone());
         let tracker = StandIn::start(move |seen, _| {
-            let slow = Duration::from_millis(800);
             if seen.method == Method::GET {
                 let newest_first: Vec<Value> = kept.lock().unwrap().iter().rev().cloned().collect();
                 return api_tests::providers::Canned::json(200, Value::Array(newest_first));
@@ -623,15 +624,15 @@ fn a_tracker_that_opens_the_issue_after_the_timeout_gets_no_second_one() {
                 "number": number, "title": sent["title"], "body": sent["body"],
                 "created_at": chrono::Utc::now().to_rfc3339(),
             });
-            let later = (kept.clone(), issue.clone());
-            std::thread::spawn(move || {
-                std::thread::sleep(slow);
-                later.0.lock().unwrap().push(later.1);
+            let (kept, opened, landing) = (kept.clone(), gate.clone(), issue.clone());
+            tokio::spawn(async move {
+                opened.passed().await;
+                kept.lock().unwrap().push(landing);
             });
-            api_tests::providers::Canned::json(201, issue).after(slow)
+            api_tests::providers::Canned::json(201, issue).held(&gate)
         })
         .await;
-        let router = configured_by(&tracker, Duration::from_millis(300), &clock).await;
+        let router = configured_by(&tracker, api_tests::providers::PROVIDER_TIMEOUT, &clock).await;
         let t = org().await;
         let body = ticket(9);
         let first = open_keyed(&router, &t.key, "slow-tracker", &body).await;
@@ -646,8 +647,11 @@ fn a_tracker_that_opens_the_issue_after_the_timeout_gets_no_second_one() {
         assert_eq!(early.header("retry-after"), held.to_string());
         assert_eq!(tracker.count(), asked, "nothing asked of the tracker");
         // The late call lands.
-        tokio::time::sleep(Duration::from_millis(1200)).await;
-        assert_eq!(issues.lock().unwrap().len(), 1);
+        late.open();
+        api_tests::eventually(Duration::from_secs(20), || {
+            issues.lock().unwrap().len() == 1
+        })
+        .await;
         // Once the call can no longer land: the retry finds the issue.
         clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
         let retry = open_keyed(&router, &t.key, "slow-tracker", &body).await;

@@ -4,7 +4,7 @@
 //! timeout.
 
 use super::faults::held_no_longer_than_said;
-use super::tracker::{SLOW, TIMEOUT};
+use super::tracker::SLOW;
 use super::*;
 
 impl System {
@@ -76,9 +76,9 @@ impl System {
         );
         let wait: u64 = retry.header("retry-after").parse().expect("Retry-After");
         assert!(wait <= said, "{context}; then Retry-After {wait}");
-        // The issue lands (the service gave up on it after `TIMEOUT`);
-        // the hold ends.
-        tokio::time::sleep(SLOW - TIMEOUT + Duration::from_millis(100)).await;
+        // The issue lands (after the service gave up on it); the hold
+        // ends.
+        self.temper.land_late();
         self.clock.advance(Duration::from_secs(said));
         self.send(request, false).await
     }

@@ -5,25 +5,40 @@
 
 use std::collections::HashMap;
 
+use api_tests::providers::Gate;
+
 use super::super::steps::By;
 use super::*;
 
-/// The service's wait for the tracker in the model (`SUPPORT_TIMEOUT_MS`):
-/// ample for a loopback answer on a busy machine.
-pub const TIMEOUT: Duration = Duration::from_millis(1000);
-/// A slow issue's time: opened after the service stopped waiting, it
-/// answers, and appears in the tracker's list, only then.
-pub const SLOW: Duration = Duration::from_millis(1300);
+/// The service's wait for the providers in the model (`SUPPORT_TIMEOUT_MS`
+/// and the geocoder's, the dispatcher's for a receiver): ample for a
+/// loopback answer on a starved machine.
+pub const TIMEOUT: Duration = api_tests::providers::PROVIDER_TIMEOUT;
+/// A receiver's late answer: long after the dispatcher stopped waiting.
+/// (A slow issue and a slow geocoding are held by a gate instead: they
+/// answer when the model says so, or never.)
+pub const SLOW: Duration = Duration::from_secs(30);
 
 /// The providers' switches: while `refusing` is set, the tracker refuses
 /// the next issue it is asked to open (500) and clears it; while `slow`
-/// is set, the next issue it opens lands late (`SLOW`) and it clears it;
-/// while `slow_geocoder` is set, the geocoder answers its next request
-/// late (`SLOW`) and clears it.
+/// is set, the next issue it opens lands late (answered, and in its list,
+/// once `land_late` is called) and it clears it; while `slow_geocoder` is
+/// set, the geocoder never answers its next request and clears it.
 pub(super) struct Temper {
     pub refusing: Arc<AtomicBool>,
     pub slow: Arc<AtomicBool>,
     pub slow_geocoder: Arc<AtomicBool>,
+    /// The gates of the issues opened late, not yet landed.
+    landing: Arc<Mutex<Vec<Gate>>>,
+}
+
+impl Temper {
+    /// Every issue opened late lands now.
+    pub fn land_late(&self) {
+        for gate in self.landing.lock().unwrap().drain(..) {
+            gate.open();
+        }
+    }
 }
 
 /// A GitHub that keeps the issues it opens (dated by `clock`) and lists
@@ -35,18 +50,18 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
         refusing: Arc::new(AtomicBool::new(false)),
         slow: Arc::new(AtomicBool::new(false)),
         slow_geocoder: Arc::new(AtomicBool::new(false)),
+        landing: Arc::default(),
     };
     let (kept, refuse, slow) = (issues.clone(), temper.refusing.clone(), temper.slow.clone());
-    let lands: Arc<Mutex<HashMap<u64, std::time::Instant>>> = Arc::default();
+    let landing = temper.landing.clone();
+    let lands: Arc<Mutex<HashMap<u64, Gate>>> = Arc::default();
     let tracker = StandIn::start(move |seen, _| {
         let mut issues = kept.lock().unwrap();
         let mut lands = lands.lock().unwrap();
         if seen.method == Method::GET {
             let landed = |issue: &&Value| {
                 let number = issue["number"].as_u64().unwrap_or(0);
-                lands
-                    .get(&number)
-                    .is_none_or(|at| *at <= std::time::Instant::now())
+                lands.get(&number).is_none_or(Gate::is_open)
             };
             let newest_first: Vec<Value> = issues.iter().rev().filter(landed).cloned().collect();
             return Canned::json(200, Value::Array(newest_first));
@@ -65,8 +80,10 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
         issues.push(issue.clone());
         let mut answer = Canned::json(201, issue);
         if slow.swap(false, Ordering::SeqCst) {
-            lands.insert(number, std::time::Instant::now() + SLOW);
-            answer.delay = SLOW;
+            let gate = Gate::default();
+            lands.insert(number, gate.clone());
+            landing.lock().unwrap().push(gate.clone());
+            answer = answer.held(&gate);
         }
         answer
     })
@@ -129,7 +146,7 @@ pub(super) async fn geocoder(slow: Arc<AtomicBool>) -> StandIn {
             false,
         );
         if slow.swap(false, Ordering::SeqCst) {
-            found.delay = SLOW;
+            found = found.held(&Gate::default());
         }
         found
     })
