@@ -83,7 +83,7 @@ class FaultProxyTest(unittest.IsolatedAsyncioTestCase):
         payload = os.urandom(300_000)
         writer.write(payload)
         await writer.drain()
-        got = await asyncio.wait_for(reader.readexactly(len(payload)), 2)
+        got = await asyncio.wait_for(reader.readexactly(len(payload)), 5)
         self.assertEqual(got, payload)
         stats = self.proxy.stats()
         self.assertEqual(stats["bytes_up"], len(payload))
@@ -93,18 +93,21 @@ class FaultProxyTest(unittest.IsolatedAsyncioTestCase):
         # Client closing closes the upstream side too.
         writer.write_eof()
         self.assertEqual(await read_eof(reader), b"")
-        for _ in range(50):
-            if self.proxy.stats()["live"] == 0:
-                break
+        await self.no_live_connection(self.proxy)
+
+    async def no_live_connection(self, proxy, within: float = 5.0):
+        """Waits for `proxy` to hold no live connection, at most `within`."""
+        deadline = time.monotonic() + within
+        while proxy.stats()["live"] and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        self.assertEqual(self.proxy.stats()["live"], 0)
+        self.assertEqual(proxy.stats()["live"], 0)
 
     async def test_latency_delays_and_keeps_order(self):
         reader, writer = await self.connect()
         self.proxy.set_latency(200)
         start = time.monotonic()
         writer.write(b"ping")
-        self.assertEqual(await asyncio.wait_for(reader.readexactly(4), 2), b"ping")
+        self.assertEqual(await asyncio.wait_for(reader.readexactly(4), 5), b"ping")
         self.assertGreaterEqual(time.monotonic() - start, 0.19)
 
         # Several separate writes; drop latency midway so later chunks would
@@ -117,23 +120,22 @@ class FaultProxyTest(unittest.IsolatedAsyncioTestCase):
             if i == 2:
                 self.proxy.set_latency(0)
         want = b"".join(parts)
-        got = await asyncio.wait_for(reader.readexactly(len(want)), 2)
+        got = await asyncio.wait_for(reader.readexactly(len(want)), 5)
         self.assertEqual(got, want)
 
     async def test_cut_closes_live_connection(self):
         reader, writer = await self.connect()
         writer.write(b"hello")
-        self.assertEqual(await asyncio.wait_for(reader.readexactly(5), 1), b"hello")
+        self.assertEqual(await asyncio.wait_for(reader.readexactly(5), 5), b"hello")
         self.assertEqual(self.proxy.cut(), 1)
         self.assertEqual(await read_eof(reader), b"")
         stats = self.proxy.stats()
         self.assertEqual(stats["cut"], 1)
-        await asyncio.sleep(0.01)
-        self.assertEqual(self.proxy.stats()["live"], 0)
+        await self.no_live_connection(self.proxy)
         # New connections still work after a cut.
         reader, writer = await self.connect()
         writer.write(b"again")
-        self.assertEqual(await asyncio.wait_for(reader.readexactly(5), 1), b"again")
+        self.assertEqual(await asyncio.wait_for(reader.readexactly(5), 5), b"again")
 
     async def test_refuse_then_restore(self):
         self.proxy.refuse(True)
@@ -146,17 +148,17 @@ class FaultProxyTest(unittest.IsolatedAsyncioTestCase):
         self.proxy.refuse(False)
         reader, writer = await self.connect()
         writer.write(b"ok")
-        self.assertEqual(await asyncio.wait_for(reader.readexactly(2), 1), b"ok")
+        self.assertEqual(await asyncio.wait_for(reader.readexactly(2), 5), b"ok")
         self.assertEqual(self.echo.connections, 1)
 
     async def test_unreachable_upstream_closes_client(self):
         dead = await FaultProxy.start(HOST, 0, HOST, free_port())
         try:
             reader, writer = await self.connect(dead.port)
-            start = time.monotonic()
-            self.assertEqual(await read_eof(reader), b"")
-            self.assertLess(time.monotonic() - start, 0.5)
-            self.assertEqual(dead.stats()["live"], 0)
+            # Closed at once, not after a timeout (the bound is a starved
+            # machine's, far below any connect timeout).
+            self.assertEqual(await asyncio.wait_for(read_eof(reader), 5), b"")
+            await self.no_live_connection(dead)
         finally:
             await dead.close()
 
