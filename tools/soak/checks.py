@@ -16,6 +16,7 @@ import time
 from decimal import Decimal
 
 from journal import INVARIANTS
+from topology import RATE_WINDOW_S
 
 (LOST, ONCE, UNMADE, LIMIT, _REVOKED, _ISOLATION, WEBHOOKS, TOTALS, FAULTS, _STUCK, OBJECTS,
  TRACKER) = INVARIANTS
@@ -287,8 +288,11 @@ def rate_limit(topology, journal, limit: int, hot_key_id: str | None = None, hot
         status, key, window = fields.get("status"), fields.get("key_id"), fields.get("rate_window")
         if key and window is not None and status and 200 <= status < 300:
             successes[(key, window)] += 1
-        elif key and window is not None and status == 429 and fields.get("Code") == "rate_limited":
-            refused[(key, window)] += 1
+        elif key and status == 429 and fields.get("Code") == "rate_limited":
+            # A refusal counts nothing, so its line names no window: the
+            # window it was asked in, from its line's time less its latency.
+            asked_ms = fields["_aws"]["Timestamp"] - fields.get("Latency", 0)
+            refused[(key, int(asked_ms // 1000 // RATE_WINDOW_S))] += 1
     for (key, window), count in successes.items():
         cap = hot_limit if key == hot_key_id else limit
         journal.check(LIMIT, count <= cap, f"key {key} window {window}: {count} successes, limit {cap}")
