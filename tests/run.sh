@@ -16,6 +16,28 @@ mkdir -p "$STATE_DIR"
 [[ -n ${STAGES_FILE:-} ]] || { export STAGES_FILE=$PWD/$STATE_DIR/stages.tsv; : >"$STAGES_FILE"; }
 source tools/local/scripts/stages.sh
 
+# One build for every stage: the tests' binaries, and the dev server and
+# operator CLI that the contract gate, the watch smoke and the soak run.
+echo "==> the build"
+# `--workspace` builds every package with the same features as the tests
+# (a package built alone, `-p local`, would build its dependencies again):
+# the later stages build the same way, and find it done.
+build() {
+    cargo build --workspace --all-targets --locked 2>&1 | tee "$STATE_DIR/cargo-build.log"
+}
+stage "the build" build || { echo "==> the build failed (.local/cargo-build.log)"; echo "TOTAL: 0 passed, 1 failed"; exit 1; }
+
+# The run's clock (BOUNDARY: just before an hour, a day, a month or the
+# year for every process from here on; tools/local/scripts/clock.sh).
+# Engines started at a boundary are the run's own, on ports of their own:
+# a moto already running keeps another clock.
+source tools/local/scripts/clock.sh
+clock_at_boundary || exit 1
+if [[ ${BOUNDARY:-off} != off ]]; then
+    export MOTO_PORT=${BOUNDARY_MOTO_PORT:-5105} DYNAMODB_PORT=${BOUNDARY_DYNAMODB_PORT:-8105}
+    export AWS_ENDPOINT_URL=http://$LOCAL_HOST:$MOTO_PORT AWS_ENDPOINT_URL_DYNAMODB=http://$LOCAL_HOST:$DYNAMODB_PORT
+fi
+
 started=$(tools/local/scripts/engines.sh start) || exit 1
 echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
 # shellcheck disable=SC2086 # the names of the engines this run started
@@ -30,7 +52,7 @@ cargo_tests() {
     MODEL_SUMMARY="$PWD/$STATE_DIR/model.json" cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
     return "${PIPESTATUS[0]}"
 }
-stage "unit and integration tests (with the build)" cargo_tests
+stage "unit and integration tests" cargo_tests
 tests=$?
 
 echo "==> secrets in the test run's logs"
@@ -69,7 +91,9 @@ stage dashboard "$VENV/bin/python" tools/metrics/dashboard.py --out "$STATE_DIR/
 
 if [[ -n ${MUTANTS_BASE:-} ]]; then
     echo "==> mutants of the lines the change touches, for at most ${MUTANTS_MINUTES:-15} minutes (make mutants runs them all)"
-    stage mutants env MUTANTS_MINUTES="${MUTANTS_MINUTES:-15}" tools/mutants/run.sh
+    # Without the build's clippy (RUSTC_WORKSPACE_WRAPPER): a mutant that
+    # only trips a lint is still a mutant the tests must catch.
+    stage mutants env -u RUSTC_WORKSPACE_WRAPPER MUTANTS_MINUTES="${MUTANTS_MINUTES:-15}" tools/mutants/run.sh
     export MUTANTS_STATUS=$?
 fi
 
@@ -82,7 +106,8 @@ for log in ${CI_AWAIT:-}; do
 done
 
 # shellcheck disable=SC2086 # CI_CHECK_LOGS: the lint and gate logs .ci/run kept
-"$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
+# On the machine's clock: its "so far" is the real run's.
+unfaked "$VENV/bin/python" tests/totals.py "$STATE_DIR/cargo-test.log" "$STATE_DIR/conformance/summary.json" "$tests" "$conformance" \
     "$STATE_DIR/watch/summary.json" "$watch" "$STATE_DIR/secrets-in-logs.json" "$secrets" \
     "$STATE_DIR/soak-short/soak.json" "$soak" ${CI_CHECK_LOGS:-}
 totals=$?

@@ -49,15 +49,16 @@ def check_log(path):
 
 def read_stages(path):
     """The stages `.ci/run` and `make test` timed (tools/local/scripts/
-    stages.sh): [(name, seconds, beside)], in the order they ended; a stage
-    `beside` ran beside the others."""
+    stages.sh): [(name, seconds, cpu seconds or None, beside)], in the
+    order they ended; a stage `beside` ran beside the others."""
     if not path or not Path(path).exists():
         return []
     stages = []
     for line in Path(path).read_text().splitlines():
-        name, seconds, *mark = line.split("\t")
+        name, seconds, *rest = line.split("\t")
+        cpu = int(rest.pop(0)) if rest and rest[0].isdigit() else None
         if name and seconds.isdigit():
-            stages.append((name, int(seconds), mark == ["beside"]))
+            stages.append((name, int(seconds), cpu, rest == ["beside"]))
     return stages
 
 
@@ -110,11 +111,14 @@ def main():
     stages = read_stages(os.environ.get("STAGES_FILE"))
     if stages:
         print()
-        print("==> stages")
-        for name, seconds, _ in stages:
-            print(f"{name + ':':<46}{clock(seconds):>8}")
-        # A stage beside the others took none of the run's time of its own.
-        print(f"{'all stages:':<46}{clock(sum(s for _, s, beside in stages if not beside)):>8}")
+        print(f"==> stages{'wall':>40}{'CPU':>9}")
+        for name, seconds, cpu, _ in stages:
+            print(f"{name + ':':<46}{clock(seconds):>8}{clock(cpu) if cpu is not None else '':>9}")
+        # A stage beside the others took none of the run's time of its own,
+        # but its CPU is the run's.
+        wall = sum(s for _, s, _, beside in stages if not beside)
+        cpu = sum(c or 0 for _, _, c, _ in stages)
+        print(f"{'all stages:':<46}{clock(wall):>8}{clock(cpu):>9}")
         if os.environ.get("CI_STARTED", "").isdigit():
             import time
             print(f"{'.ci/run so far (installs included):':<46}{clock(int(time.time()) - int(os.environ['CI_STARTED'])):>8}")

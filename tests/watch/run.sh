@@ -23,7 +23,9 @@ port=${WATCH_SMOKE_PORT:-9100}
 while in_use "$port"; do port=$((port + 1)); done
 
 echo "==> building the admin CLI"
-cargo build -q --locked -p admin
+# The workspace's binaries, built as `make test` builds them (its features:
+# done already there, and `cargo lambda watch` runs the functions' own).
+cargo build -q --locked --workspace --bins
 
 started=$(tools/local/scripts/engines.sh start)
 # A table, bucket and queues of this run's own; the providers of geocode

@@ -16,6 +16,10 @@
 #       last commit when HEAD is origin/main); `make test` runs this in CI
 #   MUTANTS_MINUTES=15                             stop after that long (the
 #       mutants not reached are reported as such, the tree restored)
+#   MUTANTS_BASE=<rev> tools/mutants/run.sh --touched
+#                                                  the critical modules the
+#       change touches, one a line; exit 1 when none (CI then neither
+#       builds cargo-mutants nor runs it)
 #
 # Per module: .local/mutants/<module>/mutants.out (caught.txt, missed.txt,
 # timeout.txt, unviable.txt); the table in .local/mutants/summary.txt and
@@ -23,9 +27,43 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tools/local/scripts/env.sh
+
+# The change's base (MUTANTS_BASE; `auto`: the merge base with
+# origin/main, or the last commit when HEAD is origin/main).
+base=
+if [[ -n ${MUTANTS_BASE:-} ]]; then
+    base=$MUTANTS_BASE
+    if [[ $base == auto ]]; then
+        base=$(git merge-base HEAD origin/main 2>/dev/null || true)
+        [[ -z $base || $base == "$(git rev-parse HEAD)" ]] && base=HEAD~1
+    fi
+fi
+
+# The critical modules (tools/mutants/critical.txt) with a file the change
+# touches; every one without a base.
+touched_modules() {
+    local changed path _
+    changed=$([[ -n $base ]] && git diff --name-only "$base" -- shared functions tools/admin)
+    while read -r path _; do
+        case "$path" in '' | '#'*) continue ;; esac
+        if [[ -z $base ]] || grep -q "^${path}" <<<"$changed"; then echo "$path"; fi
+    done <tools/mutants/critical.txt
+}
+if [[ ${1:-} == --touched ]]; then
+    touched=$(touched_modules)
+    [[ -n $touched ]] && echo "$touched"
+    [[ -n $touched ]]
+    exit
+fi
+
 out=$STATE_DIR/mutants
 rm -rf "$out"
 mkdir -p "$out"
+if [[ -z $(touched_modules) ]]; then
+    echo "==> the change ($(git rev-parse --short "$base")..$(git rev-parse --short HEAD)) touches no critical module: no mutants"
+    echo '{"caught": 0, "missed": 0, "timeout": 0, "unviable": 0, "unexplained": 0, "unreached": 0}' >"$out/summary.json"
+    exit 0
+fi
 for tool in cargo-mutants cargo-nextest; do
     command -v $tool >/dev/null || {
         echo "$tool is missing: make cargo-mutants"
@@ -42,12 +80,7 @@ started=$(tools/local/scripts/engines.sh start) || exit 1
 trap 'tools/local/scripts/engines.sh stop $started' EXIT
 
 diff_args=()
-if [[ -n ${MUTANTS_BASE:-} ]]; then
-    base=$MUTANTS_BASE
-    if [[ $base == auto ]]; then
-        base=$(git merge-base HEAD origin/main 2>/dev/null || true)
-        [[ -z $base || $base == "$(git rev-parse HEAD)" ]] && base=HEAD~1
-    fi
+if [[ -n $base ]]; then
     git diff "$base" -- shared functions tools/admin >"$out/change.diff"
     echo "==> the change: $(git rev-parse --short "$base")..$(git rev-parse --short HEAD), $(grep -c '^+++ ' "$out/change.diff") files"
     diff_args=(--in-diff "$out/change.diff")
