@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java faketime lint bench load cpu-pairs cost capacity soak build deploy engines stop-engines clean
+.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java datefudge lint bench load cpu-pairs cost capacity soak build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -88,7 +88,7 @@ watch: $(ENGINES)
 	tools/local/scripts/watch.sh
 
 ## test: every unit and integration test, then the contract gate and the watch smoke, against one set of engines; ends with the totals. BOUNDARY=hour|day|month|year|auto (BOUNDARY_LEAD=seconds, 30) runs every process just before that boundary (tools/local/scripts/clock.sh); CI draws one
-test: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed $(if $(filter-out off,$(BOUNDARY)),faketime)
+test: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed $(if $(filter-out off,$(BOUNDARY)),datefudge)
 	tests/run.sh
 
 ## model: the stateful model test alone, longer (docs/testing.md): CASES sequences (500) of up to STEPS steps (40) from SEED (a new one each run, printed), or for MINUTES (then CASES is the most it runs); a failure prints its shortest sequence and seed
@@ -114,12 +114,12 @@ compat: $(VENV)/.installed $(COMPAT)/node_modules/.installed
 fuzz: $(ENGINES)
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-60} cargo test -p api-tests --test api -- fuzz:: --test-threads 1 --nocapture
 
-# libfaketime (BOUNDARY, tools/local/scripts/clock.sh): Debian's faketime, installed when missing.
-faketime:
-	@ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || { \
-		echo "==> installing libfaketime (Debian package faketime)"; \
+# A shifted wall clock (BOUNDARY, tools/local/scripts/clock.sh): Debian's datefudge, installed when missing.
+datefudge:
+	@ls /usr/lib/*/datefudge/datefudge.so >/dev/null 2>&1 || { \
+		echo "==> installing datefudge (Debian package datefudge)"; \
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq faketime >/dev/null; }
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq datefudge >/dev/null; }
 
 # Headless Chromium for the reference check: Debian's package, installed when missing.
 chromium:

@@ -154,7 +154,7 @@ class Topology:
         self.moto, self.moto_sqs = moto("moto"), moto("moto-sqs")
         # DynamoDB Local on the machine's clock, whatever the run's
         # (tools/local/scripts/clock.sh).
-        real_clock = {k: v for k, v in base_env.items() if k not in ("LD_PRELOAD", "FAKETIME")}
+        real_clock = {k: v for k, v in base_env.items() if k not in ("LD_PRELOAD", "DATEFUDGE")}
         self.dynamodb = Process("dynamodb", [
             "java", f"-Djava.library.path={os.path.dirname(jar)}/DynamoDBLocal_lib", "-jar", jar,
             "-sharedDb", "-dbPath", self.data, "-disableTelemetry", "-port", str(self.ports["dynamodb"])],

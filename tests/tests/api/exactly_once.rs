@@ -100,6 +100,13 @@ impl Bench {
         self.clock.scope((case.effect)()).await
     }
 
+    /// A new webhook's id (for `surplus.delivered`, at a URL of its own).
+    async fn new_webhook(&self) -> uuid::Uuid {
+        let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
+        let body = json!({"event": "surplus.delivered", "url": url});
+        self.create("/api/v1/webhooks", body).await.parse().unwrap()
+    }
+
     /// The id of a record made by `POST path` with `body`.
     async fn create(&self, path: &str, body: Value) -> String {
         let reply = self.send(Method::POST, path, Some(body)).await;
@@ -1317,15 +1324,7 @@ fn rolling_a_webhook_secret_happens_once() {
         let state = harness().await.state.clone();
         let prepare: Prepare = Box::new(move |b: &Bench| {
             Box::pin(async move {
-                let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
-                let made = b
-                    .send(
-                        Method::POST,
-                        "/api/v1/webhooks",
-                        Some(json!({"event": "surplus.delivered", "url": url})),
-                    )
-                    .await;
-                let hook: uuid::Uuid = made.body["data"]["id"].as_str().unwrap().parse().unwrap();
+                let hook = b.new_webhook().await;
                 let org = b.t.id();
                 let store = harness().await.store().clone();
                 let original = store
@@ -1374,15 +1373,7 @@ fn a_ping_is_asked_for_once() {
 /// asked for: the outbox records naming the webhook (nothing dispatches
 /// them here), by the hour they were asked for.
 async fn ping_case(b: &Bench) -> Case {
-    let url = format!("https://hooks.example.com/{}", uuid::Uuid::new_v4());
-    let made = b
-        .send(
-            Method::POST,
-            "/api/v1/webhooks",
-            Some(json!({"event": "surplus.delivered", "url": url})),
-        )
-        .await;
-    let hook: uuid::Uuid = made.body["data"]["id"].as_str().unwrap().parse().unwrap();
+    let hook = b.new_webhook().await;
     let store = harness().await.store().clone();
     Case {
         method: Method::POST,

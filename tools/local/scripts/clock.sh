@@ -1,34 +1,38 @@
 # The run's clock at a boundary (sourced by tests/run.sh and
 # tools/soak/run.sh). With BOUNDARY set to hour, day, month or year (or
 # auto: one of them drawn, with its lead; month is a month's end that
-# is not the year's), every process the run starts
-# from here on reads a clock that passes the next such boundary
-# BOUNDARY_LEAD seconds from now (30 unless set): the tests, the dev
-# servers, the soak's instances and driver, the operator CLI, the Python
-# checks and moto (S3's times, which the orphan finder compares with the
-# service's, and SQS's timers). It is libfaketime (Debian's faketime)
-# shifting the real time by one offset they all share, so they agree with
-# each other as the containers of a region do, and time runs at its
-# real pace. DynamoDB Local keeps real time: it stamps nothing the
-# service reads (TTL deletions happen later than the shifted clock
-# expects, and every read of an expiring item checks its expiry itself),
-# and the JVM misbehaves under libfaketime. BOUNDARY unset or off: the
-# machine's clock.
+# is not the year's), every process the run starts from here on reads a
+# wall clock that passes the next such boundary BOUNDARY_LEAD seconds
+# from now (30 unless set): the tests, the dev servers, the soak's
+# instances and driver, the operator CLI, the Python checks and moto (S3's
+# times, which the orphan finder compares with the service's, and SQS's
+# timers). It is Debian's datefudge, an LD_PRELOAD library that shifts
+# the wall clock (time, gettimeofday, clock_gettime's CLOCK_REALTIME) by
+# one offset they all share, so they agree with each other as the
+# containers of a region do; time runs at its real pace, and the
+# monotonic clock that timeouts and sleeps wait on is left alone.
+# (libfaketime, tried first, shifts the monotonic clock too: a timed wait
+# handed to the kernel then lasts the shift, a month, and Python's locks
+# hung; with its monotonic clock left alone its sleeps fail, and rustdoc
+# deadlocked as it started.) DynamoDB Local keeps real time: it stamps
+# nothing the service reads (TTL deletions happen later than the shifted
+# clock expects, and every read of an expiring item checks its expiry
+# itself). BOUNDARY unset or off: the machine's clock.
 #
-#   clock_at_boundary   exports FAKETIME and LD_PRELOAD for what follows
+#   clock_at_boundary   exports DATEFUDGE and LD_PRELOAD for what follows
 #                       (and prints what it chose); no-op when BOUNDARY
 #                       is unset or off
 #   unfaked CMD...      runs CMD on the machine's clock (DynamoDB Local)
 
 CLOCK_KINDS=(hour day month year)
 
-# The libfaketime library (the multi-threaded one: the services are).
-faketime_library() {
+# The datefudge library.
+clock_library() {
     local lib
-    for lib in /usr/lib/*/faketime/libfaketimeMT.so.1 /usr/lib/faketime/libfaketimeMT.so.1; do
+    for lib in /usr/lib/*/datefudge/datefudge.so /usr/lib/datefudge/datefudge.so; do
         [[ -f $lib ]] && echo "$lib" && return 0
     done
-    echo "BOUNDARY needs libfaketime: install Debian's faketime (make faketime)" >&2
+    echo "BOUNDARY needs datefudge: install Debian's datefudge (make datefudge)" >&2
     return 1
 }
 
@@ -48,10 +52,9 @@ clock_at_boundary() {
     esac
     lead=${lead:-30}
     local lib shift_s at
-    lib=$(faketime_library) || return 1
+    lib=$(clock_library) || return 1
     # The shift that puts the next boundary `lead` seconds from now, on
-    # the real clock (date is not under libfaketime here: LD_PRELOAD is
-    # cleared for it).
+    # the real clock.
     read -r shift_s at < <(LD_PRELOAD= python3 - "$kind" "$lead" <<'PY'
 import sys
 from datetime import datetime, timedelta, timezone
@@ -72,11 +75,13 @@ shift = int((edge - timedelta(seconds=lead) - now).total_seconds())
 print(shift, (now + timedelta(seconds=shift)).strftime("%Y-%m-%dT%H:%M:%SZ"))
 PY
     )
-    export LD_PRELOAD=$lib FAKETIME="+${shift_s}s"
+    # datefudge subtracts DATEFUDGE seconds from the wall clock.
+    export LD_PRELOAD=$lib DATEFUDGE=$((-shift_s))
+    unset DATEFUDGE_DOSTATIC
     export BOUNDARY=$kind BOUNDARY_LEAD=$lead
     echo "==> clock: BOUNDARY=$kind BOUNDARY_LEAD=$lead: the run's processes read $at now (shifted ${shift_s} s), past the $kind's end in $lead s; DynamoDB Local keeps real time"
 }
 
 unfaked() {
-    LD_PRELOAD= FAKETIME= "$@"
+    LD_PRELOAD= DATEFUDGE= "$@"
 }

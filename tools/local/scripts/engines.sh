@@ -56,7 +56,7 @@ launch() {
         # DynamoDB Local has no option to bind one address: it listens on
         # every interface at this port; the stack reaches it on loopback.
         # On the machine's clock whatever the run's (clock.sh).
-        LD_PRELOAD= FAKETIME= setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$(pidfile dynamodb)" \
+        LD_PRELOAD= DATEFUDGE= setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$(pidfile dynamodb)" \
             java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$dir/DynamoDBLocal.jar" \
             -inMemory -sharedDb -disableTelemetry -port "$DYNAMODB_PORT" >"$log" 2>&1 </dev/null &
         ;;
