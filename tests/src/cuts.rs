@@ -222,12 +222,20 @@ impl Cuts {
         self.0.go.notify_one();
     }
 
-    /// `sdk` with this switch on its HTTP client and without retries.
+    /// `sdk` with this switch on its HTTP client and without retries:
+    /// its one attempt may take what the whole call may (a slow answer
+    /// from an engine on a busy machine, which a retry would have covered,
+    /// is not a fault this switch made).
     pub fn sdk(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
-        self.sdk_retrying(sdk)
-            .to_builder()
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .build()
+        let mut builder = self.sdk_retrying(sdk).to_builder();
+        builder.set_retry_config(Some(aws_config::retry::RetryConfig::disabled()));
+        if let Some(timeouts) = sdk.timeout_config() {
+            let attempt = timeouts.operation_timeout().or(timeouts.operation_attempt_timeout());
+            let mut timeouts = timeouts.to_builder();
+            timeouts.set_operation_attempt_timeout(attempt);
+            builder.set_timeout_config(Some(timeouts.build()));
+        }
+        builder.build()
     }
 
     /// `sdk` with this switch on its HTTP client, its retries as they are.

@@ -368,10 +368,10 @@ pub async fn a_day_clear_of_midnight() -> chrono::NaiveDate {
 
 /// What is left of the day at least when `a_day_clear_of_midnight`
 /// answers.
-pub const DAY_MARGIN: Duration = Duration::from_secs(180);
+pub const DAY_MARGIN: Duration = Duration::from_secs(60);
 
 /// What a quota's window has left at least when `use_quota` fills it.
-pub const QUOTA_MARGIN: Duration = Duration::from_secs(180);
+pub const QUOTA_MARGIN: Duration = Duration::from_secs(60);
 
 /// A request with `t`'s key and, if given, a JSON body.
 pub async fn send(t: &TestOrg, method: Method, path: &str, body: Option<Value>) -> Reply {

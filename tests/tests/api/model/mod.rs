@@ -108,8 +108,10 @@ fn explore(cases: u32, steps: usize, seed: u64) {
     });
     match found {
         Ok(()) => {}
+        // Run again as the first part of a run from this seed.
         Err(TestError::Fail(why, (_, transitions, _))) => panic!(
-            "the model test failed (MODEL_SEED={seed} MODEL_CASES={cases} MODEL_STEPS={steps}); shortest sequence found:\n{}\n{why}",
+            "the model test failed (MODEL_SEED={seed} MODEL_CASES={} MODEL_STEPS={steps}); shortest sequence found:\n{}\n{why}",
+            u64::from(cases) * PARTS,
             listing(&transitions)
         ),
         Err(TestError::Abort(why)) => panic!("the model test gave up: {why}"),
@@ -142,12 +144,41 @@ fn replay(steps: Vec<Step>) {
     });
 }
 
-/// `MODEL_CASES` sequences (48) of up to `MODEL_STEPS` steps (30) from
-/// `MODEL_SEED` (fixed), or as many as fit in `MODEL_MINUTES` when given
-/// (in rounds of 25, the seed counting up from `MODEL_SEED`).
+/// The seeded run, in `PARTS` tests that run side by side (one test of
+/// 48 sequences took five minutes alone and was the test run's longest
+/// path): part `p` explores its share of `MODEL_CASES` sequences (48) of
+/// up to `MODEL_STEPS` steps (30) from `MODEL_SEED + p` (the seed fixed),
+/// or as many as fit in `MODEL_MINUTES` when given (in rounds of 25, the
+/// seed counting up by `PARTS` a round).
+const PARTS: u64 = 4;
+
 #[test]
-fn seeded_sequences_keep_every_promise() {
-    let cases = u32::try_from(setting("MODEL_CASES", 48)).unwrap_or(48);
+fn seeded_sequences_keep_every_promise_1() {
+    seeded_part(0);
+}
+
+#[test]
+fn seeded_sequences_keep_every_promise_2() {
+    seeded_part(1);
+}
+
+#[test]
+fn seeded_sequences_keep_every_promise_3() {
+    seeded_part(2);
+}
+
+#[test]
+fn seeded_sequences_keep_every_promise_4() {
+    seeded_part(3);
+}
+
+/// Whether a part of the seeded run failed (the summary says so, whichever
+/// part writes it last).
+static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn seeded_part(part: u64) {
+    let cases = setting("MODEL_CASES", 48);
+    let share = u32::try_from(cases / PARTS + u64::from(part < cases % PARTS)).unwrap_or(12);
     let steps = usize::try_from(setting("MODEL_STEPS", 30)).unwrap_or(30);
     let seed = setting("MODEL_SEED", 20261126);
     let minutes = setting("MODEL_MINUTES", 0);
@@ -155,17 +186,20 @@ fn seeded_sequences_keep_every_promise() {
     let outcome = std::panic::catch_unwind(|| {
         api_tests::on_large_stack(|| {
             if minutes == 0 {
-                return explore(cases, steps, seed);
+                return explore(share, steps, seed + part);
             }
             let (mut done, mut round) = (0, 0);
-            while done < cases && std::time::Instant::now() < until {
-                let n = (cases - done).min(25);
-                explore(n, steps, seed + round);
+            while done < share && std::time::Instant::now() < until {
+                let n = (share - done).min(25);
+                explore(n, steps, seed + part + round * PARTS);
                 (done, round) = (done + n, round + 1);
             }
         })
     });
-    summarize(seed, outcome.is_ok());
+    if outcome.is_err() {
+        FAILED.store(true, Ordering::SeqCst);
+    }
+    summarize(seed, !FAILED.load(Ordering::SeqCst));
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
