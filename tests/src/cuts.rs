@@ -230,7 +230,9 @@ impl Cuts {
         let mut builder = self.sdk_retrying(sdk).to_builder();
         builder.set_retry_config(Some(aws_config::retry::RetryConfig::disabled()));
         if let Some(timeouts) = sdk.timeout_config() {
-            let attempt = timeouts.operation_timeout().or(timeouts.operation_attempt_timeout());
+            let attempt = timeouts
+                .operation_timeout()
+                .or(timeouts.operation_attempt_timeout());
             let mut timeouts = timeouts.to_builder();
             timeouts.set_operation_attempt_timeout(attempt);
             builder.set_timeout_config(Some(timeouts.build()));
