@@ -23,6 +23,10 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
+/// The template's IAM user whose key signs links in AWS (the role check
+/// judges a link's read by its policy: `aws_calls::record`).
+const LINK_SIGNER: &str = "LinkSignerUser";
+
 use crate::model::Timestamp;
 
 use crate::error::{ApiError, ApiResult};
@@ -183,6 +187,23 @@ impl LinkSigner {
             signer.bucket_url,
             object_path(storage_path)
         );
+        if crate::aws_calls::record::enabled() {
+            let object = crate::aws_calls::needed::Resource::Object {
+                bucket: self.bucket.clone(),
+                key: crate::aws_calls::needed::object_class(storage_path),
+            };
+            let needed = [crate::aws_calls::needed::Needed::new(
+                "s3:GetObject",
+                object,
+            )];
+            let caller = crate::aws_calls::caller();
+            crate::aws_calls::record::record_signed(
+                LINK_SIGNER,
+                caller.as_deref(),
+                "GetObject",
+                &needed,
+            );
+        }
         let mut request = http::Request::get(&url)
             .body(())
             .map_err(ApiError::internal)?;

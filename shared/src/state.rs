@@ -79,6 +79,7 @@ impl AppState {
     }
 
     pub fn new(config: Config, sdk: &aws_config::SdkConfig) -> Self {
+        crate::aws_calls::record::named(config.named_resources());
         let store = Store::new(Store::client(sdk), config.store.table.as_str())
             .with_public_copies(config.store.public_cell_copies);
         let links = LinkSigner::new(

@@ -39,6 +39,10 @@ use crate::policy::Policy;
 /// Messages of one batch handled at once.
 const CONCURRENCY: usize = 10;
 
+/// The caller its AWS calls are recorded under (its binary's name, as in
+/// the template: `aws_calls::record`).
+const CALLER: &str = "webhook-dispatcher";
+
 pub struct Dispatcher {
     state: AppState,
     policy: Policy,
@@ -139,7 +143,8 @@ impl Dispatcher {
     /// their commit. Both run; the first error is reported.
     pub async fn scheduled(&self) -> ApiResult<(usize, shared::files::promote::Swept)> {
         let clock = self.state.clock.clone();
-        Box::pin(clock.scope(self.swept())).await
+        let calls = CallCounter::for_caller(CALLER);
+        Box::pin(clock.scope(calls.scope(self.swept()))).await
     }
 
     async fn swept(&self) -> ApiResult<(usize, shared::files::promote::Swept)> {
@@ -201,7 +206,7 @@ impl Dispatcher {
     /// the queue.
     async fn one(&self, message: &SqsMessage, invocation: &Invocation) -> Option<String> {
         let id = message.message_id.clone().unwrap_or_default();
-        let calls = CallCounter::default();
+        let calls = CallCounter::for_caller(CALLER);
         // Boxed: a delivery's future is large (the payload's reads).
         let started = std::time::Instant::now();
         let outcome = Box::pin(calls.scope(self.message(message))).await;

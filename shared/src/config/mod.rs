@@ -49,6 +49,39 @@ fn development_only(setting: &str) -> ConfigError {
 }
 
 impl Config {
+    /// Each AWS resource this configuration names, beside the setting
+    /// that names it in AWS (`TABLE_NAME`, `WEBHOOK_SEAL_KEY_SECRET_ARN`):
+    /// the role check finds a call's resource in the template by it.
+    pub fn named_resources(&self) -> Vec<(&'static str, String)> {
+        let secret = |setting, key: &Option<crate::deployment_key::KeySource>| match key {
+            Some(crate::deployment_key::KeySource::Secret(arn)) => Some((setting, arn.clone())),
+            _ => None,
+        };
+        [
+            Some(("TABLE_NAME", self.store.table.clone())),
+            Some(("BUCKET_NAME", self.files.bucket.clone())),
+            self.webhooks
+                .queue_url
+                .clone()
+                .map(|url| ("WEBHOOK_QUEUE_URL", url)),
+            self.webhooks
+                .dlq_url
+                .clone()
+                .map(|url| ("WEBHOOK_DLQ_URL", url)),
+            self.files
+                .link_signer_secret_arn
+                .clone()
+                .map(|arn| ("LINK_SIGNER_SECRET_ARN", arn)),
+            secret("CURSOR_SIGNING_KEY_SECRET_ARN", &self.http.cursor_key),
+            secret("WEBHOOK_SEAL_KEY_SECRET_ARN", &self.webhooks.seal_key),
+            secret("GEOCODE_API_KEY_SECRET_ARN", &self.geocode.api_key),
+            secret("SUPPORT_GITHUB_TOKEN_SECRET_ARN", &self.support.token),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     pub fn from_env() -> Result<Self, ConfigError> {
         // Variables that are not UTF-8 are none of ours (nor the SDK's).
         Self::from_vars(env::vars_os().filter_map(|(name, value)| {

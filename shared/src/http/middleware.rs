@@ -59,7 +59,7 @@ pub async fn around(State(state): State<AppState>, request: Request, next: Next)
     if let Some(header) = &trace_header {
         telemetry::traces::adopt(&span, header);
     }
-    let calls = CallCounter::default();
+    let calls = CallCounter::for_caller(format!("{method} {route}"));
     let time_left = time_left(&request);
     let (arriving, mut returned) = lifecycle::begin();
 

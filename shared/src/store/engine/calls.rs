@@ -49,6 +49,10 @@ struct Calls {
     /// Attempts of calls to other AWS services (`aws_calls`), by
     /// `service:Operation`.
     aws_calls: Mutex<BTreeMap<String, u32>>,
+    /// Who is calling: the request's route (`POST /api/v1/sites`), a
+    /// job's name (`webhook-dispatcher`), for the role check's record
+    /// (`aws_calls::record`).
+    caller: Option<String>,
 }
 
 /// Capacity units DynamoDB reported for a request's calls: read units of
@@ -76,6 +80,19 @@ pub struct CallNote {
 pub struct CallCounter(Arc<Calls>);
 
 impl CallCounter {
+    /// The counter of `caller`'s calls (a request's route, a job's name).
+    pub fn for_caller(caller: impl Into<String>) -> Self {
+        CallCounter(Arc::new(Calls {
+            caller: Some(caller.into()),
+            ..Calls::default()
+        }))
+    }
+
+    /// The caller of the request or job being served, if any.
+    pub fn current_caller() -> Option<String> {
+        CALLS.try_with(|c| c.0.caller.clone()).ok().flatten()
+    }
+
     /// Calls made (attempts, retries included).
     pub fn get(&self) -> u32 {
         self.0.count.load(Ordering::Relaxed)
@@ -281,6 +298,12 @@ impl Intercept for CountCalls {
             .unwrap_or_default();
         cfg.interceptor_state()
             .store_put(KeyShape(key_shape(&body)));
+        if crate::aws_calls::record::enabled() {
+            let operation = operation(cfg);
+            let needed = crate::store::engine::iam::needed(&operation, &body);
+            let caller = CallCounter::current_caller();
+            crate::aws_calls::record::record(caller.as_deref(), "DynamoDB", &operation, &needed);
+        }
         let transaction = operation(cfg) == "TransactWriteItems";
         if transaction || trace::enabled() {
             let touches = trace::touches(&body);

@@ -43,6 +43,7 @@ impl Store {
     /// request's counter takes its other AWS calls too: `aws_calls`).
     pub fn client(sdk: &aws_config::SdkConfig) -> Client {
         crate::aws_calls::count_into(calls::CallCounter::count_aws_call);
+        crate::aws_calls::caller_from(calls::CallCounter::current_caller);
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
             .interceptor(calls::CountCalls)
             .interceptor(crate::telemetry::aws_spans::SpanAwsCalls)

@@ -7,6 +7,7 @@ pub mod calls;
 pub mod client;
 mod decode;
 pub mod errors;
+pub mod iam;
 pub mod item;
 pub mod keys;
 pub mod query;
