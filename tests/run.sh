@@ -3,7 +3,9 @@
 # for every secret they handled), then the contract gate
 # (tests/conformance/run.sh), then the `cargo lambda watch` smoke
 # (tests/watch/run.sh), against one set of engines (DynamoDB Local, moto)
-# and one build, then a short soak (tools/soak: engines of its own), and,
+# and one build, then a short soak (tools/soak: engines of its own), then
+# every AWS call they made against its role (infra/checks/iam_calls.py),
+# and,
 # with MUTANTS_BASE (CI), the mutants of the lines a change touches in the
 # critical modules (tools/mutants/run.sh); ends with the totals of what
 # ran. Exits non-zero when anything failed.
@@ -45,6 +47,11 @@ started=$(tools/local/scripts/engines.sh start) || exit 1
 echo "==> engines (started: ${started:-none, reused}): DynamoDB Local at $AWS_ENDPOINT_URL_DYNAMODB, moto at $AWS_ENDPOINT_URL"
 # shellcheck disable=SC2086 # the names of the engines this run started
 trap 'tools/local/scripts/engines.sh stop $started' EXIT
+
+# Every AWS call the run's functions make, for the role check at the end
+# (shared/src/aws_calls/record.rs, infra/checks/iam_calls.py).
+export AWS_CALLS_FILE=$PWD/$STATE_DIR/aws-calls.jsonl
+rm -f "$AWS_CALLS_FILE"
 
 echo "==> unit and integration tests"
 # The run's logs and the secrets it handled (tests/src/logs.rs).
@@ -94,6 +101,10 @@ soak=$?
 echo "==> the dashboard, drawn from the run's metric lines (make dashboard; not counted)"
 stage dashboard "$VENV/bin/python" tools/metrics/dashboard.py --out "$STATE_DIR/dashboard" \
     "$STATE_DIR"/test-logs/metrics-* "$STATE_DIR"/soak-short/logs/*.log || echo "the dashboard could not be drawn"
+
+echo "==> every AWS call of the run against its function's role in the template (infra/checks/iam_calls.py)"
+stage "calls against their roles" "$VENV/bin/python" infra/checks/iam_calls.py "$AWS_CALLS_FILE" --summary "$STATE_DIR/iam.json"
+export IAM_STATUS=$?
 
 if [[ -n ${MUTANTS_BASE:-} ]]; then
     echo "==> mutants of the lines the change touches, for at most ${MUTANTS_MINUTES:-15} minutes (make mutants runs them all)"

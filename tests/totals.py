@@ -172,6 +172,9 @@ def main():
                       "docs/webhooks.md's receivers, with the old and the new secret"),
         ("metrics", "METRICS_STATUS", "lines",
          lambda kept: "the tests' metric lines checked against the embedded metric format"),
+        ("iam", "IAM_STATUS", "judged",
+         lambda kept: "each IAM action of every AWS call the run's functions made, judged against its role in "
+                      f"the template; {len(kept.get('unused', []))} granted actions unused"),
     ]
     for name, status, counted, what in after_the_tests:
         if not os.environ.get(status):
