@@ -87,7 +87,7 @@ run: $(ENGINES)
 watch: $(ENGINES)
 	tools/local/scripts/watch.sh
 
-## test: every unit and integration test, then the contract gate and the watch smoke, against one set of engines; ends with the totals. BOUNDARY=hour|day|month|year|auto (BOUNDARY_LEAD=seconds, 30) runs every process just before that boundary (tools/local/scripts/clock.sh); CI draws one
+## test: every unit and integration test, then the contract gate, the watch smoke and a short soak, against one set of engines, then every AWS call they made against its role (infra/checks/iam_calls.py); ends with the totals. BOUNDARY=hour|day|month|year|auto (BOUNDARY_LEAD=seconds, 30) runs every process just before that boundary (tools/local/scripts/clock.sh); CI draws one
 test: $(ENGINES) chromium $(CLIENTS)/node_modules/.installed $(if $(filter-out off,$(BOUNDARY)),datefudge)
 	tests/run.sh
 
