@@ -41,6 +41,11 @@ pub struct Traces {
     exporter: SpanExporter,
     pending: Pending,
     provider: SdkTracerProvider,
+    /// Held from a flush's take to its export's end: a flush that finds
+    /// its spans taken by another (requests of one process share the
+    /// buffer: `make run`, the tests, a dispatcher's batch) returns only
+    /// once they are sent.
+    exporting: tokio::sync::Mutex<()>,
 }
 
 /// The process's traces, when `init` found a collector.
@@ -111,6 +116,7 @@ impl Traces {
             exporter,
             pending,
             provider,
+            exporting: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -132,6 +138,7 @@ impl Traces {
     /// Sends the spans that ended; an exporter that fails is logged, never
     /// the request's failure.
     pub async fn flush(&self) {
+        let _exporting = self.exporting.lock().await;
         let batch = self.pending.take();
         if batch.is_empty() {
             return;
@@ -277,6 +284,25 @@ mod tests {
             traces.flush().await;
             assert!(started.elapsed() < EXPORT_TIMEOUT + Duration::from_secs(2));
             assert_eq!(pending(&traces), Vec::<String>::new(), "given up, not kept");
+        }
+
+        #[tokio::test]
+        async fn a_flush_returns_only_once_the_spans_another_flush_took_are_sent() {
+            let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base = format!("http://{}", silent.local_addr().unwrap());
+            let traces = std::sync::Arc::new(Traces::new(&base, "test").unwrap());
+            spans(&traces, SAMPLED);
+            let first = tokio::spawn({
+                let traces = traces.clone();
+                async move { traces.flush().await }
+            });
+            // The first flush took the spans and is sending them.
+            let _held = silent.accept().await.unwrap();
+            assert_eq!(pending(&traces), Vec::<String>::new());
+            // Nothing is left for the second, but its request's spans may be
+            // among those in flight: it waits for them.
+            traces.flush().await;
+            assert!(first.is_finished(), "returned while spans were in flight");
         }
     }
 }
