@@ -39,6 +39,13 @@
    dashboard, every alarm is in the dashboard's alarm widget, and every
    function that serves HTTP has a latency alarm on its own `Service`.
 
+5. Settings. Every environment variable the functions' code reads is
+   documented in docs/settings.md or is the platform's; those whose
+   default fits only the local stack are set for every function; every
+   variable the template sets is read (or kept with its reason); every
+   one that names an AWS resource refers to the template's own
+   (template_settings.py).
+
 Each check is a module beside it (template_iam.py, template_routes.py,
 template_metrics.py, over template_refs.py's reading of the template).
 
@@ -65,6 +72,7 @@ from template_iam import (  # noqa: F401 (the checks' names, for the tests)
 )
 from template_metrics import Written, metric_problems, read_written  # noqa: F401
 from template_refs import API, FUNCTION, HTTP_API, functions, ref  # noqa: F401
+from template_settings import documented, read_settings, setting_problems  # noqa: F401
 from template_routes import (  # noqa: F401
     Crate,
     Workspace,
@@ -86,6 +94,7 @@ def check(root: Path) -> list[str]:
         + route_problems(template, description)
         + function_problems(template, workspace)
         + metric_problems(template, read_written(root))
+        + setting_problems(template, read_settings(root), documented(root))
     )
 
 

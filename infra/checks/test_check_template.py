@@ -460,5 +460,73 @@ class Metrics(Fails, unittest.TestCase):
         self.assertFinds(ct.metric_problems(template, WRITTEN), "no METRICS_NAMESPACE")
 
 
+def settings_template():
+    """Two functions sharing the Globals' settings, one with its own."""
+    template = good_template()
+    template["Resources"]["Table"] = {"Type": "AWS::DynamoDB::Table", "Properties": {}}
+    template["Resources"]["Queue"] = {"Type": "AWS::SQS::Queue", "Properties": {}}
+    template["Parameters"] = {"GeocodeKeyArn": {"Type": "String"}}
+    template["Globals"] = {"Function": {"Environment": {"Variables": {
+        "TABLE_NAME": {"Ref": "Table"},
+        "BUCKET_NAME": {"Ref": "Table"},
+        "METRICS_NAMESPACE": {"Fn::Sub": "IntegrationApi/${AWS::StackName}"},
+        "CURSOR_SIGNING_KEY_SECRET_ARN": {"Ref": "Table"},
+    }}}}
+    template["Resources"]["OrgsFunction"]["Properties"]["Environment"] = {"Variables": {
+        "WEBHOOK_QUEUE_URL": {"Ref": "Queue"},
+        "GEOCODE_API_KEY_SECRET_ARN": {"Fn::If": ["HasKey", {"Ref": "GeocodeKeyArn"}, {"Ref": "AWS::NoValue"}]},
+    }}
+    return template
+
+
+READ = {name: "shared/src/config/x.rs" for name in (
+    "TABLE_NAME", "BUCKET_NAME", "METRICS_NAMESPACE", "CURSOR_SIGNING_KEY", "CURSOR_SIGNING_KEY_SECRET_ARN",
+    "WEBHOOK_QUEUE_URL", "GEOCODE_API_KEY_SECRET_ARN", "AWS_LAMBDA_LOG_LEVEL")}
+DOCUMENTED = set(READ) - {"AWS_LAMBDA_LOG_LEVEL"}
+
+
+class Settings(unittest.TestCase, Fails):
+    def test_the_small_template_passes(self):
+        self.assertEqual(ct.setting_problems(settings_template(), READ, DOCUMENTED), [])
+
+    def test_the_code_says_what_it_reads(self):
+        read = ct.read_settings(ROOT)
+        # A read on its own line, a key and its secret, the platform's own.
+        for name in ("TABLE_NAME", "CURSOR_SIGNING_KEY_SECRET_ARN", "GEOCODE_API_KEY_SECRET_ARN",
+                     "AWS_LAMBDA_LOG_LEVEL", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+            self.assertIn(name, read)
+        self.assertIn("RATE_LIMIT_LEASE", ct.documented(ROOT))
+
+    def test_a_setting_read_and_undocumented_fails(self):
+        read = {**READ, "PUBLIC_CELL_COPIES": "shared/src/config/store.rs"}
+        self.assertFinds(ct.setting_problems(settings_template(), read, DOCUMENTED),
+                         "PUBLIC_CELL_COPIES is read by shared/src/config/store.rs")
+
+    def test_a_required_setting_unset_for_one_function_fails(self):
+        template = settings_template()
+        globals_ = template["Globals"]["Function"]["Environment"]["Variables"]
+        del globals_["TABLE_NAME"]
+        template["Resources"]["OrgsFunction"]["Properties"]["Environment"]["Variables"]["TABLE_NAME"] = {"Ref": "Table"}
+        problems = ct.setting_problems(template, READ, DOCUMENTED)
+        self.assertFinds(problems, "DocsFunction: TABLE_NAME is not set", "DispatcherFunction: TABLE_NAME is not set")
+        self.assertNotIn("OrgsFunction: TABLE_NAME", "\n".join(problems))
+
+    def test_a_setting_no_code_reads_fails_unless_kept_with_its_reason(self):
+        template = settings_template()
+        variables = template["Resources"]["OrgsFunction"]["Properties"]["Environment"]["Variables"]
+        variables["WEBHOOK_QUEUE"] = {"Ref": "Queue"}
+        variables["LINK_SIGNER_KEY_SERIAL"] = "1"
+        problems = ct.setting_problems(template, READ, DOCUMENTED)
+        self.assertEqual(problems, ["OrgsFunction: WEBHOOK_QUEUE is set but no code reads it"])
+
+    def test_a_resource_setting_that_is_no_template_resource_fails(self):
+        template = settings_template()
+        variables = template["Resources"]["OrgsFunction"]["Properties"]["Environment"]["Variables"]
+        variables["WEBHOOK_QUEUE_URL"] = "https://sqs.eu-north-1.amazonaws.com/1/queue"
+        variables["GEOCODE_API_KEY_SECRET_ARN"] = {"Ref": "NoSuchParameter"}
+        self.assertFinds(ct.setting_problems(template, READ, DOCUMENTED),
+                         "OrgsFunction: WEBHOOK_QUEUE_URL is 'https://sqs", "OrgsFunction: GEOCODE_API_KEY_SECRET_ARN")
+
+
 if __name__ == "__main__":
     unittest.main()
