@@ -292,7 +292,7 @@ mod tests {
             let base = format!("http://{}", silent.local_addr().unwrap());
             let traces = std::sync::Arc::new(Traces::new(&base, "test").unwrap());
             spans(&traces, SAMPLED);
-            let first = tokio::spawn({
+            let first = crate::gate::spawn({
                 let traces = traces.clone();
                 async move { traces.flush().await }
             });
