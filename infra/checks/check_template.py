@@ -46,6 +46,13 @@
    one that names an AWS resource refers to the template's own
    (template_settings.py).
 
+6. Limits the template decides: every HTTP function's Timeout under its
+   API Gateway integration's 30 s, each provider timeout parameter under
+   its function's Timeout, each SQS event source's queue visible at
+   least as long as its function runs, the largest request body within
+   Lambda's invocation payload (template_limits.py; the whole table:
+   docs/decisions/platform-limits.md).
+
 Each check is a module beside it (template_iam.py, template_routes.py,
 template_metrics.py, over template_refs.py's reading of the template).
 
@@ -72,6 +79,7 @@ from template_iam import (  # noqa: F401 (the checks' names, for the tests)
 )
 from template_metrics import Written, metric_problems, read_written  # noqa: F401
 from template_refs import API, FUNCTION, HTTP_API, functions, ref  # noqa: F401
+from template_limits import limit_problems  # noqa: F401
 from template_settings import documented, read_settings, setting_problems  # noqa: F401
 from template_routes import (  # noqa: F401
     Crate,
@@ -95,6 +103,7 @@ def check(root: Path) -> list[str]:
         + function_problems(template, workspace)
         + metric_problems(template, read_written(root))
         + setting_problems(template, read_settings(root), documented(root))
+        + limit_problems(template)
     )
 
 

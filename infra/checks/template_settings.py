@@ -43,6 +43,8 @@ REQUIRED = {
     "BUCKET_NAME": "its default is the local stack's bucket",
     "METRICS_NAMESPACE": "the dashboard and alarms read the stack's namespace",
     "CURSOR_SIGNING_KEY_SECRET_ARN": "a server refuses to start without a cursor key off the local stack",
+    "LINK_SIGNER_SECRET_ARN": "links live 24 h only when the link signer's key signs them; "
+    "a role's credentials expire sooner",
 }
 
 # Set by the template and read by no code, each with its reason.

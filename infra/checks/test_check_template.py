@@ -471,6 +471,7 @@ def settings_template():
         "BUCKET_NAME": {"Ref": "Table"},
         "METRICS_NAMESPACE": {"Fn::Sub": "IntegrationApi/${AWS::StackName}"},
         "CURSOR_SIGNING_KEY_SECRET_ARN": {"Ref": "Table"},
+        "LINK_SIGNER_SECRET_ARN": {"Ref": "Table"},
     }}}}
     template["Resources"]["OrgsFunction"]["Properties"]["Environment"] = {"Variables": {
         "WEBHOOK_QUEUE_URL": {"Ref": "Queue"},
@@ -481,6 +482,7 @@ def settings_template():
 
 READ = {name: "shared/src/config/x.rs" for name in (
     "TABLE_NAME", "BUCKET_NAME", "METRICS_NAMESPACE", "CURSOR_SIGNING_KEY", "CURSOR_SIGNING_KEY_SECRET_ARN",
+    "LINK_SIGNER_SECRET_ARN",
     "WEBHOOK_QUEUE_URL", "GEOCODE_API_KEY_SECRET_ARN", "AWS_LAMBDA_LOG_LEVEL")}
 DOCUMENTED = set(READ) - {"AWS_LAMBDA_LOG_LEVEL"}
 
@@ -526,6 +528,62 @@ class Settings(unittest.TestCase, Fails):
         variables["GEOCODE_API_KEY_SECRET_ARN"] = {"Ref": "NoSuchParameter"}
         self.assertFinds(ct.setting_problems(template, READ, DOCUMENTED),
                          "OrgsFunction: WEBHOOK_QUEUE_URL is 'https://sqs", "OrgsFunction: GEOCODE_API_KEY_SECRET_ARN")
+
+
+def limits_template():
+    """An HTTP function with a provider's timeout, and a queue's consumer."""
+    template = good_template()
+    resources = template["Resources"]
+    resources["OrgsFunction"]["Properties"]["Timeout"] = 20
+    resources["OrgsFunction"]["Properties"]["Environment"] = {"Variables": {"SUPPORT_TIMEOUT_MS": {"Ref": "SupportTimeoutMs"}}}
+    resources["DispatcherFunction"]["Properties"]["Timeout"] = 60
+    resources["Queue"] = {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": 360}}
+    resources["Trigger"] = {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+        "FunctionName": {"Ref": "DispatcherFunction"}, "EventSourceArn": {"Fn::GetAtt": ["Queue", "Arn"]}}}
+    template["Parameters"] = {
+        "SupportTimeoutMs": {"Type": "Number", "MaxValue": 18000},
+        "MaxBodyBytes": {"Type": "Number", "MaxValue": 4194304},
+    }
+    return template
+
+
+class Limits(unittest.TestCase, Fails):
+    def test_the_small_template_passes(self):
+        self.assertEqual(ct.limit_problems(limits_template()), [])
+
+    def test_a_function_that_outlasts_its_integration_fails(self):
+        template = limits_template()
+        template["Resources"]["OrgsFunction"]["Properties"]["Timeout"] = 30
+        self.assertFinds(ct.limit_problems(template), "OrgsFunction: Timeout 30 s is not under", "30000 ms")
+        template = limits_template()
+        template["Resources"]["OrgsFunction"]["Properties"]["Events"]["Orgs"]["Properties"]["TimeoutInMillis"] = 15000
+        self.assertFinds(ct.limit_problems(template), "OrgsFunction: Timeout 20 s", "15000 ms")
+        # The Globals' Timeout counts for a function without its own.
+        template = limits_template()
+        del template["Resources"]["OrgsFunction"]["Properties"]["Timeout"]
+        template["Globals"] = {"Function": {"Timeout": 15}}
+        self.assertFinds(ct.limit_problems(template), "OrgsFunction: SUPPORT_TIMEOUT_MS")
+        template["Globals"] = {"Function": {"Timeout": 31}}
+        self.assertFinds(ct.limit_problems(template), "OrgsFunction: Timeout 31 s", "DocsFunction: Timeout 31 s")
+
+    def test_a_provider_timeout_that_may_outlast_its_function_fails(self):
+        template = limits_template()
+        template["Parameters"]["SupportTimeoutMs"]["MaxValue"] = 20000
+        self.assertFinds(ct.limit_problems(template), "OrgsFunction: SUPPORT_TIMEOUT_MS (parameter SupportTimeoutMs) may reach 20000 ms")
+        del template["Parameters"]["SupportTimeoutMs"]["MaxValue"]
+        self.assertFinds(ct.limit_problems(template), "may reach None ms")
+
+    def test_a_queue_hidden_for_less_than_its_consumer_runs_fails(self):
+        template = limits_template()
+        template["Resources"]["Queue"]["Properties"]["VisibilityTimeout"] = 59
+        self.assertFinds(ct.limit_problems(template), "Trigger: Queue's VisibilityTimeout 59 s is under its function's Timeout 60 s")
+        del template["Resources"]["Queue"]["Properties"]["VisibilityTimeout"]
+        self.assertFinds(ct.limit_problems(template), "VisibilityTimeout 30 s")
+
+    def test_a_body_that_would_not_fit_the_invocation_fails(self):
+        template = limits_template()
+        template["Parameters"]["MaxBodyBytes"]["MaxValue"] = 4718592
+        self.assertFinds(ct.limit_problems(template), "MaxBodyBytes may reach 4718592 bytes")
 
 
 if __name__ == "__main__":
