@@ -69,6 +69,20 @@ enum Keys {
     Default(SharedCredentialsProvider),
 }
 
+/// How long a link signed now with `credentials` lives: `LINK_LIFETIME`,
+/// or less when the credentials expire sooner (a presigned URL dies with
+/// the session that signed it: a role's credentials, when no link signer
+/// is set), so that `url_expires_at` is never a promise S3 breaks.
+fn lifetime(credentials: &Credentials, now: Timestamp) -> Duration {
+    let Some(expiry) = credentials.expiry() else {
+        return LINK_LIFETIME;
+    };
+    let now = std::time::SystemTime::from(now.as_datetime());
+    let left = expiry.duration_since(now).unwrap_or_default();
+    // Whole seconds (X-Amz-Expires), at least one.
+    Duration::from_secs(left.as_secs().max(1)).min(LINK_LIFETIME)
+}
+
 /// An S3 client; path-style addressing when an endpoint override (moto, the
 /// local stack's S3) is configured.
 pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
@@ -158,17 +172,18 @@ impl LinkSigner {
 
     async fn sign_at(&self, storage_path: &str, now: Timestamp) -> ApiResult<SignedLink> {
         let signer = self.signer().await?;
-        let identity: Identity = match &signer.keys {
-            Keys::Fixed(credentials) => credentials.clone().into(),
+        let credentials = match &signer.keys {
+            Keys::Fixed(credentials) => credentials.clone(),
             Keys::Default(provider) => provider
                 .provide_credentials()
                 .await
-                .map_err(ApiError::internal)?
-                .into(),
+                .map_err(ApiError::internal)?,
         };
+        let lifetime = lifetime(&credentials, now);
+        let identity: Identity = credentials.into();
         let mut settings = SigningSettings::default();
         settings.signature_location = SignatureLocation::QueryParams;
-        settings.expires_in = Some(LINK_LIFETIME);
+        settings.expires_in = Some(lifetime);
         // S3's rules: the path is encoded once and never normalized.
         settings.percent_encoding_mode = PercentEncodingMode::Single;
         settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
@@ -218,7 +233,7 @@ impl LinkSigner {
             .map_err(ApiError::internal)?
             .into_parts();
         instructions.apply_to_request_http1x(&mut request);
-        let expires = chrono::Duration::from_std(LINK_LIFETIME).map_err(ApiError::internal)?;
+        let expires = chrono::Duration::from_std(lifetime).map_err(ApiError::internal)?;
         Ok(SignedLink {
             storage_path: storage_path.to_owned(),
             url: request.uri().to_string(),
@@ -276,6 +291,43 @@ mod tests {
         assert!(link.url.contains("X-Amz-Signature="), "{}", link.url);
         let lifetime = link.url_expires_at.as_datetime() - crate::clock::now();
         assert!((lifetime.num_seconds() - 86_400).abs() <= 5, "{lifetime}");
+    }
+
+    #[tokio::test]
+    async fn a_link_signed_by_credentials_that_expire_sooner_says_so() {
+        let now = crate::model::now();
+        let in_an_hour = std::time::SystemTime::from(now.as_datetime()) + Duration::from_secs(3600);
+        for (expiry, seconds) in [
+            (Some(in_an_hour), 3600),
+            (Some(in_an_hour + Duration::from_secs(2 * 86_400)), 86_400),
+            (Some(in_an_hour - Duration::from_secs(7200)), 1),
+            (None, 86_400),
+        ] {
+            let sdk = aws_config::SdkConfig::builder()
+                .region(aws_config::Region::new("eu-north-1"))
+                .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                    "AKIDEXAMPLE",
+                    "secret",
+                    Some("session".into()),
+                    expiry,
+                    "role",
+                )))
+                .behavior_version(aws_config::BehaviorVersion::latest())
+                .build();
+            let link = LinkSigner::new(&sdk, "files", None)
+                .sign_at("waybills/a/b/c.png", now)
+                .await
+                .unwrap();
+            assert!(
+                link.url.contains(&format!("X-Amz-Expires={seconds}&")),
+                "{seconds}: {}",
+                link.url
+            );
+            assert_eq!(
+                link.url_expires_at,
+                now + chrono::Duration::seconds(seconds as i64)
+            );
+        }
     }
 
     fn sdk(endpoint: Option<&str>) -> aws_config::SdkConfig {
