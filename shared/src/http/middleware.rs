@@ -1,7 +1,8 @@
 //! The layer around every route: request id, DynamoDB call accounting,
 //! the request's lifecycle around its handler (`lifecycle`: arrival
 //! before routing, settlement after, with the `X-RateLimit-*` headers on
-//! `/api/v1/*`), panics as 500, a 500 before Lambda's deadline rather than
+//! `/api/v1/*`), an answer Lambda could not return as the contract's 500
+//! (`payload`), panics as 500, a 500 before Lambda's deadline rather than
 //! none at all, and one line that is both the request's log line (with
 //! `ddb_ms`, the time spent waiting on DynamoDB) and its metric line
 //! (`metrics::request`).
@@ -19,6 +20,7 @@ use super::idempotency;
 use super::idempotency::Uncertain;
 use super::lifecycle::{self, Arriving, Returned, Settled};
 use super::multipart;
+use super::payload;
 use crate::error::{ApiError, ErrorCode, InternalCause};
 use crate::gate::WriteGate;
 use crate::metrics::{self, Report};
@@ -183,7 +185,8 @@ async fn serve(
                     let writes = WriteGate::default();
                     let outcome = Outcome::default();
                     let route = writes.scope(outcome.scope(next.clone().run(request)));
-                    let mut response = calls.scope(route).instrument(span.clone()).await;
+                    let answer = calls.scope(route).instrument(span.clone()).await;
+                    let mut response = payload::within_limit(answer).await;
                     if let Some(until) = outcome.uncertain() {
                         response.extensions_mut().insert(Uncertain(until));
                     }

@@ -10,6 +10,7 @@ pub mod lifecycle;
 pub mod middleware;
 pub mod multipart;
 pub mod path;
+pub mod payload;
 pub mod query;
 
 use axum::Router;

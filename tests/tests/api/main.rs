@@ -23,6 +23,7 @@ mod isolation;
 mod key_commands;
 mod key_items;
 mod layers;
+mod limits;
 mod lost_acknowledgements;
 mod members;
 mod metrics;
