@@ -218,6 +218,22 @@ impl WebhookQueue {
 mod tests {
     use super::*;
 
+    /// SQS takes a message of at most 256 KiB, and as much for a whole
+    /// batch: messages name what to do (an id), never carry a payload, so
+    /// the largest is a few hundred bytes and a batch of ten far under.
+    #[test]
+    fn the_largest_message_and_batch_are_far_under_what_sqs_takes() {
+        const SQS_MESSAGE: usize = 256 * 1024;
+        let largest = QueueMessage::Deliver {
+            delivery_id: Uuid::max(),
+            manual: true,
+            request: Some(Uuid::max()),
+        };
+        let largest = largest.body().len();
+        assert!(largest < 200, "{largest} bytes");
+        assert!(largest * SEND_BATCH < SQS_MESSAGE / 100);
+    }
+
     #[test]
     fn messages_say_their_kind() {
         let id = Uuid::nil();

@@ -9,7 +9,39 @@ use shared::auth::ReadData;
 use shared::http::Ctx;
 use shared::http::payload::{HEADERS_ADDED_AFTER, LAMBDA_RESPONSE_LIMIT, invocation_len};
 
-use api_tests::{call, harness, org, run};
+use api_tests::{call, harness, key_id, org, run, stored, unique};
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{Value, json};
+use shared::store::engine::keys;
+
+/// DynamoDB's largest item (400 KB).
+const ITEM_LIMIT: usize = 400 * 1024;
+
+/// An item's size as DynamoDB counts it: each attribute's name and value
+/// (a string its UTF-8 bytes, a number about a byte for two digits and
+/// one more, a list or map 3 bytes and 1 for each element); at most.
+fn item_size(item: &std::collections::HashMap<String, AttributeValue>) -> usize {
+    fn value(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(n) => n.len().div_ceil(2) + 1,
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::Ss(l) => l.iter().map(String::len).sum(),
+            AttributeValue::Ns(l) => l.iter().map(|n| n.len().div_ceil(2) + 1).sum(),
+            AttributeValue::L(l) => 3 + l.iter().map(|v| value(v) + 1).sum::<usize>(),
+            AttributeValue::M(m) => {
+                3 + m.iter().map(|(k, v)| k.len() + value(v) + 1).sum::<usize>()
+            }
+            _ => 1,
+        }
+    }
+    item.iter().map(|(name, v)| name.len() + value(v)).sum()
+}
+
+/// The most a text field may hold in bytes: `n` characters of four bytes.
+fn widest(n: usize) -> String {
+    "😀".repeat(n)
+}
 
 /// Lambda returns at most 6 MB: the largest answer that fits goes out
 /// whole, headers and all, and one byte more is the contract's 500, never
@@ -56,5 +88,91 @@ fn the_largest_answer_lambda_returns_goes_out_and_one_byte_more_is_the_contracts
             &over.text[..over.text.len().min(200)]
         );
         assert_eq!(over.code(), "internal_error");
+    });
+}
+
+/// The largest record the contract's bounds allow is the site: nine texts
+/// of 500 characters and 50 metadata entries of 100 + 1000, each character
+/// four bytes (about 238 KB). It is created with an `Idempotency-Key` (its
+/// answer kept beside it, under the 256 KiB a kept answer may have),
+/// replayed, changed to another such site and read back: every item it
+/// makes stays under DynamoDB's 400 KB, which DynamoDB Local enforces as
+/// AWS does (checked: a 409,590-byte string is refused).
+#[test]
+fn the_largest_site_the_contract_allows_is_stored_kept_changed_and_read() {
+    run(async {
+        let t = org().await;
+        let metadata = |mark: &str| -> Value {
+            (0..50)
+                .map(|i| (format!("{mark}{i:02}{}", widest(97)), json!(widest(1000))))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let texts = [
+            "street_address",
+            "postal_code",
+            "city",
+            "construction_id",
+            "external_id",
+            "contact_first_name",
+            "contact_last_name",
+            "info",
+            "type",
+        ];
+        let mut body = json!({"name": widest(500), "metadata": metadata("a")});
+        for field in texts {
+            body[field] = json!(widest(500));
+        }
+        let idempotency = unique("largest-site");
+        let create = || {
+            call(Method::POST, "/api/v1/sites")
+                .key(&t.key)
+                .header("idempotency-key", &idempotency)
+                .json(&body)
+                .send()
+        };
+        let created = create().await;
+        assert_eq!(created.status, 201, "{}", created.code());
+        let id: uuid::Uuid = created.body["data"]["id"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let again = create().await;
+        assert_eq!(again.status, 201);
+        assert_eq!(
+            again.header("idempotent-replayed"),
+            "true",
+            "the answer was kept"
+        );
+        let site = stored(keys::record_pk(t.id(), id), &format!("SITE#{id}"))
+            .await
+            .unwrap();
+        let kept = stored(
+            keys::idempotency_pk(key_id(&t).await),
+            &keys::idempotency_sk(&idempotency),
+        )
+        .await
+        .unwrap();
+        for (what, item) in [("the site", &site), ("its kept answer", &kept)] {
+            let size = item_size(item);
+            assert!(
+                size > 200 * 1024 && size < ITEM_LIMIT,
+                "{what}: {size} bytes"
+            );
+        }
+        let changed = call(Method::PATCH, &format!("/api/v1/sites/{id}"))
+            .key(&t.key)
+            .json(&json!({"metadata": metadata("b"), "name": widest(500)}))
+            .send()
+            .await;
+        assert_eq!(changed.status, 200, "{}", changed.code());
+        let read = call(Method::GET, &format!("/api/v1/sites/{id}"))
+            .key(&t.key)
+            .send()
+            .await;
+        assert_eq!(read.status, 200);
+        assert_eq!(read.body["data"]["metadata"], metadata("b"));
+        assert_eq!(read.body["data"]["city"], json!(widest(500)));
     });
 }
