@@ -119,7 +119,7 @@ def main() -> int:
         return 1
     print(
         "check_template: least privilege, routes (API and admin host), function routes, "
-        "the cargo-lambda router and the metrics the template reads agree"
+        "the cargo-lambda router, the metrics the template reads, the settings the code reads and the platform's limits agree"
     )
     return 0
 

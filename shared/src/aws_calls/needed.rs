@@ -102,6 +102,8 @@ fn s3(sent: &Sent<'_>) -> Vec<Needed> {
     };
     let on_object = |action: &str| vec![Needed::new(action, object(&bucket, &key))];
     match sent.operation {
+        // A version named is read by its own action.
+        "GetObject" | "HeadObject" if names_a_version(sent.uri) => on_object("s3:GetObjectVersion"),
         "GetObject" | "HeadObject" => on_object("s3:GetObject"),
         "PutObject" | "CreateMultipartUpload" | "UploadPart" | "CompleteMultipartUpload" => {
             on_object("s3:PutObject")
@@ -110,12 +112,18 @@ fn s3(sent: &Sent<'_>) -> Vec<Needed> {
         "CopyObject" => {
             let mut needed = on_object("s3:PutObject");
             if let Some(source) = sent.copy_source {
-                let source = decoded(source.split('?').next().unwrap_or_default());
+                let (path, query) = source.split_once('?').unwrap_or((source, ""));
+                let source = decoded(path);
                 let (from, key) = source
                     .trim_start_matches('/')
                     .split_once('/')
                     .unwrap_or((&source, ""));
-                needed.push(Needed::new("s3:GetObject", object(from, key)));
+                let read = if has_version(query) {
+                    "s3:GetObjectVersion"
+                } else {
+                    "s3:GetObject"
+                };
+                needed.push(Needed::new(read, object(from, key)));
             }
             needed
         }
@@ -124,6 +132,19 @@ fn s3(sent: &Sent<'_>) -> Vec<Needed> {
         }
         other => on_object(&format!("s3:{other}")),
     }
+}
+
+/// Whether a query string names an object's version (`versionId=`).
+fn has_version(query: &str) -> bool {
+    query.split('&').any(|pair| pair.starts_with("versionId="))
+}
+
+/// Whether a request's URI names an object's version.
+fn names_a_version(uri: &str) -> bool {
+    uri.parse::<http::Uri>()
+        .ok()
+        .and_then(|uri| uri.query().map(has_version))
+        .unwrap_or(false)
 }
 
 /// The bucket and key a request names: path-style (`/bucket/key`, the
@@ -227,6 +248,40 @@ mod tests {
                     }
                 )]
             );
+        }
+    }
+
+    #[test]
+    fn a_version_named_needs_get_object_version() {
+        let mut call = sent(
+            "S3",
+            "CopyObject",
+            "http://127.0.0.1:5005/files/waybills/x.pdf",
+            b"",
+        );
+        call.copy_source =
+            Some("files/uploads%2Fy.pdf?versionId=3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY");
+        let read = needed(&call).pop().unwrap();
+        assert_eq!(read.action, "s3:GetObjectVersion");
+        assert_eq!(
+            read.resource,
+            Resource::Object {
+                bucket: "files".into(),
+                key: "uploads/{x}".into()
+            }
+        );
+        for (uri, action) in [
+            (
+                "http://127.0.0.1:5005/files/uploads/y.pdf?versionId=3HL4k",
+                "s3:GetObjectVersion",
+            ),
+            (
+                "http://127.0.0.1:5005/files/uploads/y.pdf?x-id=GetObject",
+                "s3:GetObject",
+            ),
+        ] {
+            let call = sent("S3", "HeadObject", uri, b"");
+            assert_eq!(needed(&call)[0].action, action, "{uri}");
         }
     }
 
