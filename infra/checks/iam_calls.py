@@ -28,8 +28,10 @@ function, the call and the action refused, when:
 It also lists each granted action no recorded call used (least
 privilege: keep one only with its reason in KEPT_UNUSED). Calls with no
 caller (a test's own setup, the local stack acting as Lambda's SQS
-poller) are counted, not judged; so are the operators' CLI's (`admin`),
-whose policy is the operators' own (docs/deploy.md).
+poller) are counted, not judged. The operators' CLI's (`admin`) are
+judged against the template's OperatorsPolicy, the managed policy
+operators attach to run it (docs/operations.md), but for `admin
+setup-local`, which makes the local stack.
 
 Usage: iam_calls.py CALLS.jsonl [--template infra/template.yaml]
                     [--summary OUT.json]
@@ -51,8 +53,14 @@ from template_refs import items, texts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Callers judged by no role in the template.
-UNJUDGED_CALLERS = {"admin": "the operators' CLI runs under the operator's own credentials (docs/deploy.md)"}
+# Callers judged by no policy in the template.
+UNJUDGED_CALLERS = {
+    "admin setup-local": "the CLI making the local stack's table, bucket, queues and secrets (the stack makes them in AWS)",
+}
+
+# The operators' CLI (`admin`) runs under the operators' credentials; the
+# template's managed policy for it is what they attach (docs/operations.md).
+OPERATORS = "OperatorsPolicy"
 
 # Granted actions no recorded call uses, kept on purpose:
 # (principal, action, resources as listed) -> reason.
@@ -122,6 +130,8 @@ class Roles:
         return (method, shape(path)) in self.documented
 
     def function_of(self, caller: str) -> str | None:
+        if caller == "admin" and OPERATORS in self.source:
+            return OPERATORS
         if caller in self.binaries:
             return self.binaries[caller]
         method, _, path = caller.partition(" ")
@@ -141,6 +151,8 @@ class Roles:
             role = (resource["Properties"].get("Role") or {}).get("Fn::GetAtt", [None])[0]
             resource = self.resources.get(role, {})
         props = resource.get("Properties", {})
+        if resource.get("Type") == "AWS::IAM::ManagedPolicy":
+            return self.rendered(props.get("PolicyDocument", {}))
         statements = []
         for policy in props.get("Policies") or []:
             statements += self.rendered(policy.get("PolicyDocument", {}))
@@ -161,6 +173,14 @@ class Roles:
         return out
 
     def environment(self, function: str) -> dict:
+        if function == OPERATORS:
+            # The CLI is pointed at the stack's resources as its functions
+            # are: a setting names the same resource in each of them.
+            merged: dict = {}
+            for resource in self.resources.values():
+                if resource.get("Type") == "AWS::Lambda::Function":
+                    merged.update((resource["Properties"].get("Environment") or {}).get("Variables") or {})
+            return merged
         props = self.resources.get(function, {}).get("Properties", {})
         return (props.get("Environment") or {}).get("Variables") or {}
 
@@ -199,8 +219,8 @@ def judge(calls: list[dict], roles: Roles) -> dict:
         if not caller:
             unjudged["no caller (test setup, the local poller)"] += 1
             continue
-        if caller.split(" ")[0] in UNJUDGED_CALLERS:
-            unjudged[UNJUDGED_CALLERS[caller.split(" ")[0]]] += 1
+        if caller in UNJUDGED_CALLERS:
+            unjudged[UNJUDGED_CALLERS[caller]] += 1
             continue
         if " /" in caller and not roles.described(caller):
             unjudged["a route only the tests serve (not in the description)"] += 1

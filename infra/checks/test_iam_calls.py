@@ -162,6 +162,29 @@ class AgainstTheTemplate(unittest.TestCase):
         ]
         self.assertEqual(iam_calls.judge(fixed, self.roles())["refused"], [])
 
+    def test_the_operators_cli_is_judged_by_the_operators_policy(self):
+        issue = call("admin", "DynamoDB", "PutItem",
+                     need("dynamodb:PutItem", "table", "TABLE_NAME", "APIKEY#{x}", table="t"))
+        rotate = call("admin", "Secrets Manager", "PutSecretValue",
+                      need("secretsmanager:PutSecretValue", "secret", "WEBHOOK_SEAL_KEY_SECRET_ARN", secret="s"))
+        recover = call("admin", "SQS", "SendMessage",
+                       need("sqs:SendMessage", "queue", "WEBHOOK_QUEUE_URL", queue="q"))
+        setup = call("admin setup-local", "DynamoDB", "CreateTable",
+                     need("dynamodb:CreateTable", "table", "TABLE_NAME", table="t"))
+        result = iam_calls.judge([issue, rotate, recover, setup], self.roles())
+        # The write every function's role is denied is the operators' to make.
+        self.assertEqual(result["refused"], [])
+        self.assertEqual(result["judged"], 3)
+        self.assertEqual(sum(result["unjudged"].values()), 1)
+        # A permission taken out of it fails the CLI's call, named.
+        translated = copy.deepcopy(self.translated)
+        policy = translated["Resources"][iam_calls.OPERATORS]["Properties"]["PolicyDocument"]
+        for statement in policy["Statement"]:
+            statement["Action"] = [a for a in statement["Action"] if a != "secretsmanager:PutSecretValue"] \
+                if isinstance(statement["Action"], list) else statement["Action"]
+        (refused,) = iam_calls.judge([rotate], self.roles(translated))["refused"]
+        self.assertIn("admin (OperatorsPolicy): Secrets Manager PutSecretValue needs secretsmanager:PutSecretValue", refused)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -13,6 +13,7 @@ use shared::config::Config;
 use shared::model::Timestamp;
 use shared::model::org::CreateOrg;
 use shared::store::Store;
+use shared::store::engine::calls::CallCounter;
 use shared::store::operators::api_keys::ApiKeyRecord;
 use uuid::Uuid;
 
@@ -353,6 +354,20 @@ pub async fn run(command: Command, config: &Config, sdk: &aws_config::SdkConfig)
 /// Runs `command` as `operator` (`identity`), audited when it changes
 /// something.
 pub async fn run_as(command: Command, config: &Config, operator: &Operator) -> Result<Done> {
+    // Its AWS calls are the operators' (the role check judges them by the
+    // template's OperatorsPolicy), but for the local stack's own making.
+    // Boxed: the commands' futures are large for a test thread's stack.
+    let caller = match command {
+        Command::SetupLocal => "admin setup-local",
+        _ => "admin",
+    };
+    shared::aws_calls::record::named(config.named_resources());
+    CallCounter::for_caller(caller)
+        .scope(Box::pin(run_as_caller(command, config, operator)))
+        .await
+}
+
+async fn run_as_caller(command: Command, config: &Config, operator: &Operator) -> Result<Done> {
     let sdk = &operator.sdk;
     let store = Store::new(Store::client(sdk), config.store.table.as_str());
     let done = match command.action() {
