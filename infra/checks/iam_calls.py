@@ -40,6 +40,7 @@ Usage: iam_calls.py CALLS.jsonl [--template infra/template.yaml]
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -111,14 +112,7 @@ class Roles:
         from template_routes import http_routes
 
         routes, _ = http_routes(template)
-        import yaml
-
-        description = yaml.safe_load((ROOT / "functions/docs/openapi.yaml").read_text())
-        self.documented = {
-            (method.upper(), shape(path))
-            for path, item in description.get("paths", {}).items()
-            for method in item
-        }
+        self.documented = documented_routes()
         self.routes = [(r.method, shape(r.path), r.function) for r in routes if r.path != "$default"]
         self.cache: dict[str, list[dict]] = {}
 
@@ -183,6 +177,20 @@ class Roles:
             return merged
         props = self.resources.get(function, {}).get("Properties", {})
         return (props.get("Environment") or {}).get("Variables") or {}
+
+
+@functools.cache
+def documented_routes() -> frozenset:
+    """The description's operations, (METHOD, path shape): read once (a
+    large YAML document takes seconds to parse)."""
+    import yaml
+
+    description = yaml.load((ROOT / "functions/docs/openapi.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return frozenset(
+        (method.upper(), shape(path))
+        for path, item in description.get("paths", {}).items()
+        for method in item
+    )
 
 
 def shape(path: str) -> str:
