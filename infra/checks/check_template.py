@@ -64,6 +64,7 @@ exits 1, or prints a summary and exits 0. The tests beside it
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -90,10 +91,13 @@ from template_routes import (  # noqa: F401
     route_problems,
 )
 
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
 
 def check(root: Path) -> list[str]:
     template = cfn_yaml.load(str(root / "infra/template.yaml"))
-    description = yaml.safe_load((root / "functions/docs/openapi.yaml").read_text())
+    description = load_yaml((root / "functions/docs/openapi.yaml").read_text())
     workspace = read_workspace(root)
     return (
         iam_problems(template)

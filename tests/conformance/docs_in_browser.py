@@ -10,6 +10,7 @@ Usage: python docs_in_browser.py BASE OUT
 Exit status: 0 when every operation is on the page, 1 otherwise.
 """
 
+import functools
 import html.parser
 import json
 import shutil
@@ -20,6 +21,9 @@ import urllib.request
 from pathlib import Path
 
 import yaml
+
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 METHODS = ("get", "post", "put", "patch", "delete")
 FLAGS = [
@@ -96,7 +100,7 @@ def browse(binary, url, *extra):
 
 def main():
     base, out = sys.argv[1], Path(sys.argv[2])
-    spec = yaml.safe_load(urllib.request.urlopen(f"{base}/openapi.yaml", timeout=10).read())
+    spec = load_yaml(urllib.request.urlopen(f"{base}/openapi.yaml", timeout=10).read())
     # The operations, and the events the service sends (`webhooks`).
     wanted = {
         (method.upper(), path): op.get("summary", "")

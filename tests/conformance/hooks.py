@@ -15,6 +15,7 @@ must be public): the operation's 422 response lists such messages under
 `x-rules-beyond-schema`, and a `validation_error` with one of them passes.
 """
 
+import functools
 import json
 import os
 import urllib.error
@@ -23,6 +24,9 @@ import urllib.request
 import schemathesis
 import yaml
 from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
+
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 _codes = None
 
@@ -33,7 +37,7 @@ def _documented_codes():
     global _codes
     if _codes is None:
         url = os.environ["CONFORMANCE_BASE_URL"] + "/openapi.yaml"
-        spec = yaml.safe_load(urllib.request.urlopen(url, timeout=10).read())
+        spec = load_yaml(urllib.request.urlopen(url, timeout=10).read())
 
         def follow(node):
             while isinstance(node, dict) and "$ref" in node:

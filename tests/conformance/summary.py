@@ -6,11 +6,15 @@ Writes OUT/summary.json and prints a table and one totals line.
 """
 
 import collections
+import functools
 import json
 import sys
 from pathlib import Path
 
 import yaml
+
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 METHODS = ("get", "post", "put", "patch", "delete")
 # The coverage phase also sends each path the methods it does not document,
@@ -25,7 +29,7 @@ def main():
     clients = json.loads(clients_path.read_text()) if clients_path.exists() else {"clients": []}
     client_checks = sum(c["checks"] for c in clients["clients"])
     client_failed = sum(c["failed"] for c in clients["clients"]) or (1 if clients_status else 0)
-    spec = yaml.safe_load((out / "openapi.yaml").read_text())
+    spec = load_yaml((out / "openapi.yaml").read_text())
     documented = {f"{m.upper()} {p}" for p, item in spec["paths"].items() for m in item if m in METHODS}
     per_op = collections.defaultdict(collections.Counter)
     failed_cases = set()

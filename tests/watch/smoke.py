@@ -32,6 +32,7 @@ Writes OUT_DIR/summary.json ({checks, failed, retried, seconds, results});
 prints one line per check and exits 1 when any failed.
 """
 
+import functools
 import http.client
 import json
 import re
@@ -49,6 +50,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
 ROOT = Path(__file__).resolve().parents[2]
 METHODS = ("get", "post", "put", "patch", "delete")
 SPEC_URI = "urn:openapi"
@@ -61,7 +65,7 @@ class Contract:
     """The OpenAPI description: operations, and response checks."""
 
     def __init__(self, path):
-        self.spec = yaml.safe_load(path.read_text())
+        self.spec = load_yaml(path.read_text())
         self.registry = Registry().with_resource(SPEC_URI, Resource(self.spec, specification=DRAFT202012))
 
     def operation(self, method, template):

@@ -20,12 +20,16 @@ there was none to check (a run that delivered nothing proves nothing).
 
 ROLLING = " (secret rolling)"
 
+import functools
 import json
 import sys
 from pathlib import Path
 
 import jsonschema
 import yaml
+
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def validator(baseline, schema):
@@ -93,10 +97,10 @@ def is_delivery(request, webhook_headers):
 
 
 def main(baseline_file, directory, summary_file, served_file=None):
-    baseline = yaml.safe_load(Path(baseline_file).read_text(encoding="utf-8"))
+    baseline = load_yaml(Path(baseline_file).read_text(encoding="utf-8"))
     described = events(baseline)
     if served_file:
-        served = yaml.safe_load(Path(served_file).read_text(encoding="utf-8"))
+        served = load_yaml(Path(served_file).read_text(encoding="utf-8"))
         described.update({name: checks for name, checks in events(served).items()
                           if name.endswith(ROLLING) or name not in described})
     deliveries = [

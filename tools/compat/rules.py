@@ -26,10 +26,14 @@ place, and the run exits 1 when any did:
   alone) are accepted.
 """
 
+import functools
 import re
 import sys
 
 import yaml
+
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -225,7 +229,7 @@ def judge(baseline, served):
 
 
 def main(baseline_file, served_file):
-    load = lambda f: yaml.safe_load(open(f, encoding="utf-8"))
+    load = lambda f: load_yaml(open(f, encoding="utf-8"))
     rules = judge(load(baseline_file), load(served_file))
     print(f"rules: {rules.checked} checks (webhook payloads and headers, response formats, "
           f"closed request bodies, scopes), {len(rules.found)} breaking")

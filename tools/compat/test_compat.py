@@ -9,6 +9,7 @@ COMPAT_OUTPUT=DIR keeps each case's output in DIR/<case>.txt.
 """
 
 import copy
+import functools
 import glob
 import json
 import os
@@ -20,6 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
+
+# libyaml's safe loader: the same documents, about 8 times faster.
+load_yaml = functools.partial(yaml.load, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "tools/compat/check.sh"
@@ -209,7 +213,7 @@ class CompatibilityGate(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        base = yaml.safe_load(Path(BASELINE).read_text())
+        base = load_yaml(Path(BASELINE).read_text())
         cls.tmp = tempfile.TemporaryDirectory()
         keep = os.environ.get("COMPAT_OUTPUT")
 
@@ -273,7 +277,7 @@ class DeliveriesAgainstTheBaseline(unittest.TestCase):
             return run, json.loads((Path(tmp) / "summary.json").read_text())
 
     def delivery(self):
-        base = yaml.safe_load(Path(BASELINE).read_text())
+        base = load_yaml(Path(BASELINE).read_text())
         post = base["webhooks"]["surplus.delivered"]["post"]
         body = post["requestBody"]["content"]["application/json"]["example"]
         headers = {
@@ -326,7 +330,7 @@ class DeliveriesAgainstTheBaseline(unittest.TestCase):
 
     def test_a_ping_is_checked_against_the_served_description(self):
         served_file = str(ROOT / "functions/docs/openapi.yaml")
-        served = yaml.safe_load(Path(served_file).read_text())
+        served = load_yaml(Path(served_file).read_text())
         post = served["webhooks"]["webhook.ping"]["post"]
         body = post["requestBody"]["content"]["application/json"]["example"]
         ping = self.delivery()
@@ -406,7 +410,7 @@ class VersionsAgree(unittest.TestCase):
     def test_a_release_missing_anywhere_fails(self):
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            served = yaml.safe_load(Path(BASELINE).read_text())
+            served = load_yaml(Path(BASELINE).read_text())
             served["info"]["version"] = "1.1.0"
             (tmp / "served.yaml").write_text(yaml.safe_dump(served, sort_keys=False))
             changelog = (ROOT / "CHANGELOG.md").read_text()
