@@ -576,3 +576,56 @@ fn a_key_reused_for_another_body_is_refused_in_one_claim() {
         assert_eq!(reused.ddb_calls, replayed.ddb_calls + 1, "one claim");
     });
 }
+
+/// Two `admin keys rotate` at once, a hundred times: each ring ends with
+/// every rotation a command reported, under the version it reported, and
+/// a command that lost the race wrote nothing and says to run it again
+/// (the write is a compare-and-swap on the secret's current version:
+/// `shared::secrets::replace`). Before it, both read the ring, both wrote,
+/// both reported version 2, and the ring kept one of them.
+#[test]
+fn two_rotations_at_once_never_lose_one() {
+    const TRIALS: usize = 100;
+    run(async {
+        let clock = Clock::frozen_at(shared::clock::now());
+        let rotate = ["keys", "rotate", "--key", "cursor", "--overlap-hours", "1"];
+        let mut raced = 0;
+        for trial in 0..TRIALS {
+            let source = secret(&"r".repeat(40)).await;
+            let (_, state) = instance(&clock, |c| c.http.cursor_key = Some(source.clone())).await;
+            let config = (*state.config).clone();
+            let (a, b) = tokio::join!(
+                admin_on(&config, &clock, &rotate),
+                admin_on(&config, &clock, &rotate)
+            );
+            let mut reported = Vec::new();
+            for outcome in [a, b] {
+                match outcome {
+                    Ok(done) => reported.push(done.made.unwrap()["version"].as_u64().unwrap()),
+                    Err(error) => {
+                        assert!(
+                            format!("{error:#}").contains("run it again"),
+                            "trial {trial}: {error:#}"
+                        );
+                        raced += 1;
+                    }
+                }
+            }
+            reported.sort_unstable();
+            let ring: Vec<u64> = generations(&config, &clock, "cursor")
+                .await
+                .into_iter()
+                .map(|(version, _, _)| version)
+                .filter(|version| *version > 1)
+                .rev()
+                .collect();
+            assert_eq!(
+                ring, reported,
+                "trial {trial}: the ring against what was reported"
+            );
+            assert!(!reported.is_empty(), "trial {trial}: one of the two wins");
+        }
+        // The two met: the swap, not the timing, kept each ring whole.
+        assert!(raced > 0, "no trial had the two rotations race");
+    });
+}

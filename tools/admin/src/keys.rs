@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use shared::config::Config;
 use shared::deployment_key::KeySource;
 use shared::keyring::Keys;
+use shared::secrets;
 
 use crate::audit::{Action, Done};
 
@@ -160,11 +161,31 @@ fn new_key() -> String {
         .collect()
 }
 
-async fn read(sdk: &aws_config::SdkConfig, arn: &str) -> Result<Keys> {
-    let text = shared::secrets::fetch(sdk, arn).await?;
-    Keys::parse(&text)
+/// The keyring the secret holds, and the version it was read at.
+async fn read(sdk: &aws_config::SdkConfig, arn: &str) -> Result<(Keys, secrets::Read)> {
+    let read = secrets::read(sdk, arn).await?;
+    let keys = Keys::parse(&read.text)
         .map_err(anyhow::Error::msg)
-        .context("the secret holds no keyring")
+        .context("the secret holds no keyring")?;
+    Ok((keys, read))
+}
+
+/// Writes `keys` over the ring as `read`: refused, with nothing written,
+/// when another command changed the ring meanwhile (two `admin keys` at
+/// once: one wins, the other is told to run again, and no rotation is
+/// lost).
+async fn write(
+    sdk: &aws_config::SdkConfig,
+    arn: &str,
+    read: &secrets::Read,
+    keys: &Keys,
+) -> Result<()> {
+    match secrets::replace(sdk, arn, read, &keys.to_json()).await? {
+        secrets::Replaced::Written => Ok(()),
+        secrets::Replaced::Raced => bail!(
+            "another command changed the keyring while this one ran: nothing was written; run it again"
+        ),
+    }
 }
 
 /// Runs `command` on the secrets `config` names.
@@ -178,7 +199,7 @@ pub async fn run(
     let mut made = None;
     match command {
         KeysCommand::Show { key } => {
-            let keys = read(sdk, key.secret(config)?).await?;
+            let (keys, _) = read(sdk, key.secret(config)?).await?;
             lines.push(json!({"key": key.name(), "generations": shown(&keys, key, now)}));
         }
         KeysCommand::Rotate {
@@ -200,19 +221,19 @@ pub async fn run(
                 (Which::Cursor, None, true) => Some(Duration::ZERO),
                 (Which::Cursor, None, false) => Some(hours(24)),
             };
-            let rotated = read(sdk, arn)
-                .await?
+            let (keys, version) = read(sdk, arn).await?;
+            let rotated = keys
                 .rotated(new_key(), now, overlap, at_once)
                 .map_err(anyhow::Error::msg)?;
-            shared::secrets::put(sdk, arn, &rotated.to_json()).await?;
+            write(sdk, arn, &version, &rotated).await?;
             let version = rotated.newest();
             made = Some(json!({"key": key.name(), "version": version}));
             lines.push(json!({"key": key.name(), "generations": shown(&rotated, key, now)}));
         }
         KeysCommand::Drop { key, version } => {
             let arn = key.secret(config)?;
-            let dropped = read(sdk, arn)
-                .await?
+            let (keys, read_at) = read(sdk, arn).await?;
+            let dropped = keys
                 .without(version, now, key.keep())
                 .map_err(|e| shared::ApiError::validation("version", e))?;
             if key == Which::Seal {
@@ -226,7 +247,7 @@ pub async fn run(
                     ));
                 }
             }
-            shared::secrets::put(sdk, arn, &dropped.to_json()).await?;
+            write(sdk, arn, &read_at, &dropped).await?;
             lines.push(json!({"key": key.name(), "generations": shown(&dropped, key, now)}));
         }
     }
