@@ -22,6 +22,7 @@ use shared::model::delivery::{
     Delivery, DeliveryAttempt, ListDeliveries, PingRequested, Recover, RecoveryQueued,
 };
 use shared::model::quota::WEBHOOK_PINGS;
+use shared::model::webhook;
 use shared::model::webhook::{
     CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
 };
@@ -200,10 +201,12 @@ async fn retry(
 /// `webhook.ping` is queued for this webhook alone, through the same path
 /// as a load's delivery (its attempts in the pings log); 404
 /// `webhook_not_found`; 429 `rate_limited` past `WEBHOOK_PINGS` (10 an hour
-/// a webhook), with `Retry-After`.
+/// a receiver: the URL less its query, whatever webhook names it), with
+/// `Retry-After`.
 async fn ping(ctx: Ctx<WriteData>, PathId(id, _): PathId<WebhookId>) -> ApiResult<Response> {
     let hook = ctx.store.webhooks().require(ctx.org_id, id).await?;
-    ctx.spend_for(&WEBHOOK_PINGS, hook.id).await?;
+    ctx.spend_for(&WEBHOOK_PINGS, webhook::receiver(ctx.org_id, &hook.url))
+        .await?;
     let ping = OutboxRecord::ping(ctx.org_id, hook.id, shared::model::now());
     let answer = ctx.commit(ctx.ping_webhook(&ping), accepted).await?;
     ctx.queue.announce(ctx.org_id, ping.id).await;

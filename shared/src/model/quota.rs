@@ -42,12 +42,14 @@ pub const PASSWORD_HASHING: KeyQuota = KeyQuota {
     message: "this key created 100 members with a password this hour",
 };
 
-/// Pings of one webhook (`POST /api/v1/webhooks/{webhookId}/ping`), by
-/// whichever key: each is a signed POST to the receiver, with its retries.
+/// Pings of one receiver (`POST /api/v1/webhooks/{webhookId}/ping`) by
+/// one organization, whichever key and webhook: each is a signed POST to
+/// the receiver, with its retries. The receiver is the webhook's URL less
+/// its query (`webhook::receiver`), so re-registering it gives no more.
 pub const WEBHOOK_PINGS: KeyQuota = KeyQuota {
     kind: "ping",
     uses: 10,
     period: HOUR,
     code: &codes::RATE_LIMITED,
-    message: "this webhook was pinged 10 times this hour",
+    message: "this receiver was pinged 10 times this hour",
 };

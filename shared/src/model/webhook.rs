@@ -247,6 +247,29 @@ pub fn target(url: &str) -> Option<UrlHost> {
     crate::net::url_host(&url::Url::parse(url).ok()?)
 }
 
+/// The receiver `url` names, as organization `org`'s quotas on what
+/// reaches it count it (the pings of `quota::WEBHOOK_PINGS`): the URL
+/// without its query and fragment, its scheme and host as parsed
+/// (lowercase, the default port left out). Deleting a webhook and
+/// registering its URL again, or adding `?v=2`, is the same receiver; a
+/// receiver is counted apart for each organization, so no organization
+/// spends another's quota.
+pub fn receiver(org: uuid::Uuid, url: &str) -> uuid::Uuid {
+    use sha2::Digest;
+    let named = match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => url.to_owned(),
+    };
+    let digest = sha2::Sha256::digest(format!("receiver {org} {named}"));
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Uuid::from_bytes(bytes)
+}
+
 /// `http(s)://` on `localhost`, a loopback address or `[::1]`, for a local
 /// receiver (accepted only with the development setting).
 fn loopback_url(text: &str) -> Option<String> {
@@ -392,6 +415,27 @@ mod tests {
         use base64::Engine;
         let key = base64::engine::general_purpose::STANDARD.decode(&a[6..]);
         assert_eq!(key.map(|k| k.len()).ok(), Some(32));
+    }
+
+    #[test]
+    fn a_receiver_is_its_url_without_query_or_fragment_for_each_organization() {
+        let (org, other) = (uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2));
+        let hook = receiver(org, "https://hooks.example.com/in");
+        for same in [
+            "https://hooks.example.com/in?v=2",
+            "https://HOOKS.example.com:443/in#x",
+            "HTTPS://hooks.example.com/in?",
+        ] {
+            assert_eq!(receiver(org, same), hook, "{same}");
+        }
+        for apart in [
+            "https://hooks.example.com/in/2",
+            "https://hooks.example.com:8443/in",
+            "http://hooks.example.com/in",
+        ] {
+            assert_ne!(receiver(org, apart), hook, "{apart}");
+        }
+        assert_ne!(receiver(other, "https://hooks.example.com/in"), hook);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! `webhook.ping` reaches its one webhook the way a load's delivery does
 //! (outbox, queue, both signatures, two during a roll, retries) and shows
 //! in the pings list, not the deliveries list; it touches no load, report
-//! or bill; another organization's webhook is 404; a webhook is pinged at
-//! most 10 times a clock hour; an `Idempotency-Key` sends one ping; an
+//! or bill; another organization's webhook is 404; a receiver is pinged
+//! at most 10 times a clock hour by one organization, whatever webhook
+//! names it; an `Idempotency-Key` sends one ping; an
 //! operator pings too, audited.
 
 use std::time::Duration;
@@ -219,7 +220,7 @@ fn another_organizations_webhook_is_neither_pinged_nor_its_pings_shown() {
 }
 
 #[test]
-fn a_webhook_is_pinged_at_most_ten_times_a_clock_hour() {
+fn a_receiver_is_pinged_at_most_ten_times_a_clock_hour_by_one_organization() {
     run(async {
         let stack = Stack::new(quick_policy(8), false, |_| {}).await;
         // Eleven pings in one clock hour, whatever the hour.
@@ -241,14 +242,37 @@ fn a_webhook_is_pinged_at_most_ten_times_a_clock_hour() {
             .unwrap();
         assert!((1..=3600).contains(&wait), "{wait}");
         assert!(refused.body["message"].as_str().unwrap().contains("pinged"));
-        // Another webhook has its own quota.
+        stack.drain_until_received(&receiver, 10).await;
+        // The quota is the receiver's, not the webhook's: the same URL
+        // registered again, or with a query, gives no more.
+        send(
+            &stack,
+            &t,
+            Method::DELETE,
+            &format!("/api/v1/webhooks/{hook}"),
+            None,
+        )
+        .await
+        .expect(200, None);
+        let (again, _) = register(&stack, &t, &url, "hmac_sha256").await;
+        let (queried, _) = register(&stack, &t, &format!("{url}?v=2"), "hmac_sha256").await;
+        for hook in [&again, &queried] {
+            ping(&stack, &t, hook)
+                .await
+                .expect(429, Some("rate_limited"));
+        }
+        // Another receiver has its own quota, and so has another
+        // organization at the same receiver: none spends another's.
         ping(&stack, &t, &spare).await.expect(202, None);
-        stack.drain_until_received(&receiver, 11).await;
+        let other = org().await;
+        let (theirs, _) = register(&stack, &other, &url, "hmac_sha256").await;
+        ping(&stack, &other, &theirs).await.expect(202, None);
+        stack.drain_until_received(&receiver, 12).await;
         stack.drain().await;
-        assert_eq!(receiver.count(), 11, "the refused ping sent nothing");
+        assert_eq!(receiver.count(), 12, "the refused pings sent nothing");
         // The next clock hour admits it again.
         stack.api.clock.advance(Duration::from_secs(wait));
-        ping(&stack, &t, &hook).await.expect(202, None);
+        ping(&stack, &t, &again).await.expect(202, None);
     });
 }
 
