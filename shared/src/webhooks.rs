@@ -170,12 +170,13 @@ impl AppState {
         let request = outcome::request_id().unwrap_or_else(Uuid::now_v7);
         let now = crate::clock::now().timestamp_millis();
         let until = now + i64::try_from(RECOVERY_HOLD.as_millis()).unwrap_or(i64::MAX);
+        let cooled = now - i64::try_from(RECOVERY_COOLDOWN.as_millis()).unwrap_or(i64::MAX);
         let marked: Vec<ApiResult<Option<Uuid>>> = futures::stream::iter(found)
             .map(|id| {
                 let deliveries = &deliveries;
                 async move {
                     let mine = deliveries
-                        .mark_recovery(id, webhook, request, now, until)
+                        .mark_recovery(id, webhook, request, now, until, cooled)
                         .await?;
                     Ok(mine.then_some(id))
                 }
@@ -209,6 +210,12 @@ impl AppState {
 
 /// Deliveries one recovery request queues at most.
 pub const RECOVER_BATCH: usize = 100;
+
+/// How long after a recovery's attempt of a delivery no recovery queues
+/// it again, whatever the keys (docs/webhooks.md, beside the retry
+/// schedule): a receiver gets at most one recovered attempt of a delivery
+/// an hour, however often recovery is asked for.
+pub const RECOVERY_COOLDOWN: std::time::Duration = std::time::Duration::from_secs(60 * 60);
 
 /// How long a recovery's mark keeps others from queueing the delivery
 /// again while its attempt is not made.

@@ -339,6 +339,17 @@ impl Dispatcher {
             .claim(id, owner, request, self.policy.lease)
             .await?
         {
+            // A recovery's attempt of a delivery that succeeded since it
+            // was queued (its scheduled retry got through first) is not
+            // made: the receiver has it.
+            Claim::Claimed(delivery)
+                if request.is_some()
+                    && delivery.recovery == request
+                    && delivery.status == DeliveryStatus::Succeeded =>
+            {
+                tracing::info!(delivery_id = %id, "delivery succeeded before its recovery's attempt: message dropped");
+                return Ok(Ok(()));
+            }
             Claim::Claimed(delivery) => *delivery,
             Claim::Busy => {
                 // Another attempt is in flight: come back after its lease.
@@ -421,10 +432,12 @@ impl Dispatcher {
         };
         let made_for = request.filter(|_| owner.is_none());
         // The attempt a recovery queued is made: the delivery may be
-        // recovered again.
+        // recovered again once the cool-down has passed.
         if made_for.is_some() && after.recovery == made_for {
             after.recovery = None;
             after.recovery_until = None;
+            after.recovered_at =
+                Some(i64::try_from(attempted_at.unix_millis()).unwrap_or(i64::MAX));
         }
         store
             .deliveries()

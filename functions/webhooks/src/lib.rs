@@ -21,7 +21,7 @@ use shared::http::query::QueryParams;
 use shared::model::delivery::{
     Delivery, DeliveryAttempt, ListDeliveries, PingRequested, Recover, RecoveryQueued,
 };
-use shared::model::quota::WEBHOOK_PINGS;
+use shared::model::quota::{WEBHOOK_PINGS, WEBHOOK_RECOVERIES};
 use shared::model::webhook;
 use shared::model::webhook::{
     CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
@@ -225,14 +225,22 @@ async fn accepted(
 /// attempt of each delivery whose last attempt failed (or ran out), of
 /// those the log shows attempts of since `since` (within 30 days), at most
 /// 100 a request (`next_since` resumes); one already queued by another
-/// recovery is not queued again; 404 `webhook_not_found`; 422
-/// `validation_error`.
+/// recovery, or whose recovered attempt was made within the hour
+/// (`RECOVERY_COOLDOWN`), is not queued again; 404 `webhook_not_found`;
+/// 422 `validation_error`; 429 `rate_limited` past `WEBHOOK_RECOVERIES`
+/// (10 an hour a receiver), with `Retry-After`.
 async fn recover(
     ctx: Ctx<WriteData>,
     PathId(id, _): PathId<WebhookId>,
     JsonBody(body): JsonBody<Recover>,
 ) -> ApiResult<(StatusCode, Json<Data<RecoveryQueued>>)> {
     let since = body.since(shared::model::now())?;
+    let hook = ctx.store.webhooks().require(ctx.org_id, id).await?;
+    ctx.spend_for(
+        &WEBHOOK_RECOVERIES,
+        webhook::receiver(ctx.org_id, &hook.url),
+    )
+    .await?;
     let queued = ctx.recover_deliveries(ctx.org_id, id, since).await?;
     Ok((StatusCode::ACCEPTED, Json(Data(queued))))
 }

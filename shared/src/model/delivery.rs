@@ -46,6 +46,11 @@ pub struct DeliveryRecord {
     pub recovery: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_until: Option<i64>,
+    /// When a recovery's attempt of this delivery was last made (Unix ms):
+    /// no recovery queues it again until `webhooks::RECOVERY_COOLDOWN`
+    /// has passed, whatever the keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered_at: Option<i64>,
     /// Retry requests whose attempt was made, as records kept them before
     /// each request had a mark of its own (`store::records::deliveries::record`):
     /// read, never written.
@@ -83,6 +88,7 @@ impl DeliveryRecord {
             owner: None,
             recovery: None,
             recovery_until: None,
+            recovered_at: None,
             manual_requests: Vec::new(),
         }
     }

@@ -53,3 +53,15 @@ pub const WEBHOOK_PINGS: KeyQuota = KeyQuota {
     code: &codes::RATE_LIMITED,
     message: "this receiver was pinged 10 times this hour",
 };
+
+/// Recoveries (`POST /api/v1/webhooks/{webhookId}/recover`) of one
+/// receiver by one organization, whichever key and webhook: each may queue
+/// 100 signed POSTs to the receiver (each delivery at most once an hour,
+/// `webhooks::RECOVERY_COOLDOWN`).
+pub const WEBHOOK_RECOVERIES: KeyQuota = KeyQuota {
+    kind: "recover",
+    uses: 10,
+    period: HOUR,
+    code: &codes::RATE_LIMITED,
+    message: "this receiver was recovered 10 times this hour",
+};

@@ -269,3 +269,90 @@ fn an_operator_recovers_a_webhooks_deliveries_audited() {
         assert!(refused.is_err());
     });
 }
+
+/// A delivery a recovery re-sent is not re-sent by another recovery for an
+/// hour (`RECOVERY_COOLDOWN`), whatever the keys, while its receiver is
+/// still down: before, the attempt cleared the recovery's mark and the
+/// next recovery queued the same failed deliveries again, without end.
+#[test]
+fn a_recovered_delivery_is_not_recovered_again_within_the_hour() {
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = org().await;
+        // Down throughout.
+        let receiver = Receiver::start(vec![503; 20]).await;
+        let since =
+            json!({"since": (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339()});
+        let url = format!("{}/hook", receiver.base);
+        let (hook, _) = register(&stack, &t, &url, "hmac_sha256").await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        for count in 1..=2 {
+            delivered(&stack, &t, &site, &receiver, count).await;
+        }
+        let first = recover(&stack, &t, &hook, since.clone()).await;
+        first.expect(202, None);
+        assert_eq!(first.body["data"]["queued"], 2);
+        stack.drain_until_received(&receiver, 4).await;
+        stack.drain().await;
+        // Made and failed again: another key of the organization, at once,
+        // queues nothing.
+        let other = TestOrg {
+            org: t.org.clone(),
+            key: api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await,
+        };
+        let again = recover(&stack, &other, &hook, since.clone()).await;
+        again.expect(202, None);
+        assert_eq!(again.body["data"]["queued"], 0, "within the hour");
+        stack.drain().await;
+        assert_eq!(receiver.count(), 4);
+        // An hour after the recovered attempts, they may go once more.
+        stack
+            .api
+            .clock
+            .advance(shared::webhooks::RECOVERY_COOLDOWN + std::time::Duration::from_secs(1));
+        let later = recover(&stack, &t, &hook, since).await;
+        later.expect(202, None);
+        assert_eq!(later.body["data"]["queued"], 2, "after the hour");
+    });
+}
+
+/// Recovery has a quota of its own, the receiver's for each organization
+/// (as pings do): 10 an hour whatever key and webhook, then 429 with
+/// `Retry-After`; another organization at the same receiver has its own.
+#[test]
+fn a_receiver_is_recovered_at_most_ten_times_a_clock_hour_by_one_organization() {
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        api_tests::early_in_a_window(&stack.api.clock, std::time::Duration::from_secs(3600));
+        let t = org().await;
+        let receiver = Receiver::start(vec![]).await;
+        let url = format!("{}/hook", receiver.base);
+        let since =
+            json!({"since": (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339()});
+        let (hook, _) = register(&stack, &t, &url, "hmac_sha256").await;
+        for _ in 0..10 {
+            recover(&stack, &t, &hook, since.clone())
+                .await
+                .expect(202, None);
+        }
+        let refused = recover(&stack, &t, &hook, since.clone()).await;
+        refused.expect(429, Some("rate_limited"));
+        let wait: u64 = refused.header("retry-after").parse().unwrap();
+        assert!((1..=3600).contains(&wait), "{wait}");
+        assert!(
+            refused.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("recovered")
+        );
+        let (queried, _) = register(&stack, &t, &format!("{url}?v=2"), "hmac_sha256").await;
+        recover(&stack, &t, &queried, since.clone())
+            .await
+            .expect(429, Some("rate_limited"));
+        let other = org().await;
+        let (theirs, _) = register(&stack, &other, &url, "hmac_sha256").await;
+        recover(&stack, &other, &theirs, since)
+            .await
+            .expect(202, None);
+    });
+}

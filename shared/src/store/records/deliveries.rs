@@ -421,10 +421,11 @@ impl Deliveries<'_> {
 
     /// Marks delivery `id` of `webhook` as being recovered by `request`
     /// until `until` (Unix ms), if its last attempt failed (it is `failed`,
-    /// or `pending` with attempts made) and no other recovery holds it at
+    /// or `pending` with attempts made), no other recovery holds it at
     /// `now` (a recovery's own mark is its again: a retry of the request
-    /// re-sends what its first attempt may not have): one conditional
-    /// UpdateItem. True when the mark is the request's.
+    /// re-sends what its first attempt may not have), and no recovery's
+    /// attempt of it was made after `cooled` (the cool-down): one
+    /// conditional UpdateItem. True when the mark is the request's.
     pub async fn mark_recovery(
         &self,
         id: Uuid,
@@ -432,6 +433,7 @@ impl Deliveries<'_> {
         request: Uuid,
         now: i64,
         until: i64,
+        cooled: i64,
     ) -> ApiResult<bool> {
         let result = self
             .0
@@ -440,12 +442,14 @@ impl Deliveries<'_> {
             .condition_expression(
                 "attribute_exists(pk) AND webhook_id = :webhook \
                  AND (#status = :failed OR (#status = :pending AND attempts > :none)) \
-                 AND (attribute_not_exists(recovery_until) OR recovery_until < :now OR recovery = :request)",
+                 AND (attribute_not_exists(recovery_until) OR recovery_until < :now OR recovery = :request) \
+                 AND (attribute_not_exists(recovered_at) OR recovered_at <= :cooled)",
             )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":request", s(request.to_string()))
             .expression_attribute_values(":until", n(until))
             .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":cooled", n(cooled))
             .expression_attribute_values(":webhook", s(webhook.to_string()))
             .expression_attribute_values(":failed", s("failed"))
             .expression_attribute_values(":pending", s("pending"))

@@ -121,6 +121,8 @@ pub struct Hook {
     pub deliveries: Vec<Delivery>,
     /// Its pings, in the order asked for.
     pub pings: Vec<Ping>,
+    /// Recoveries asked of it (not of a deleted webhook).
+    pub recoveries: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -131,10 +133,24 @@ pub struct Ping {
     pub queued: bool,
 }
 
-/// Pings a sequence asks of one webhook: a faulted ping's client retries
-/// spend the webhook's quota (10 a clock hour) more than once, so the
-/// sequence stays below it (the quota has tests of its own).
-pub const PINGS_A_HOOK: usize = 3;
+/// Pings and recoveries a sequence asks of one receiver (a webhook's URL,
+/// whichever of the organization's webhooks names it): a faulted
+/// request's client retries spend the receiver's quota (10 a clock hour
+/// each) more than once, so the sequence stays below it (the quotas have
+/// tests of their own).
+pub const PINGS_A_RECEIVER: usize = 3;
+pub const RECOVERIES_A_RECEIVER: usize = 3;
+
+impl Org {
+    /// What the organization's webhooks at `hook`'s receiver asked of it.
+    fn at_receiver(&self, hook: &Hook, asked: fn(&Hook) -> usize) -> usize {
+        self.hooks
+            .iter()
+            .filter(|h| h.url == hook.url)
+            .map(asked)
+            .sum()
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Delivery {
@@ -423,6 +439,7 @@ impl Model {
                     deleted: false,
                     deliveries: Vec::new(),
                     pings: Vec::new(),
+                    recoveries: 0,
                 });
                 Expect::ok(201)
             }
@@ -457,9 +474,11 @@ impl Model {
             // attempted it (a late answer's retry included): nothing has
             // failed, so nothing is sent again.
             Step::Recover { by, hook, .. } => {
-                if self.orgs[by.org].hooks[*hook].deleted {
+                let hook = &mut self.orgs[by.org].hooks[*hook];
+                if hook.deleted {
                     return Expect::error(404, "webhook_not_found");
                 }
+                hook.recoveries += 1;
                 Expect::ok(202)
             }
             Step::Ticket { by, .. } => {
@@ -622,11 +641,14 @@ fn possible(model: &Model, step: &Step) -> bool {
         | Step::Deliver { load, .. }
         | Step::SetStatus { load, .. } => *load < org.loads.len(),
         Step::Unregister { hook, .. } => *hook < org.hooks.len(),
-        Step::Recover { hook, .. } => *hook < org.hooks.len(),
+        Step::Recover { hook, .. } => org
+            .hooks
+            .get(*hook)
+            .is_some_and(|h| org.at_receiver(h, |h| h.recoveries) < RECOVERIES_A_RECEIVER),
         Step::Ping { hook, .. } => org
             .hooks
             .get(*hook)
-            .is_some_and(|h| h.pings.len() < PINGS_A_HOOK),
+            .is_some_and(|h| org.at_receiver(h, |h| h.pings.len()) < PINGS_A_RECEIVER),
         // A delivery the receiver got once (its id is known).
         Step::Retries { load, .. } | Step::LateReceivers { load, .. } => *load < org.loads.len(),
         Step::Retry { hook, nth, .. } => org
