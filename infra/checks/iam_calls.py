@@ -73,6 +73,12 @@ KEPT_UNUSED: dict[tuple[str, str], str] = {
     ("WebhookDispatcherFunction", "sqs:DeleteMessage"): POLLER,
     ("WebhookDispatcherFunction", "sqs:GetQueueAttributes"): POLLER,
     ("*", "secretsmanager:GetSecretValue"): LOCAL_KEY,
+    ("WebhookDispatcherFunction", "s3:GetObject"): "the sweep looks at an upload (HeadObject) only when its copy "
+    "is refused or its place is taken (files::promote, files::copy_new)",
+    (OPERATORS, "s3:GetObject"): "add-photo looks at its upload or its place (HeadObject) only when its copy is "
+    "refused (files::promote, files::copy_new)",
+    (OPERATORS, "dynamodb:BatchWriteItem"): "deactivate-org deletes an organization's public entries and seed-loads, "
+    "seed-places write in batches (store::operators::deactivation, ::import); the tests make those through the store",
 }
 
 # Where a resource of each kind lives, as the template's references read.

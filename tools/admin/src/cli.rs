@@ -354,17 +354,23 @@ pub async fn run(command: Command, config: &Config, sdk: &aws_config::SdkConfig)
 /// Runs `command` as `operator` (`identity`), audited when it changes
 /// something.
 pub async fn run_as(command: Command, config: &Config, operator: &Operator) -> Result<Done> {
-    // Its AWS calls are the operators' (the role check judges them by the
-    // template's OperatorsPolicy), but for the local stack's own making.
-    // Boxed: the commands' futures are large for a test thread's stack.
-    let caller = match command {
-        Command::SetupLocal => "admin setup-local",
-        _ => "admin",
-    };
     shared::aws_calls::record::named(config.named_resources());
-    CallCounter::for_caller(caller)
-        .scope(Box::pin(run_as_caller(command, config, operator)))
-        .await
+    match command {
+        Command::SetupLocal => {
+            CallCounter::for_caller("admin setup-local")
+                .scope(Box::pin(run_as_caller(command, config, operator)))
+                .await
+        }
+        _ => as_operators(run_as_caller(command, config, operator)).await,
+    }
+}
+
+/// Runs `work` as the operators' CLI: its AWS calls are judged by the
+/// template's OperatorsPolicy (the role check), but for `setup-local`,
+/// the local stack's own making. Boxed: the commands' futures are large
+/// for a test thread's stack.
+pub(crate) async fn as_operators<T>(work: impl std::future::Future<Output = T>) -> T {
+    CallCounter::for_caller("admin").scope(Box::pin(work)).await
 }
 
 async fn run_as_caller(command: Command, config: &Config, operator: &Operator) -> Result<Done> {

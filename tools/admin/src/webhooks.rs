@@ -168,6 +168,10 @@ impl Webhooks {
 /// Runs `command`: the output's lines (a registration's secret among them,
 /// shown once), and what it made.
 pub async fn run(state: &AppState, command: Webhooks) -> Result<Done> {
+    crate::cli::as_operators(run_on(state, command)).await
+}
+
+async fn run_on(state: &AppState, command: Webhooks) -> Result<Done> {
     let store = &state.store;
     let mut lines = Vec::new();
     let mut made = None;
