@@ -356,3 +356,64 @@ fn a_receiver_is_recovered_at_most_ten_times_a_clock_hour_by_one_organization() 
             .expect(202, None);
     });
 }
+
+/// A recovery's attempt of a delivery that succeeded after it was queued
+/// (its scheduled retry got through first) is not made: before, the
+/// recovery's claim did not look at the delivery's state, and the
+/// receiver got the delivery twice with one `webhook-id`.
+#[test]
+fn a_recovery_queued_before_the_delivery_succeeded_sends_nothing() {
+    run(async {
+        // Three attempts a delivery, a second apart: the first fails.
+        let stack = Stack::new(quick_policy(3), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![503]).await;
+        let since =
+            json!({"since": (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339()});
+        let (hook, _) = register(
+            &stack,
+            &t,
+            &format!("{}/hook", receiver.base),
+            "hmac_sha256",
+        )
+        .await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        delivered(&stack, &t, &site, &receiver, 1).await;
+        let delivery = receiver.first_delivery();
+        // Pending, its first attempt failed: a recovery queues it.
+        let queued = recover(&stack, &t, &hook, since).await;
+        queued.expect(202, None);
+        assert_eq!(queued.body["data"]["queued"], 1);
+        // The scheduled retry gets through before the recovery's message
+        // is read (the test stands in for it).
+        let h = harness().await;
+        aws_sdk_dynamodb::Client::new(&h.sdk)
+            .update_item()
+            .table_name(h.store().table())
+            .key(
+                "pk",
+                shared::store::engine::item::s(shared::store::engine::keys::delivery_pk(
+                    delivery.parse().unwrap(),
+                )),
+            )
+            .key(
+                "sk",
+                shared::store::engine::item::s(shared::store::engine::keys::DELIVERY_SK.to_owned()),
+            )
+            .update_expression("SET #status = :succeeded")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(
+                ":succeeded",
+                shared::store::engine::item::s("succeeded".to_owned()),
+            )
+            .send()
+            .await
+            .unwrap();
+        stack.drain().await;
+        assert_eq!(
+            receiver.count(),
+            1,
+            "the recovery's attempt went out after the delivery succeeded"
+        );
+    });
+}
