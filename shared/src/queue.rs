@@ -90,7 +90,9 @@ impl WebhookQueue {
         }
     }
 
-    fn url(&self) -> ApiResult<&str> {
+    /// The queue's URL; an error when `WEBHOOK_QUEUE_URL` is not set
+    /// (before anything is marked for a message that could not go).
+    pub fn url(&self) -> ApiResult<&str> {
         self.url
             .as_deref()
             .ok_or_else(|| ApiError::internal("WEBHOOK_QUEUE_URL is not set"))

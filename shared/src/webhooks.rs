@@ -162,6 +162,10 @@ impl AppState {
         since: crate::model::Timestamp,
     ) -> ApiResult<RecoveryQueued> {
         use futures::StreamExt;
+        // Nothing is marked for a message that could not be sent: an
+        // operator's CLI without the queue's URL fails before it holds a
+        // delivery back.
+        self.queue.url()?;
         self.store.webhooks().require(org, webhook).await?;
         let deliveries = self.store.deliveries();
         let (found, next_since) = deliveries

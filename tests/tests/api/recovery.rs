@@ -1,9 +1,12 @@
 //! Recovery after a receiver's outage (`POST .../recover`): every delivery
 //! whose last attempt failed since a time gets one more attempt with its
-//! own id, once, however often recovery is asked for; the succeeded ones
-//! are not sent again; `since` reads no further back than the log keeps; another
-//! organization's webhook is 404; the work of one request is bounded and
-//! resumable; an operator recovers too, audited.
+//! own id, once, however often recovery is asked for, and no more than
+//! once an hour; the succeeded ones are not sent again, not even by a
+//! recovery queued before they succeeded; `since` reads no further back
+//! than the log keeps; another organization's webhook is 404; the work of
+//! one request is bounded and resumable; a receiver is recovered at most
+//! 10 times an hour by one organization; an operator recovers too,
+//! audited, and a run that cannot queue holds nothing back.
 
 use api_tests::webhooks::{Receiver, Stack, quick_policy};
 use api_tests::{TestOrg, harness, org, run};
@@ -415,5 +418,42 @@ fn a_recovery_queued_before_the_delivery_succeeded_sends_nothing() {
             1,
             "the recovery's attempt went out after the delivery succeeded"
         );
+    });
+}
+
+/// An operator's recovery run without the queue's URL fails before it
+/// marks anything: the rerun with it queues every failed delivery, where
+/// before it queued none until the first run's marks lapsed (15 minutes).
+#[test]
+fn a_recovery_that_cannot_queue_holds_nothing_back() {
+    use admin::webhooks::{Webhooks, run as operate};
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![500, 500]).await;
+        let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339();
+        let (hook, _) = register(
+            &stack,
+            &t,
+            &format!("{}/hook", receiver.base),
+            "hmac_sha256",
+        )
+        .await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        for count in 1..=2 {
+            delivered(&stack, &t, &site, &receiver, count).await;
+        }
+        let command = || Webhooks::Recover {
+            org: t.id(),
+            webhook: hook.parse().unwrap(),
+            since: since.clone(),
+        };
+        let mut config = (*stack.api.config).clone();
+        config.webhooks.queue_url = None;
+        let unconfigured = shared::state::AppState::new(config, &harness().await.sdk);
+        let failed = operate(&unconfigured, command()).await;
+        assert!(format!("{:#}", failed.unwrap_err()).contains("WEBHOOK_QUEUE_URL"));
+        let done = operate(&stack.api, command()).await.unwrap();
+        assert_eq!(done.lines[0]["recovery"]["queued"], 2);
     });
 }
