@@ -173,7 +173,10 @@ impl AppState {
             .await?;
         let request = outcome::request_id().unwrap_or_else(Uuid::now_v7);
         let now = crate::clock::now().timestamp_millis();
-        let until = now + i64::try_from(RECOVERY_HOLD.as_millis()).unwrap_or(i64::MAX);
+        let millis = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        // Marked first for the request's own time only: a request that
+        // dies before its messages go holds nothing back for longer.
+        let until = now + millis(RECOVERY_GRACE);
         let cooled = now - i64::try_from(RECOVERY_COOLDOWN.as_millis()).unwrap_or(i64::MAX);
         let marked: Vec<ApiResult<Option<Uuid>>> = futures::stream::iter(found)
             .map(|id| {
@@ -203,6 +206,25 @@ impl AppState {
             })
             .collect();
         self.queue.send_all(&messages).await?;
+        // Sent: each mark holds until its attempt is made (or the hold
+        // lapses), so another recovery queues nothing twice meanwhile.
+        let held = crate::clock::now().timestamp_millis() + millis(RECOVERY_HOLD);
+        let sent: Vec<Uuid> = messages
+            .iter()
+            .filter_map(|(_, message)| match message {
+                QueueMessage::Deliver { delivery_id, .. } => Some(*delivery_id),
+                QueueMessage::Announce { .. } => None,
+            })
+            .collect();
+        let extended: Vec<ApiResult<bool>> = futures::stream::iter(sent)
+            .map(|id| {
+                let deliveries = &deliveries;
+                async move { deliveries.hold_recovery(id, request, held).await }
+            })
+            .buffered(16)
+            .collect()
+            .await;
+        extended.into_iter().collect::<ApiResult<Vec<_>>>()?;
         Ok(RecoveryQueued {
             webhook_id: webhook,
             since,
@@ -221,6 +243,12 @@ pub const RECOVER_BATCH: usize = 100;
 /// an hour, however often recovery is asked for.
 pub const RECOVERY_COOLDOWN: std::time::Duration = std::time::Duration::from_secs(60 * 60);
 
+/// How long a recovery's mark holds before its messages are sent: longer
+/// than a request runs (the functions' timeouts are at most 20 s), so a
+/// request killed or failed before it queued anything holds its
+/// deliveries back no longer than this.
+pub const RECOVERY_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long a recovery's mark keeps others from queueing the delivery
-/// again while its attempt is not made.
+/// again while its attempt is not made, once its message is sent.
 pub const RECOVERY_HOLD: std::time::Duration = std::time::Duration::from_secs(15 * 60);

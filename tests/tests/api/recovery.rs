@@ -457,3 +457,53 @@ fn a_recovery_that_cannot_queue_holds_nothing_back() {
         assert_eq!(done.lines[0]["recovery"]["queued"], 2);
     });
 }
+
+/// A recovery that fails after marking its deliveries but before its
+/// messages went (here its queue refuses them) holds them back for its
+/// grace only (`RECOVERY_GRACE`, longer than a request runs), not the 15
+/// minutes a sent recovery's marks hold: a later recovery, whatever its
+/// key, queues them once the grace has passed.
+#[test]
+fn a_recovery_that_died_before_queueing_holds_nothing_back_past_its_grace() {
+    use admin::webhooks::{Webhooks, run as operate};
+    run(async {
+        let stack = Stack::new(quick_policy(1), false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![500, 500]).await;
+        let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(1)).to_rfc3339();
+        let (hook, _) = register(
+            &stack,
+            &t,
+            &format!("{}/hook", receiver.base),
+            "hmac_sha256",
+        )
+        .await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        for count in 1..=2 {
+            delivered(&stack, &t, &site, &receiver, count).await;
+        }
+        let mut config = (*stack.api.config).clone();
+        config.webhooks.queue_url = Some("http://127.0.0.1:5005/000000000000/no-such-queue".into());
+        let refusing = shared::state::AppState::new(config, &harness().await.sdk);
+        let died = operate(
+            &refusing,
+            Webhooks::Recover {
+                org: t.id(),
+                webhook: hook.parse().unwrap(),
+                since: since.clone(),
+            },
+        )
+        .await;
+        assert!(died.is_err(), "the queue refused its messages");
+        let within = recover(&stack, &t, &hook, json!({"since": since})).await;
+        within.expect(202, None);
+        assert_eq!(within.body["data"]["queued"], 0, "held within the grace");
+        stack
+            .api
+            .clock
+            .advance(shared::webhooks::RECOVERY_GRACE + std::time::Duration::from_secs(1));
+        let after = recover(&stack, &t, &hook, json!({"since": since})).await;
+        after.expect(202, None);
+        assert_eq!(after.body["data"]["queued"], 2, "after the grace");
+    });
+}

@@ -465,6 +465,27 @@ impl Deliveries<'_> {
         }
     }
 
+    /// Holds delivery `id`'s recovery mark until `until` (Unix ms) if it
+    /// is still `request`'s (its attempt not made yet): true when it was.
+    pub async fn hold_recovery(&self, id: Uuid, request: Uuid, until: i64) -> ApiResult<bool> {
+        let result = self
+            .0
+            .update(keys::delivery_pk(id), DELIVERY_SK)
+            .update_expression("SET recovery_until = :until")
+            .condition_expression("attribute_exists(pk) AND recovery = :request")
+            .expression_attribute_values(":request", s(request.to_string()))
+            .expression_attribute_values(":until", n(until))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error) => match error.into_service_error() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(ApiError::internal(other)),
+            },
+        }
+    }
+
     /// A page of `webhook`'s attempts, newest first, from `start`.
     pub async fn attempts(
         &self,
