@@ -162,15 +162,17 @@ impl AppState {
         since: crate::model::Timestamp,
     ) -> ApiResult<RecoveryQueued> {
         use futures::StreamExt;
-        // Nothing is marked for a message that could not be sent: an
-        // operator's CLI without the queue's URL fails before it holds a
-        // delivery back.
-        self.queue.url()?;
         self.store.webhooks().require(org, webhook).await?;
         let deliveries = self.store.deliveries();
         let (found, next_since) = deliveries
             .attempted_since(webhook, since, RECOVER_BATCH)
             .await?;
+        // Nothing is marked for a message that could not be sent: an
+        // operator's CLI without the queue's URL fails before it holds a
+        // delivery back.
+        if !found.is_empty() {
+            self.queue.url()?;
+        }
         let request = outcome::request_id().unwrap_or_else(Uuid::now_v7);
         let now = crate::clock::now().timestamp_millis();
         let millis = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
