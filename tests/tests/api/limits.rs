@@ -176,3 +176,48 @@ fn the_largest_site_the_contract_allows_is_stored_kept_changed_and_read() {
         assert_eq!(read.body["data"]["city"], json!(widest(500)));
     });
 }
+
+/// The largest page of loads an organization can ask for (100 rows, every
+/// text at its bound in the costliest character: a control character is
+/// six bytes in JSON and seven in Lambda's document) goes out whole
+/// within Lambda's response, with room to spare.
+#[test]
+fn the_largest_page_of_loads_fits_lambdas_response() {
+    run(async {
+        let t = org().await;
+        let site = crate::sites::new_site(&t, json!({"name": "Origin"})).await;
+        let costly = |n: usize| "\u{1}".repeat(n);
+        let load = json!({
+            "site_id": site, "volume_m3": 1,
+            "material_grade": costly(500), "manufacturer": costly(500),
+            "description": costly(2000), "notes": costly(2000),
+        });
+        // Two keys share the writes: a key has 100 requests a minute.
+        let other = api_tests::TestOrg {
+            org: t.org.clone(),
+            key: api_tests::new_key(t.id(), &[shared::auth::Scope::All]).await,
+        };
+        for writer in [&t, &other].into_iter().cycle().take(100) {
+            crate::surpluses::create_load(writer, load.clone())
+                .await
+                .expect(201, None);
+        }
+        let page = call(Method::GET, "/api/v1/surpluses?limit=100")
+            .key(&other.key)
+            .send()
+            .await;
+        assert_eq!(page.status, 200, "{}", page.code());
+        let rows = page.body["data"].as_array().unwrap();
+        assert_eq!(rows.len(), 100);
+        assert_eq!(
+            rows[0]["notes"],
+            json!(costly(2000)),
+            "stored and shown whole"
+        );
+        let carried = invocation_len(&page.headers, page.text.as_bytes());
+        assert!(
+            carried > 3_000_000 && carried < LAMBDA_RESPONSE_LIMIT,
+            "{carried} bytes in Lambda's document"
+        );
+    });
+}
