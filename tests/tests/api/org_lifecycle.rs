@@ -369,3 +369,27 @@ fn a_parent_with_more_admins_than_one_transaction_holds_gets_a_clear_409() {
         );
     });
 }
+
+/// `admin deactivate-org` run again (after a run cut before its answer,
+/// or one that stopped before the keys) finishes and says the organization
+/// is deactivated, as the first run would have, so an operator retrying
+/// it is done; an organization that never was stays 404.
+#[test]
+fn a_deactivation_run_again_is_done_and_one_of_no_organization_is_404() {
+    run(async {
+        let t = org().await;
+        let id = t.id().to_string();
+        for _ in 0..2 {
+            let done = crate::audit::admin(&["deactivate-org", "--org", &id])
+                .await
+                .expect("deactivated");
+            assert_eq!(done.lines[0]["status"], "deleted");
+        }
+        send(&t, Method::GET, "/api/v1/sites", None)
+            .await
+            .expect(403, Some("org_inactive"));
+        let none = uuid::Uuid::now_v7().to_string();
+        let refused = crate::audit::admin(&["deactivate-org", "--org", &none]).await;
+        assert!(format!("{:#}", refused.unwrap_err()).contains("org"));
+    });
+}

@@ -429,16 +429,21 @@ async fn execute(
         }
         Command::DeactivateOrg { org } => {
             let deactivated = store.orgs().deactivate(org).await;
+            let mut finished = false;
             if deactivated
                 .as_ref()
                 .is_err_and(|e| e.code() == "org_not_found")
             {
                 // Already deactivated (or none): finish its keys and public
-                // points, in case an earlier run stopped before them.
+                // points, in case an earlier run stopped before them; a run
+                // again after one that was cut is then done, not 404.
                 store.orgs().keys_off(org).await?;
                 store.orgs().public_places_off(org).await?;
+                finished = store.orgs().deactivated(org).await?;
             }
-            deactivated?;
+            if !finished {
+                deactivated?;
+            }
             print(json!({"org_id": org, "status": shared::model::org::STATUS_DELETED}));
         }
         Command::Entitlement { org, enabled } => {

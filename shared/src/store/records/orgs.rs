@@ -12,7 +12,9 @@ use uuid::Uuid;
 
 use crate::error::codes;
 use crate::error::{ApiError, ApiResult};
-use crate::model::org::{ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, name_key};
+use crate::model::org::{
+    ChildOrg, NewOrg, OrgChanges, Organization, STATUS_ACTIVE, STATUS_DELETED, name_key,
+};
 use crate::store::engine::client::Store;
 use crate::store::engine::errors::sdk_error;
 use crate::store::engine::item::{self, from_item, key, s, to_item};
@@ -195,6 +197,22 @@ impl Orgs<'_> {
         Ok(org
             .filter(|o| o.status == STATUS_ACTIVE)
             .map(|o| o.into_record(children)))
+    }
+
+    /// Whether organization `id` was deactivated (its record is kept,
+    /// `deleted`): an operator's rerun of a deactivation finishes it.
+    pub async fn deactivated(&self, id: Uuid) -> ApiResult<bool> {
+        let store = self.0;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(item::key(keys::org_pk(id), ORG_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(crate::store::engine::errors::sdk_error)?;
+        Ok(out.item.as_ref().and_then(|row| item::get_s(row, "status")) == Some(STATUS_DELETED))
     }
 
     /// Creates a top-level organization (operators only).
