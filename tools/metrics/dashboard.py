@@ -31,6 +31,7 @@ read.
 """
 
 import argparse
+import functools
 import html
 import json
 import math
@@ -55,8 +56,10 @@ def substitute(text):
     return re.sub(r"\$\{([^}]+)\}", lambda m: f"({m.group(1)})", text)
 
 
+@functools.lru_cache(maxsize=None)
 def load_template(path):
-    # cfn-lint's reader: `!Sub x` as {"Fn::Sub": x}, as check_template.py reads it.
+    # cfn-lint's reader: `!Sub x` as {"Fn::Sub": x}, as check_template.py
+    # reads it; read once (its callers change nothing of it).
     from cfnlint.decode import cfn_yaml
 
     return cfn_yaml.load(str(path))

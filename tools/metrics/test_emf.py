@@ -70,6 +70,23 @@ class Check(unittest.TestCase):
             with self.subTest(name):
                 self.assertNotEqual(broken(change), [], name)
 
+    def test_a_member_judged_once_is_judged_alike_for_any_timestamp(self):
+        # Judged valid once: another valid timestamp passes, but a
+        # negative, fractional, boolean or text one is still refused.
+        self.assertEqual(emf.check(VALID), [])
+        for stamp, valid in [(1, True), (0, True), (-1, False), (1.5, False), (True, False), ("1", False)]:
+            with self.subTest(stamp=stamp):
+                document = copy.deepcopy(VALID)
+                document["_aws"]["Timestamp"] = stamp
+                self.assertEqual(emf.check(document) == [], valid)
+        # Judged broken once: the same member is broken at another time.
+        document = copy.deepcopy(VALID)
+        document["_aws"]["CloudWatchMetrics"][0]["Namespace"] = "AWS/Lambda"
+        first = emf.check(document)
+        document["_aws"]["Timestamp"] += 1
+        self.assertEqual(emf.check(document), first)
+        self.assertNotEqual(first, [])
+
     def test_old_or_future_timestamps_are_reported_when_now_is_given(self):
         at = VALID["_aws"]["Timestamp"]
         self.assertEqual(emf.check(VALID, now_ms=at), [])
