@@ -95,6 +95,23 @@ pub fn text(rows: &[LoadRow]) -> ApiResult<Vec<u8>> {
     writer.into_inner().map_err(ApiError::internal)
 }
 
+/// How many of `rows`, in order, one CSV answer holds within Lambda's
+/// response limit (`payload::fitting`: each line as the invocation's
+/// document holds it).
+pub fn fitting(rows: &[LoadRow]) -> usize {
+    shared::http::payload::fitting(rows.iter().map(|row| {
+        let mut writer = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::CRLF)
+            .from_writer(Vec::new());
+        let line = writer
+            .write_record(record(row))
+            .ok()
+            .and_then(|()| writer.into_inner().ok())
+            .unwrap_or_default();
+        shared::http::payload::text_cost(&line)
+    }))
+}
+
 /// 200 `text/csv` with the rows, a file name for the download and, when
 /// there is more, the next page in `Link`.
 pub fn response(window: Window, rows: &[LoadRow], next: Option<&str>) -> ApiResult<Response> {

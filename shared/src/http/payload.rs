@@ -64,6 +64,44 @@ fn json_string_len(text: &[u8]) -> usize {
         .sum::<usize>()
 }
 
+/// Room an answer of a page leaves beside its rows: its headers (a CSV's
+/// `Link` and file name included), the body's opening and `meta`, the
+/// invocation's document, and the headers added after it.
+const PAGE_ROOM: usize = 64 * 1024 + HEADERS_ADDED_AFTER;
+
+/// Bytes `text` takes within a body sent as text (the invocation's JSON
+/// string escapes it), quotes left out.
+pub fn text_cost(text: &[u8]) -> usize {
+    json_string_len(text) - 2
+}
+
+/// How many rows, in order, one answer holds within Lambda's response
+/// limit, given what each takes of the body (`text_cost` of its text and
+/// separator): a listing's page that would not fit ends early, and its
+/// cursor goes on from the last row it holds. At least one (a row is far
+/// smaller than the limit).
+pub fn fitting(costs: impl IntoIterator<Item = usize>) -> usize {
+    let budget = LAMBDA_RESPONSE_LIMIT - PAGE_ROOM;
+    let mut used = 0;
+    let fit = costs
+        .into_iter()
+        .take_while(|cost| {
+            used += cost;
+            used <= budget
+        })
+        .count();
+    fit.max(1)
+}
+
+/// `fitting` for rows answered as a JSON array: each row's JSON and its
+/// comma.
+pub fn fitting_json<T: serde::Serialize>(rows: &[T]) -> usize {
+    fitting(
+        rows.iter()
+            .map(|row| serde_json::to_vec(row).map_or(0, |json| text_cost(&json)) + 1),
+    )
+}
+
 /// What an answer with these headers and body takes in the invocation's
 /// response, at most (a header is `"name":"value",`).
 pub fn invocation_len(headers: &HeaderMap, body: &[u8]) -> usize {
@@ -112,6 +150,21 @@ fn too_large(parts: &http::response::Parts, size: String) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_holds_the_rows_that_fit_and_at_least_one() {
+        let budget = LAMBDA_RESPONSE_LIMIT - PAGE_ROOM;
+        assert_eq!(fitting([budget / 2, budget / 2, 1]), 2);
+        assert_eq!(fitting([budget / 2, budget / 2 + 1]), 1);
+        assert_eq!(fitting([budget + 1, 1]), 1);
+        assert_eq!(fitting(std::iter::repeat_n(10, 3)), 3);
+        // A control character takes six bytes of the document, a quote two.
+        assert_eq!(text_cost(b"a\x01\""), 1 + 6 + 2);
+        let row = serde_json::json!({"name": "\u{1}"});
+        let cost = text_cost(&serde_json::to_vec(&row).unwrap()) + 1;
+        assert_eq!(cost, 23);
+        assert_eq!(fitting_json(&vec![row; budget / cost + 1]), budget / cost);
+    }
     use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpResponse;
     use lambda_http::aws_lambda_events::encodings::Body as LambdaBody;
 

@@ -221,3 +221,115 @@ fn the_largest_page_of_loads_fits_lambdas_response() {
         );
     });
 }
+
+/// The largest page of the month-end report (1000 rows, every name and
+/// text at its bound in control characters: about 15 MB of Lambda's
+/// document as JSON, 12 MB as CSV) ends at the last row that fits, under
+/// Lambda's limit, and its cursor goes on from there: every load once over
+/// the pages, as JSON and as CSV.
+#[test]
+fn the_month_end_reports_largest_page_ends_where_lambdas_answer_is_full() {
+    use shared::model::surplus::{SurplusRecord, SurplusStatus};
+    run(async {
+        let t = org().await;
+        let costly = |n: usize| "\u{1}".repeat(n);
+        let site = crate::sites::new_site(&t, json!({"name": costly(500)})).await;
+        let point =
+            crate::receiving_points::new_point(&t, json!({"site_id": site, "name": costly(500)}))
+                .await;
+        let start = chrono::DateTime::parse_from_rfc3339("2026-03-01T00:00:00Z").unwrap();
+        let loads: Vec<SurplusRecord> = (0..1000)
+            .map(|i| {
+                let created = (start + chrono::TimeDelta::minutes(i))
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                let mut load =
+                    crate::reports::load_at(&t, &site, &created, 1.0, SurplusStatus::Delivered);
+                load.to_receiving_point_id = Some(point.parse().unwrap());
+                load.to_site_id = Some(site.parse().unwrap());
+                load.to_org_id = Some(t.id());
+                load.material_grade = Some(costly(500));
+                load.manufacturer = Some(costly(500));
+                load
+            })
+            .collect();
+        crate::reports::import(&loads).await;
+        let everyone: std::collections::BTreeSet<String> =
+            loads.iter().map(|load| load.id.to_string()).collect();
+        let query = "/api/v1/reports/loads?from=2026-03-01&to=2026-03-31&limit=1000";
+
+        // As JSON: pages of what fits, each nearly full, the cursor on.
+        let (mut seen, mut sizes) = (Vec::new(), Vec::new());
+        let mut path = query.to_owned();
+        loop {
+            let page = call(Method::GET, &path).key(&t.key).send().await;
+            page.expect(200, None);
+            let carried = invocation_len(&page.headers, page.text.as_bytes());
+            assert!(
+                carried + HEADERS_ADDED_AFTER < LAMBDA_RESPONSE_LIMIT,
+                "{carried}"
+            );
+            let rows = page.body["data"].as_array().unwrap();
+            assert_eq!(page.body["meta"]["count"], rows.len());
+            assert_eq!(rows[0]["material_grade"], json!(costly(500)), "shown whole");
+            seen.extend(
+                rows.iter()
+                    .map(|row| row["surplus_id"].as_str().unwrap().to_owned()),
+            );
+            sizes.push((rows.len(), carried));
+            match page.body["meta"]["next_cursor"].as_str() {
+                Some(cursor) => path = format!("{query}&cursor={cursor}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), 1000, "{sizes:?}");
+        assert_eq!(
+            seen.iter()
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>(),
+            everyone
+        );
+        assert!(sizes.len() >= 3, "{sizes:?}");
+        assert!(
+            sizes[0].1 > LAMBDA_RESPONSE_LIMIT * 9 / 10,
+            "a page is filled: {sizes:?}"
+        );
+
+        // As CSV: the same, its next page in `Link`.
+        let (mut seen, mut pages) = (Vec::new(), 0);
+        let mut path = query.to_owned();
+        loop {
+            let page = call(Method::GET, &path)
+                .key(&t.key)
+                .header("accept", "text/csv")
+                .send()
+                .await;
+            page.expect(200, None);
+            pages += 1;
+            let carried = invocation_len(&page.headers, page.text.as_bytes());
+            assert!(
+                carried + HEADERS_ADDED_AFTER < LAMBDA_RESPONSE_LIMIT,
+                "{carried}"
+            );
+            let lines: Vec<&str> = page.text.split("\r\n").collect();
+            seen.extend(
+                lines[1..lines.len() - 1]
+                    .iter()
+                    .map(|line| line.split(',').next().unwrap().to_owned()),
+            );
+            let link = page.header("link");
+            if link.is_empty() {
+                break;
+            }
+            path = link
+                .trim_start_matches('<')
+                .trim_end_matches(">; rel=\"next\"")
+                .to_owned();
+        }
+        assert_eq!(seen.len(), 1000);
+        assert_eq!(
+            seen.into_iter().collect::<std::collections::BTreeSet<_>>(),
+            everyone
+        );
+        assert!(pages >= 2, "{pages} pages");
+    });
+}

@@ -29,6 +29,21 @@ pub type Position = BTreeMap<String, String>;
 pub struct Page {
     pub rows: Vec<SurplusRecord>,
     pub next: Option<Position>,
+    /// The index the list was read from (a position names its keys).
+    index: Option<&'static str>,
+}
+
+impl Page {
+    /// The page cut to its first `rows` (at least one, so a list always
+    /// moves on), the next page starting after the last one kept: for an
+    /// answer that holds fewer rows than were read (`payload::fitting`).
+    pub fn cut(&mut self, rows: usize) {
+        let rows = rows.max(1);
+        if rows < self.rows.len() {
+            self.rows.truncate(rows);
+            self.next = self.rows.last().map(|last| position(last, self.index));
+        }
+    }
 }
 
 impl Surpluses<'_> {
@@ -365,7 +380,11 @@ async fn read_page(
     } else {
         None
     };
-    Ok(Page { rows, next })
+    Ok(Page {
+        rows,
+        next,
+        index: list.index,
+    })
 }
 
 /// `project::<R>(query)`, with the list's sort attribute `order` too.
