@@ -6,13 +6,14 @@
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
-use crate::model::delivery::{Delivery, PingRequested, RecoveryQueued};
+use crate::model::delivery::{Delivery, PingRequested, RecoveryQueued, RecoverySkipped};
 use crate::model::webhook::{NewWebhook, WebhookRecord, new_secret};
 use crate::queue::QueueMessage;
 use crate::state::AppState;
 use crate::store::engine::calls::CallCounter;
 use crate::store::exactly_once::outbox::OutboxRecord;
 use crate::store::exactly_once::{outcome, tx};
+use crate::store::records::deliveries::RecoveryMark;
 
 impl AppState {
     /// Registers `new` for organization `org`: the record (its secret
@@ -180,25 +181,33 @@ impl AppState {
         // dies before its messages go holds nothing back for longer.
         let until = now + millis(RECOVERY_GRACE);
         let cooled = now - i64::try_from(RECOVERY_COOLDOWN.as_millis()).unwrap_or(i64::MAX);
-        let marked: Vec<ApiResult<Option<Uuid>>> = futures::stream::iter(found)
+        let marked: Vec<ApiResult<(Uuid, RecoveryMark)>> = futures::stream::iter(found)
             .map(|id| {
                 let deliveries = &deliveries;
                 async move {
-                    let mine = deliveries
+                    let mark = deliveries
                         .mark_recovery(id, webhook, request, now, until, cooled)
                         .await?;
-                    Ok(mine.then_some(id))
+                    Ok((id, mark))
                 }
             })
             .buffered(16)
             .collect()
             .await;
+        let marked = marked.into_iter().collect::<ApiResult<Vec<_>>>()?;
+        let mut skipped = RecoverySkipped::default();
+        for (_, mark) in &marked {
+            match mark {
+                RecoveryMark::Mine => {}
+                RecoveryMark::BeingRecovered => skipped.being_recovered += 1,
+                RecoveryMark::CoolingDown => skipped.cooling_down += 1,
+                RecoveryMark::NotFailed => skipped.not_failed += 1,
+            }
+        }
         let messages: Vec<(Uuid, QueueMessage)> = marked
             .into_iter()
-            .collect::<ApiResult<Vec<_>>>()?
-            .into_iter()
-            .flatten()
-            .map(|delivery_id| {
+            .filter(|(_, mark)| *mark == RecoveryMark::Mine)
+            .map(|(delivery_id, _)| {
                 let message = QueueMessage::Deliver {
                     delivery_id,
                     manual: true,
@@ -232,6 +241,7 @@ impl AppState {
             since,
             queued: u32::try_from(messages.len()).unwrap_or(u32::MAX),
             next_since,
+            skipped,
         })
     }
 }

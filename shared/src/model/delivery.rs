@@ -204,6 +204,21 @@ pub struct RecoveryQueued {
     /// Where the next call starts (`since` of the next request), when this
     /// one stopped before the log's end; null when it reached it.
     pub next_since: Option<Timestamp>,
+    /// The deliveries this request went through and did not queue, by why.
+    pub skipped: RecoverySkipped,
+}
+
+/// The deliveries a recovery found and did not queue, by why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoverySkipped {
+    /// Another recovery queued them and their attempts are not made yet.
+    pub being_recovered: u32,
+    /// A recovery's attempt of each was made within the last hour (the
+    /// cool-down): recovered again once it has passed.
+    pub cooling_down: u32,
+    /// Their last attempt succeeded (before the outage or since), or they
+    /// are gone.
+    pub not_failed: u32,
 }
 
 /// Largest and default page of the deliveries list.

@@ -80,10 +80,20 @@ fn a_recovery_sends_exactly_the_failed_deliveries_once_more() {
             (&data["queued"], &data["next_since"]),
             (&json!(2), &Value::Null)
         );
-        // Asked again before the attempts are made: nothing twice.
+        // The third succeeded: gone through, not queued, and said so.
+        assert_eq!(
+            data["skipped"],
+            json!({"being_recovered": 0, "cooling_down": 0, "not_failed": 1})
+        );
+        // Asked again before the attempts are made: nothing twice, and
+        // the answer says why.
         let again = recover(&stack, &t, &hook, json!({"since": since})).await;
         again.expect(202, None);
         assert_eq!(again.body["data"]["queued"], 0);
+        assert_eq!(
+            again.body["data"]["skipped"],
+            json!({"being_recovered": 2, "cooling_down": 0, "not_failed": 1})
+        );
 
         stack.drain_until_received(&receiver, 5).await;
         stack.drain().await;
@@ -306,6 +316,10 @@ fn a_recovered_delivery_is_not_recovered_again_within_the_hour() {
         let again = recover(&stack, &other, &hook, since.clone()).await;
         again.expect(202, None);
         assert_eq!(again.body["data"]["queued"], 0, "within the hour");
+        assert_eq!(
+            again.body["data"]["skipped"],
+            json!({"being_recovered": 0, "cooling_down": 2, "not_failed": 0})
+        );
         stack.drain().await;
         assert_eq!(receiver.count(), 4);
         // An hour after the recovered attempts, they may go once more.
@@ -418,6 +432,26 @@ fn a_recovery_queued_before_the_delivery_succeeded_sends_nothing() {
             1,
             "the recovery's attempt went out after the delivery succeeded"
         );
+        // A recovery that found it failed and came to mark it after it
+        // succeeded skips it, and says why.
+        let now = shared::clock::now().timestamp_millis();
+        let mark = h
+            .store()
+            .deliveries()
+            .mark_recovery(
+                delivery.parse().unwrap(),
+                hook.parse().unwrap(),
+                uuid::Uuid::now_v7(),
+                now,
+                now + 30_000,
+                now - 3_600_000,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            mark,
+            shared::store::records::deliveries::RecoveryMark::NotFailed
+        );
     });
 }
 
@@ -498,6 +532,7 @@ fn a_recovery_that_died_before_queueing_holds_nothing_back_past_its_grace() {
         let within = recover(&stack, &t, &hook, json!({"since": since})).await;
         within.expect(202, None);
         assert_eq!(within.body["data"]["queued"], 0, "held within the grace");
+        assert_eq!(within.body["data"]["skipped"]["being_recovered"], 2);
         stack
             .api
             .clock

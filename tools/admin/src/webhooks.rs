@@ -276,7 +276,7 @@ async fn run_on(state: &AppState, command: Webhooks) -> Result<Done> {
             }
             .since(shared::model::now())?;
             let queued = state.recover_deliveries(org, webhook, since).await?;
-            made = Some(json!({"queued": queued.queued}));
+            made = Some(json!({"queued": queued.queued, "skipped": queued.skipped}));
             print(json!({"recovery": queued}));
         }
     }

@@ -92,6 +92,22 @@ impl AttemptLog {
     }
 }
 
+/// What a recovery's mark (`Deliveries::mark_recovery`) did with a
+/// delivery: marked for the request, or skipped, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryMark {
+    /// Marked: the request queues its attempt.
+    Mine,
+    /// Its last attempt succeeded (before or since it was found), or it is
+    /// gone.
+    NotFailed,
+    /// Another recovery queued it, and its attempt is not made yet.
+    BeingRecovered,
+    /// A recovery's attempt of it was made within the cool-down
+    /// (`webhooks::RECOVERY_COOLDOWN`).
+    CoolingDown,
+}
+
 pub fn delivery_not_found() -> ApiError {
     codes::DELIVERY_NOT_FOUND.with("no delivery of this webhook has this id")
 }
@@ -425,7 +441,8 @@ impl Deliveries<'_> {
     /// `now` (a recovery's own mark is its again: a retry of the request
     /// re-sends what its first attempt may not have), and no recovery's
     /// attempt of it was made after `cooled` (the cool-down): one
-    /// conditional UpdateItem. True when the mark is the request's.
+    /// conditional UpdateItem. What it did, and when not the request's,
+    /// why (from the delivery as the refusal found it).
     pub async fn mark_recovery(
         &self,
         id: Uuid,
@@ -434,10 +451,11 @@ impl Deliveries<'_> {
         now: i64,
         until: i64,
         cooled: i64,
-    ) -> ApiResult<bool> {
+    ) -> ApiResult<RecoveryMark> {
         let result = self
             .0
             .update(keys::delivery_pk(id), DELIVERY_SK)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .update_expression("SET recovery = :request, recovery_until = :until")
             .condition_expression(
                 "attribute_exists(pk) AND webhook_id = :webhook \
@@ -457,9 +475,30 @@ impl Deliveries<'_> {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(RecoveryMark::Mine),
             Err(error) => match error.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                UpdateItemError::ConditionalCheckFailedException(failed) => {
+                    let found = failed.item.filter(live).map(from_item::<DeliveryRecord>);
+                    let failed = |d: &DeliveryRecord| {
+                        d.status == DeliveryStatus::Failed
+                            || d.status == DeliveryStatus::Pending && d.attempts > 0
+                    };
+                    Ok(match found.transpose()? {
+                        Some(d) if !failed(&d) || d.webhook_id != webhook => {
+                            RecoveryMark::NotFailed
+                        }
+                        Some(d) if d.recovered_at.is_some_and(|at| at > cooled) => {
+                            RecoveryMark::CoolingDown
+                        }
+                        Some(d)
+                            if d.recovery_until.is_some_and(|until| until >= now)
+                                && d.recovery != Some(request) =>
+                        {
+                            RecoveryMark::BeingRecovered
+                        }
+                        _ => RecoveryMark::NotFailed,
+                    })
+                }
                 other => Err(ApiError::internal(other)),
             },
         }
