@@ -8,10 +8,13 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
+use std::cmp::Reverse;
+
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Created, Data, List};
+use shared::http::envelope::{Created, Data, Page};
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{FactoryId, PathId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -29,15 +32,19 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// GET /api/v1/factories — read:data — this organization's; `status=active` (default) or `all`.
+/// GET /api/v1/factories — read:data — this organization's, newest first; `status=active`
+/// (default) or `all`; pages by size (`cursor`).
 async fn list(
     ctx: Ctx<ReadData>,
     QueryParams(query): QueryParams<ListQuery>,
-) -> ApiResult<Json<List<Factory>>> {
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<Factory>>> {
     let factories = ctx.store.factories().list(ctx.org_id, query.status).await?;
-    Ok(Json(List(
-        factories.iter().map(FactoryRecord::view).collect(),
-    )))
+    let rows = factories.iter().map(FactoryRecord::view).collect();
+    ctx.page_by_size(query.of("factories"), at, rows, |_, factory| {
+        Reverse(factory.id)
+    })
+    .await
 }
 
 /// POST /api/v1/factories — write:data — 201 with the factory.

@@ -12,8 +12,10 @@ use shared::error::codes;
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Data, List};
+use shared::http::envelope::{Data, Page};
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{GranteeOrgId, PathId};
+use shared::http::query::QueryParams;
 use shared::model::grant::{CreateGrant, Grant};
 use shared::state::AppState;
 
@@ -27,9 +29,16 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// GET /api/v1/org-access-grants — read:data — grants this organization issued.
-async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Grant>>> {
-    Ok(Json(List(ctx.store.grants().issued(ctx.org_id).await?)))
+/// GET /api/v1/org-access-grants — read:data — grants this organization issued, oldest
+/// first; pages by size (`cursor`).
+async fn list(
+    ctx: Ctx<ReadData>,
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<Grant>>> {
+    let grants = ctx.store.grants().issued(ctx.org_id).await?;
+    let list = "org-access-grants".to_owned();
+    ctx.page_by_size(list, at, grants, |_, grant| (grant.created_at, grant.id))
+        .await
 }
 
 /// POST /api/v1/org-access-grants — write:data — idempotent upsert per

@@ -11,7 +11,8 @@ use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Created, Data, List};
+use shared::http::envelope::{Created, Data, Page};
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{MemberId, PathId};
 use shared::http::query::QueryParams;
 use shared::model::member::{
@@ -38,17 +39,30 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// GET /api/v1/members — read:data — active members; `include_inactive=true` adds the others.
+/// GET /api/v1/members — read:data — active members by name; `include_inactive=true` adds
+/// the others; pages by size (`cursor`).
 async fn list(
     ctx: Ctx<ReadData>,
     QueryParams(query): QueryParams<ListMembers>,
-) -> ApiResult<Json<List<Member>>> {
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<Member>>> {
     let members = ctx
         .store
         .members()
         .list(ctx.org_id, query.include_inactive)
         .await?;
-    Ok(Json(List(members.iter().map(Membership::view).collect())))
+    let rows = members.iter().map(Membership::view).collect();
+    let list = format!("members?include_inactive={}", query.include_inactive);
+    ctx.page_by_size(list, at, rows, |_, member| {
+        let Member {
+            last_name,
+            first_name,
+            id,
+            ..
+        } = member;
+        (last_name.clone(), first_name.clone(), *id)
+    })
+    .await
 }
 
 /// POST /api/v1/members — write:data — 201; 409 `phone_conflict`,

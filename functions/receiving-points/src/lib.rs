@@ -6,11 +6,14 @@ use axum::Router;
 use axum::response::Response;
 use axum::routing::{get, post};
 use shared::auth::{ReadData, WriteData};
+use std::cmp::Reverse;
+
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Created, Data, List};
+use shared::http::envelope::{Created, Data, Page};
 use shared::http::idempotency::SealAtRest;
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{PathId, ReceivingPointId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -40,19 +43,22 @@ async fn detail(state: &AppState, point: &ReceivingPointRecord) -> ApiResult<Rec
     Ok(point.detail(state.links.sign_all(&point.photos).await?))
 }
 
-/// GET /api/v1/receiving-points — read:data — newest first; `status=active` (default) or `all`.
+/// GET /api/v1/receiving-points — read:data — newest first; `status=active` (default) or
+/// `all`; pages by size (`cursor`).
 async fn list(
     ctx: Ctx<ReadData>,
     QueryParams(query): QueryParams<ListQuery>,
-) -> ApiResult<Json<List<ReceivingPoint>>> {
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<ReceivingPoint>>> {
     let points = ctx
         .store
         .receiving_points()
         .list(ctx.org_id, query.status)
         .await?;
-    Ok(Json(List(
-        points.iter().map(ReceivingPointRecord::row).collect(),
-    )))
+    let rows = points.iter().map(ReceivingPointRecord::row).collect();
+    let list = query.of("receiving-points");
+    ctx.page_by_size(list, at, rows, |_, point| Reverse(point.id))
+        .await
 }
 
 /// POST /api/v1/receiving-points — write:data — 201; 422 `site_not_found` / `site_archived`.

@@ -10,7 +10,8 @@ use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Created, Data, List};
+use shared::http::envelope::{Created, Data, Page};
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{PathId, SiteId};
 use shared::http::query::QueryParams;
 use shared::model::archive::ListQuery;
@@ -19,6 +20,7 @@ use shared::state::AppState;
 use shared::store::engine::calls::CallCounter;
 use shared::store::records::members::Membership;
 use shared::store::records::org_records::{Record, archiving, restoring};
+use std::cmp::Reverse;
 use uuid::Uuid;
 
 pub fn routes() -> Router<AppState> {
@@ -70,13 +72,17 @@ fn written((site, members): (SiteRecord, Vec<SitePerson>)) -> Json<Data<Site>> {
     Json(Data(site.detail(members)))
 }
 
-/// GET /api/v1/sites — read:data — newest first; `status=active` (default) or `all`.
+/// GET /api/v1/sites — read:data — newest first; `status=active` (default) or `all`;
+/// pages by size (`cursor`).
 async fn list(
     ctx: Ctx<ReadData>,
     QueryParams(query): QueryParams<ListQuery>,
-) -> ApiResult<Json<List<Site>>> {
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<Site>>> {
     let sites = ctx.store.sites().list(ctx.org_id, query.status).await?;
-    Ok(Json(List(sites.iter().map(SiteRecord::row).collect())))
+    let rows = sites.iter().map(SiteRecord::row).collect();
+    ctx.page_by_size(query.of("sites"), at, rows, |_, site| Reverse(site.id))
+        .await
 }
 
 /// POST /api/v1/sites — write:data — 201 with the site.
@@ -141,11 +147,27 @@ async fn restore(ctx: Ctx<WriteData>, PathId(id, _): PathId<SiteId>) -> ApiResul
 }
 
 /// GET /api/v1/sites/{siteId}/members — read:data — the site's people (contact person, then
-/// the members who work there), no e-mail.
+/// the members who work there by name), no e-mail; pages by size (`cursor`).
 async fn members(
     ctx: Ctx<ReadData>,
     PathId(id, _): PathId<SiteId>,
-) -> ApiResult<Json<List<SitePerson>>> {
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<SitePerson>>> {
     let (site, members) = visible(&ctx, id).await?;
-    Ok(Json(List(site.people(members))))
+    let list = format!("sites/{id}/members");
+    ctx.page_by_size(list, at, site.people(members), |_, person| {
+        let SitePerson {
+            member_id,
+            first_name,
+            last_name,
+            ..
+        } = person;
+        (
+            member_id.is_some(),
+            last_name.clone(),
+            first_name.clone(),
+            *member_id,
+        )
+    })
+    .await
 }

@@ -14,7 +14,8 @@ use shared::auth::{ReadData, WriteData};
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Created, Data, List, Page};
+use shared::http::envelope::{Created, Data, Page};
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{PathId, SurplusId};
 use shared::http::query::QueryParams;
 use shared::model::surplus::{
@@ -129,10 +130,14 @@ async fn update(
     Ok(Json(Data(view(&ctx, &load).await?)))
 }
 
-/// GET /api/v1/surpluses/{surplusId}/log — read:data — oldest first.
+/// GET /api/v1/surpluses/{surplusId}/log — read:data — oldest first; pages by size
+/// (`cursor`: a log only grows, so a place is an index).
 async fn log(
     ctx: Ctx<ReadData>,
     PathId(id, _): PathId<SurplusId>,
-) -> ApiResult<Json<List<LogEntry>>> {
-    Ok(Json(List(ctx.store.surpluses().log(ctx.org_id, id).await?)))
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<LogEntry>>> {
+    let entries = ctx.store.surpluses().log(ctx.org_id, id).await?;
+    let list = format!("surpluses/{id}/log");
+    ctx.page_by_size(list, at, entries, |index, _| index).await
 }

@@ -7,11 +7,15 @@ use axum::response::Response;
 use axum::routing::get;
 use shared::ApiResult;
 use shared::auth::{ReadData, WriteData};
+use std::cmp::Reverse;
+
 use shared::http::Ctx;
 use shared::http::Json;
 use shared::http::body::JsonBody;
-use shared::http::envelope::{Created, Data, List};
+use shared::http::envelope::{Created, Data, Page};
+use shared::http::pages_by_size::PageAt;
 use shared::http::path::{PathId, TruckId};
+use shared::http::query::QueryParams;
 use shared::model::truck::{CreateTruck, PatchTruck, Truck, TruckRecord};
 use shared::state::AppState;
 
@@ -25,10 +29,16 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// GET /api/v1/trucks — read:data — trucks in service, newest first.
-async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Truck>>> {
+/// GET /api/v1/trucks — read:data — trucks in service, newest first; pages by size
+/// (`cursor`).
+async fn list(
+    ctx: Ctx<ReadData>,
+    QueryParams(at): QueryParams<PageAt>,
+) -> ApiResult<Json<Page<Truck>>> {
     let trucks = ctx.store.trucks().list(ctx.org_id).await?;
-    Ok(Json(List(trucks.iter().map(TruckRecord::view).collect())))
+    let rows = trucks.iter().map(TruckRecord::view).collect();
+    ctx.page_by_size("trucks".to_owned(), at, rows, |_, truck| Reverse(truck.id))
+        .await
 }
 
 /// POST /api/v1/trucks — write:data — 201; 403 `org_id_mismatch`; 409

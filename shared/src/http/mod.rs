@@ -9,6 +9,7 @@ pub mod json;
 pub mod lifecycle;
 pub mod middleware;
 pub mod multipart;
+pub mod pages_by_size;
 pub mod path;
 pub mod payload;
 pub mod query;

@@ -151,6 +151,36 @@ fn too_large(parts: &http::response::Parts, size: String) -> Response {
 mod tests {
     use super::*;
 
+    /// The largest page of billed loads (1000 rows, every field set, the
+    /// widest numbers) takes well under a tenth of Lambda's 6 MB response:
+    /// a billed load carries no text, so its page needs no cut by size.
+    #[test]
+    fn the_largest_page_of_billed_loads_is_far_under_lambdas_limit() {
+        use crate::http::envelope::Page;
+        use crate::model::report::BilledLoad;
+        use crate::model::surplus::{BilledTo, SurplusStatus};
+        use uuid::Uuid;
+        let now = crate::model::now();
+        let row = BilledLoad {
+            surplus_id: Uuid::now_v7(),
+            org_id: Uuid::now_v7(),
+            billed_at: now,
+            created_at: now,
+            delivered_at: Some(now),
+            status: SurplusStatus::Delivered,
+            additive_billed_to: Some(BilledTo::OriginSite),
+            volume_m3: 99.999,
+            additive_usage_m3: 100,
+            truck_id: Some(Uuid::now_v7()),
+        };
+        let page = Page {
+            rows: vec![row; 1000],
+            next_cursor: Some("c".repeat(crate::cursor::MAX_TOKEN_LEN)),
+        };
+        let cost = text_cost(&serde_json::to_vec(&page).unwrap());
+        assert!(cost < LAMBDA_RESPONSE_LIMIT / 10, "{cost}");
+    }
+
     #[test]
     fn a_page_holds_the_rows_that_fit_and_at_least_one() {
         let budget = LAMBDA_RESPONSE_LIMIT - PAGE_ROOM;

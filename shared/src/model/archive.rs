@@ -28,6 +28,17 @@ pub struct ListQuery {
     pub status: StatusFilter,
 }
 
+impl ListQuery {
+    /// The list `list` with this filter, as its cursors name it.
+    pub fn of(&self, list: &str) -> String {
+        let status = match self.status {
+            StatusFilter::Active => "active",
+            StatusFilter::All => "all",
+        };
+        format!("{list}?status={status}")
+    }
+}
+
 pub fn status(archived_at: Option<Timestamp>) -> Status {
     if archived_at.is_some() {
         Status::Archived

@@ -51,6 +51,7 @@ mod setup;
 mod side_effects;
 mod site_people;
 mod sites;
+mod sized_lists;
 mod spread;
 mod staged_forgeries;
 mod support;

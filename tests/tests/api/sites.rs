@@ -373,7 +373,7 @@ fn members_lists_people_without_email() {
         reply.expect(200, None);
         assert_eq!(
             reply.body,
-            json!({"data": [{"member_id": null, "first_name": "Ann", "last_name": null, "phone": "+358409998888", "role": "site_contact"}], "meta": {"count": 1}})
+            json!({"data": [{"member_id": null, "first_name": "Ann", "last_name": null, "phone": "+358409998888", "role": "site_contact"}], "meta": {"count": 1, "next_cursor": null}})
         );
         let empty = new_site(&t, json!({"name": "Empty"})).await;
         assert_eq!(
