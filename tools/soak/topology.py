@@ -179,7 +179,7 @@ class Topology:
             "RATE_LIMIT_PER_WINDOW": str(limit), "RATE_LIMIT_WINDOW_SECONDS": str(RATE_WINDOW_S),
             "LOCAL_DISPATCHER": "on" if dispatcher else "off",
             # Retries and sweeps within the run's minutes.
-            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5",
+            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5", "WEBHOOK_SLOWED_GAP_SECONDS": "1",
             "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5", "LOCAL_POLLERS": "4",
         })
         if self.tracker_url:

@@ -2,7 +2,7 @@
 //! how it failed by the metrics' causes, and its lags from the load's
 //! status change.
 
-use shared::model::delivery::{AttemptError, DeliveryAttempt};
+use shared::model::delivery::{AttemptError, DeliveryAttempt, Held};
 use shared::model::webhook::WebhookRecord;
 
 use crate::Invocation;
@@ -35,6 +35,7 @@ pub(crate) fn report(
     hook: &WebhookRecord,
     committed: Option<shared::model::Timestamp>,
     dead_lettered: bool,
+    health: shared::metrics::delivery::ReceiverChange,
 ) -> shared::metrics::delivery::Attempted {
     let lag = |at: u64| {
         committed.map(|committed| {
@@ -59,6 +60,8 @@ pub(crate) fn report(
             AttemptError::AddressRefused => "address_refused",
             AttemptError::Internal => "internal",
         }),
+        held: attempt.held.map(Held::as_str),
+        receiver: health,
         duration_ms: attempt.duration_ms,
         dead_lettered,
         lag_to_start_ms: lag(started),

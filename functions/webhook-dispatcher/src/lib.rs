@@ -15,6 +15,7 @@ mod invocation;
 pub mod payload;
 pub mod peer;
 pub mod policy;
+mod receiver_turn;
 pub mod signature;
 
 pub use invocation::Invocation;
@@ -397,17 +398,23 @@ impl Dispatcher {
             }
         };
         let payload = payload.map_err(shared::ApiError::internal)?;
-        let secrets = self.state.webhook_secrets(&hook).await?;
+        let turn = self.turn(&delivery, &hook).await?;
         let attempted_at = shared::model::now();
-        let headers = self.headers(
-            &hook,
-            &delivery.event,
-            &secrets,
-            id,
-            attempted_at.unix(),
-            &payload,
-        );
-        let outcome = self.sender.post(&hook.url, headers, payload).await;
+        let outcome = match turn.held {
+            None => {
+                let secrets = self.state.webhook_secrets(&hook).await?;
+                let headers = self.headers(
+                    &hook,
+                    &delivery.event,
+                    &secrets,
+                    id,
+                    attempted_at.unix(),
+                    &payload,
+                );
+                self.sender.post(&hook.url, headers, payload).await
+            }
+            Some(_) => receiver_turn::no_request(),
+        };
 
         let attempt = DeliveryAttempt {
             delivery_id: id,
@@ -420,6 +427,7 @@ impl Dispatcher {
             status_code: outcome.status,
             error: outcome.error,
             duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            held: turn.held,
         };
         let wait = self.policy.wait_after(attempt.attempt);
         let mut after = delivery.clone();
@@ -443,8 +451,9 @@ impl Dispatcher {
             .deliveries()
             .record(&after, &attempt, made_for)
             .await?;
+        let change = self.answered(&delivery, &turn, &outcome).await;
         let dead_lettered = !attempt.succeeded && owner.is_some() && wait.is_none();
-        attempt_metrics::report(&attempt, &outcome, &hook, committed, dead_lettered)
+        attempt_metrics::report(&attempt, &outcome, &hook, committed, dead_lettered, change)
             .log(&self.state.config.metrics);
 
         if attempt.succeeded || owner.is_none() {

@@ -16,6 +16,8 @@ pub struct Policy {
     pub sweep_hours: u32,
     /// Age before the sweeper re-announces a record (the fast path's time).
     pub sweep_settle: Duration,
+    /// When a failing receiver is slowed and parked (`model::receiver`).
+    pub receivers: shared::model::receiver::Limits,
 }
 
 const MINUTE: u64 = 60;
@@ -38,6 +40,7 @@ impl Default for Policy {
             lease: secs(30),
             sweep_hours: 48,
             sweep_settle: secs(2 * MINUTE),
+            receivers: shared::model::receiver::Limits::default(),
         }
     }
 }

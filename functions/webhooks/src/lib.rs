@@ -24,7 +24,7 @@ use shared::model::delivery::{
 use shared::model::quota::{WEBHOOK_PINGS, WEBHOOK_RECOVERIES};
 use shared::model::webhook;
 use shared::model::webhook::{
-    CreateWebhook, CreatedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
+    CreateWebhook, CreatedWebhook, ListedWebhook, RollSecret, RolledWebhook, Webhook, WebhookRecord,
 };
 use shared::state::AppState;
 use shared::store::engine::calls::CallCounter;
@@ -53,10 +53,28 @@ pub fn router(state: AppState) -> Router {
     shared::http::app(routes(), state)
 }
 
-/// GET /api/v1/webhooks — read:data — oldest first, without secrets.
-async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<Webhook>>> {
-    let hooks = ctx.store.webhooks().list(ctx.org_id).await?;
-    Ok(Json(List(hooks.iter().map(WebhookRecord::view).collect())))
+/// GET /api/v1/webhooks — read:data — oldest first, without secrets, each with its
+/// receiver's health (`healthy`, `slowed`, `parked`).
+async fn list(ctx: Ctx<ReadData>) -> ApiResult<Json<List<ListedWebhook>>> {
+    let (webhooks, receivers) = (ctx.store.webhooks(), ctx.store.receivers());
+    let (hooks, failing) = CallCounter::together(async {
+        tokio::join!(webhooks.list(ctx.org_id), receivers.failing(ctx.org_id))
+    })
+    .await;
+    let failing = failing?;
+    let now = shared::clock::now().timestamp_millis();
+    let rows = hooks?
+        .iter()
+        .map(|hook| {
+            let receiver = webhook::receiver(ctx.org_id, &hook.url);
+            let health = failing.get(&receiver).cloned().unwrap_or_default();
+            ListedWebhook {
+                webhook: hook.view(),
+                receiver: health.view(now),
+            }
+        })
+        .collect();
+    Ok(Json(List(rows)))
 }
 
 /// POST /api/v1/webhooks — write:data — 201 with the secret, once; 409

@@ -35,9 +35,23 @@ pub struct Attempted {
     /// to its end.
     pub lag_to_start_ms: Option<f64>,
     pub lag_to_end_ms: Option<f64>,
+    /// No request was made: its receiver is slowed or parked and another
+    /// attempt has the turn (`receiver_slowed`, `receiver_parked`).
+    pub held: Option<&'static str>,
+    /// What the attempt did to its receiver's health.
+    pub receiver: ReceiverChange,
     /// The X-Ray trace's root and the Lambda invocation's request id.
     pub trace_id: Option<String>,
     pub invocation_id: Option<String>,
+}
+
+/// What one attempt did to its receiver's health (`model::receiver`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverChange {
+    /// Its failure slowed the receiver (the fifth in a row).
+    pub slowed: bool,
+    /// It found the receiver parked, the first time in its streak.
+    pub parked: bool,
 }
 
 impl Report for Attempted {
@@ -67,13 +81,35 @@ impl Report for Attempted {
         if let Some(invocation) = &self.invocation_id {
             doc.property("invocation_id", invocation.as_str());
         }
+        let receiver = [
+            (Metric::ReceiverSlowed, self.receiver.slowed),
+            (Metric::ReceiverParked, self.receiver.parked),
+        ]
+        .into_iter()
+        .filter(|(_, on)| *on)
+        .map(|(metric, _)| (metric, 1.0));
+        if let Some(held) = self.held {
+            doc.property("held", held);
+            // No request: no attempt, failure or lag, only the hold (and
+            // the schedule's end, when it was the last).
+            let held = [
+                (Metric::AttemptsHeld, 1.0),
+                (Metric::DeadLettered, flag(self.dead_lettered)),
+            ];
+            doc.record(
+                &[&[Service]],
+                &held.into_iter().chain(receiver).collect::<Vec<_>>(),
+            );
+            return doc;
+        }
+        let counts = [
+            (Metric::DeliveryAttempts, 1.0),
+            (Metric::DeliverySucceeded, flag(self.failure.is_none())),
+            (Metric::DeadLettered, flag(self.dead_lettered)),
+        ];
         doc.record(
             &[&[Service]],
-            &[
-                (Metric::DeliveryAttempts, 1.0),
-                (Metric::DeliverySucceeded, flag(self.failure.is_none())),
-                (Metric::DeadLettered, flag(self.dead_lettered)),
-            ],
+            &counts.into_iter().chain(receiver).collect::<Vec<_>>(),
         );
         // A failure by its cause, on the failed attempts' lines only (the
         // dashboard sums it by cause; `DeliverySucceeded` is the 0 or 1).

@@ -44,6 +44,13 @@ pub enum Metric {
     /// delivery not attempted, an announcement not made; by cause too):
     /// not a retry's scheduled wait.
     MessagesFailed,
+    /// An attempt held without a request: its receiver is slowed or
+    /// parked (`model::receiver`), and another attempt has the turn.
+    AttemptsHeld,
+    /// 1 when a failure slowed its receiver (its fifth in a row).
+    ReceiverSlowed,
+    /// 1 when a receiver was first found parked in its streak of failures.
+    ReceiverParked,
 }
 
 /// CloudWatch's units, as EMF spells them.
@@ -54,7 +61,7 @@ pub enum Unit {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 18] = [
+    pub const ALL: [Metric; 21] = [
         Metric::Requests,
         Metric::Latency,
         Metric::ReadUnits,
@@ -73,6 +80,9 @@ impl Metric {
         Metric::LagToSuccess,
         Metric::QueueMessages,
         Metric::MessagesFailed,
+        Metric::AttemptsHeld,
+        Metric::ReceiverSlowed,
+        Metric::ReceiverParked,
     ];
 
     pub fn name(self) -> &'static str {
@@ -95,6 +105,9 @@ impl Metric {
             Metric::LagToSuccess => "LagToSuccess",
             Metric::QueueMessages => "QueueMessages",
             Metric::MessagesFailed => "MessagesFailed",
+            Metric::AttemptsHeld => "AttemptsHeld",
+            Metric::ReceiverSlowed => "ReceiverSlowed",
+            Metric::ReceiverParked => "ReceiverParked",
         }
     }
 

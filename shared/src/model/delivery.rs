@@ -132,8 +132,29 @@ pub enum AttemptError {
     ConnectionFailed,
     /// The host resolved to a loopback, private or reserved address.
     AddressRefused,
-    /// The payload could not be made (our side).
+    /// The payload could not be made (our side), or no request was made
+    /// while its receiver is slowed or parked (`held` says which).
     Internal,
+}
+
+/// Why an attempt made no request: its receiver keeps failing and another
+/// attempt has its turn (`model::receiver`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Held {
+    /// Slowed: one attempt a minute.
+    ReceiverSlowed,
+    /// Parked: one attempt an hour.
+    ReceiverParked,
+}
+
+impl Held {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Held::ReceiverSlowed => "receiver_slowed",
+            Held::ReceiverParked => "receiver_parked",
+        }
+    }
 }
 
 /// One attempt, as stored and as the deliveries list (a load's) or the
@@ -153,6 +174,10 @@ pub struct DeliveryAttempt {
     pub status_code: Option<u16>,
     pub error: Option<AttemptError>,
     pub duration_ms: u64,
+    /// Set only on an attempt that made no request because its receiver
+    /// is slowed or parked (`error` is then `internal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
 }
 
 /// A ping asked for: its delivery, queued (`POST .../ping`'s answer).

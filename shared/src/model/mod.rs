@@ -16,6 +16,7 @@ pub mod org;
 pub mod patch;
 pub mod place;
 pub mod quota;
+pub mod receiver;
 pub mod receiving_point;
 pub mod report;
 pub mod site;

@@ -29,6 +29,11 @@ impl Timestamp {
     pub fn unix_millis(&self) -> u64 {
         u64::try_from(self.0.timestamp_millis()).unwrap_or(0)
     }
+
+    /// The time of Unix milliseconds `ms`, if it is one.
+    pub fn from_unix_millis(ms: i64) -> Option<Self> {
+        DateTime::from_timestamp_millis(ms).map(Self)
+    }
 }
 
 impl From<DateTime<Utc>> for Timestamp {

@@ -80,6 +80,14 @@ pub struct Webhook {
     pub created_at: Timestamp,
 }
 
+/// A row of the webhook list: the webhook and its receiver's health.
+#[derive(Debug, Serialize)]
+pub struct ListedWebhook {
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    pub receiver: super::receiver::ReceiverView,
+}
+
 /// The creation's answer: the webhook and, this once, its secret.
 #[derive(Debug, Serialize)]
 pub struct CreatedWebhook {

@@ -92,6 +92,10 @@ impl Store {
         webhooks::Webhooks(self)
     }
 
+    pub fn receivers(&self) -> records::receivers::Receivers<'_> {
+        records::receivers::Receivers(self)
+    }
+
     pub fn places(&self) -> places::Places<'_> {
         places::Places(self)
     }

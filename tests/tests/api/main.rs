@@ -38,6 +38,7 @@ mod places;
 mod quotas;
 mod rate_leases;
 mod rate_limit;
+mod receiver_health;
 mod receiving_points;
 mod recovery;
 mod report_rows;

@@ -219,6 +219,7 @@ fn the_deliveries_a_recovery_reads_are_bounded_and_resumable() {
                 status_code: Some(500),
                 error: None,
                 duration_ms: 3,
+                held: None,
             };
             let mut after = record.clone();
             after.attempts = 1;

@@ -13,7 +13,8 @@ use webhook_dispatcher::policy::Policy;
 /// at all (`LOCAL_DISPATCHER`, default `on` when a queue is set), its
 /// policy with the waits between attempts (`WEBHOOK_SCHEDULE_SECONDS`, a
 /// comma-separated list), the lease and the sweeper's settle time
-/// (`WEBHOOK_LEASE_SECONDS`, `WEBHOOK_SWEEP_SETTLE_SECONDS`) replaced, and
+/// (`WEBHOOK_LEASE_SECONDS`, `WEBHOOK_SWEEP_SETTLE_SECONDS`, a slowed
+/// receiver's gap `WEBHOOK_SLOWED_GAP_SECONDS`) replaced, and
 /// how often it sweeps (`LOCAL_SWEEP_SECONDS`, 60) and how many batches it
 /// handles at once (`LOCAL_POLLERS`, 1). For runs that must see retries
 /// and sweeps within minutes (`make soak`); production's policy is the
@@ -66,6 +67,11 @@ impl Setup {
         }
         if let Some(settle) = seconds("WEBHOOK_SWEEP_SETTLE_SECONDS")? {
             policy.sweep_settle = settle;
+        }
+        // A schedule of seconds keeps a slowed receiver's minute out of
+        // scale: its attempts then go this far apart instead.
+        if let Some(gap) = seconds("WEBHOOK_SLOWED_GAP_SECONDS")? {
+            policy.receivers.slow_gap = gap;
         }
         let sweep_every = seconds("LOCAL_SWEEP_SECONDS")?
             .unwrap_or(Duration::from_secs(60))
@@ -199,6 +205,7 @@ mod tests {
             ("WEBHOOK_SCHEDULE_SECONDS", "1, 2,0.5"),
             ("WEBHOOK_LEASE_SECONDS", "5"),
             ("WEBHOOK_SWEEP_SETTLE_SECONDS", "15"),
+            ("WEBHOOK_SLOWED_GAP_SECONDS", "0.5"),
             ("LOCAL_SWEEP_SECONDS", "5"),
         ])
         .unwrap();
@@ -209,6 +216,7 @@ mod tests {
         assert_eq!(s.policy.lease, secs(5.0));
         assert_eq!(s.policy.sweep_settle, secs(15.0));
         assert_eq!(s.sweep_every, secs(5.0));
+        assert_eq!(s.policy.receivers.slow_gap, secs(0.5));
     }
 
     #[test]
@@ -219,6 +227,7 @@ mod tests {
             ("WEBHOOK_SCHEDULE_SECONDS", "1,,2"),
             ("WEBHOOK_SCHEDULE_SECONDS", "-1"),
             ("WEBHOOK_LEASE_SECONDS", "soon"),
+            ("WEBHOOK_SLOWED_GAP_SECONDS", "-1"),
         ] {
             assert!(setup(&[bad]).is_err(), "{bad:?}");
         }

@@ -11,6 +11,7 @@ pub mod members;
 pub mod org_records;
 pub mod orgs;
 pub mod places;
+pub mod receivers;
 pub mod reports;
 pub mod rollups;
 pub mod surpluses;

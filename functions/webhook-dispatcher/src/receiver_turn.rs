@@ -1,0 +1,111 @@
+//! An attempt's turn at its receiver (`model::receiver`): a healthy
+//! receiver's attempts go when due; a slowed or parked one's only in its
+//! turn, the others held without a request (recorded as failed attempts
+//! on the retry schedule; a recovery sends them again). After the answer
+//! (or none), the receiver's health is kept.
+
+use shared::ApiResult;
+use shared::metrics::delivery::ReceiverChange;
+use shared::model::delivery::{AttemptError, DeliveryRecord, Held};
+use shared::model::receiver::{Gate, Health, State};
+use shared::model::webhook::{self, WebhookRecord};
+use uuid::Uuid;
+
+use crate::Dispatcher;
+use crate::client::Outcome;
+
+/// An attempt's turn: whether it makes its request, and its receiver's
+/// health as read before it.
+pub(crate) struct Turn {
+    receiver: Uuid,
+    before: Health,
+    pinged: bool,
+    /// Why it makes no request; None when it does.
+    pub(crate) held: Option<Held>,
+}
+
+/// The outcome of an attempt held: no request, no answer.
+pub(crate) fn no_request() -> Outcome {
+    Outcome {
+        status: None,
+        error: Some(AttemptError::Internal),
+        duration: std::time::Duration::ZERO,
+    }
+}
+
+impl Dispatcher {
+    /// The turn of an attempt of `delivery` at `hook`'s receiver: a ping
+    /// goes whatever the receiver's health (its owner's probe); any other
+    /// attempt goes when the receiver is healthy, or slowed or parked and
+    /// its turn is taken here; else it is held.
+    pub(crate) async fn turn(
+        &self,
+        delivery: &DeliveryRecord,
+        hook: &WebhookRecord,
+    ) -> ApiResult<Turn> {
+        let (org, pinged) = (delivery.org_id, delivery.event == webhook::WEBHOOK_PING);
+        let receiver = webhook::receiver(org, &hook.url);
+        let mut turn = Turn {
+            receiver,
+            before: Health::default(),
+            pinged,
+            held: None,
+        };
+        if pinged {
+            return Ok(turn);
+        }
+        let receivers = self.state.store.receivers();
+        turn.before = receivers.get(org, receiver).await?;
+        let now = shared::clock::now().timestamp_millis();
+        let limits = &self.policy.receivers;
+        let held = match turn.before.state(now, limits) {
+            State::Parked => Held::ReceiverParked,
+            _ => Held::ReceiverSlowed,
+        };
+        turn.held = match turn.before.gate(now, limits) {
+            Gate::Open => None,
+            Gate::Turn(until) if receivers.take_turn(org, receiver, now, until).await? => None,
+            Gate::Turn(_) | Gate::Wait(_) => Some(held),
+        };
+        Ok(turn)
+    }
+
+    /// Keeps the receiver's health after an attempt's answer (or none): a
+    /// 2xx ends its streak of failures, a failure other than a ping's adds
+    /// to it, a held attempt changes nothing. After the attempt is
+    /// recorded: a health that cannot be written is logged, and the
+    /// attempt stands.
+    pub(crate) async fn answered(
+        &self,
+        delivery: &DeliveryRecord,
+        turn: &Turn,
+        outcome: &Outcome,
+    ) -> ReceiverChange {
+        if turn.held.is_some() {
+            return ReceiverChange::default();
+        }
+        let receivers = self.state.store.receivers();
+        let (org, receiver) = (delivery.org_id, turn.receiver);
+        let now = shared::clock::now().timestamp_millis();
+        let kept = async {
+            let mut change = ReceiverChange::default();
+            if outcome.succeeded() {
+                if turn.pinged || turn.before.failures > 0 {
+                    receivers.succeeded(org, receiver).await?;
+                }
+            } else if !turn.pinged {
+                let after = receivers.failed(org, receiver, now).await?;
+                let limits = &self.policy.receivers;
+                change.slowed = after.failures == limits.slow_after;
+                change.parked = after.state(now, limits) == State::Parked
+                    && after.parked_at.is_none()
+                    && receivers.parked(org, receiver, now).await?;
+            }
+            ApiResult::Ok(change)
+        };
+        kept.await.unwrap_or_else(|error| {
+            tracing::error!(delivery_id = %delivery.id, %error, "receiver health not kept; the attempt stands");
+            ReceiverChange::default()
+        })
+    }
+}
