@@ -35,8 +35,14 @@ pub struct Answer {
 pub enum CallError {
     #[error("no answer within {0:?}")]
     Timeout(Duration),
+    /// The exchange failed after a connection was made: the request may
+    /// have reached the provider.
     #[error("{0}")]
     Failed(String),
+    /// No connection was made (refused, DNS, TLS handshake): nothing of
+    /// the request was sent.
+    #[error("{0}")]
+    Unreached(String),
     /// Not made: the request may cause no effect (its admission refused
     /// it, or its `Idempotency-Key` claim is another attempt's now). Its
     /// error answers.
@@ -129,6 +135,7 @@ impl Outbound {
 
 /// A transport error, described without the URL (which may carry a key).
 fn failed(error: reqwest::Error) -> CallError {
+    let unreached = error.is_connect();
     let error = error.without_url();
     let mut text = error.to_string();
     let mut source = std::error::Error::source(&error);
@@ -137,5 +144,9 @@ fn failed(error: reqwest::Error) -> CallError {
         text.push_str(&cause.to_string());
         source = cause.source();
     }
-    CallError::Failed(text)
+    if unreached {
+        CallError::Unreached(text)
+    } else {
+        CallError::Failed(text)
+    }
 }

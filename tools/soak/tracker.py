@@ -2,8 +2,8 @@
 calls the service makes (`POST /repos/{owner}/{repo}/issues`, and `GET` of
 the same path listing issues newest first), with a temper: most issues
 open at once, one in ten opens but answers after the service's timeout
-(it exists, the service says 504), one in twenty is refused (500, nothing
-opened). It remembers every call and every issue: the soak holds them
+(it exists, the service says 504), one in twenty fails (500, nothing
+opened; the service cannot tell, and its retry looks first). It remembers every call and every issue: the soak holds them
 against the quota (`checks.tickets`)."""
 
 import asyncio

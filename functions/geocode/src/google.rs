@@ -88,7 +88,7 @@ pub async fn geocode(state: &AppState, query: &AddressQuery) -> ApiResult<Geocod
                 codes::GEOCODE_TIMEOUT
                     .with("the geocoding provider did not answer in time; try again later")
             }
-            CallError::Failed(why) => {
+            CallError::Failed(why) | CallError::Unreached(why) => {
                 tracing::warn!(error = %why, "geocoding provider unreachable");
                 provider_error()
             }

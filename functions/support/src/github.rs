@@ -56,8 +56,10 @@ struct Refusal {
     message: Option<String>,
 }
 
-/// Why no ticket was opened, and whether the tracker surely has none
-/// (then the quota slot is given back).
+/// Why no ticket was opened, and whether the tracker surely has none (a
+/// 4xx, or no call made: then the quota slot is given back), or may have
+/// one (then the key is held until the call can no longer land, and a
+/// retry looks for the issue first).
 #[derive(Debug)]
 pub struct Failure {
     pub refused: bool,
@@ -69,6 +71,18 @@ fn refused() -> Failure {
         refused: true,
         error: codes::SUPPORT_TRACKER_ERROR
             .with("the issue tracker did not take the ticket; try again later"),
+    }
+}
+
+/// An answer that does not say the issue was not opened (a 5xx, a
+/// connection broken after the request may have left, an answer that
+/// cannot be read): it may exist, or still be opened.
+fn uncertain() -> Failure {
+    Failure {
+        refused: false,
+        error: codes::SUPPORT_TRACKER_ERROR.with(
+            "the issue tracker failed and may have opened the ticket; retry with the same Idempotency-Key after Retry-After",
+        ),
     }
 }
 
@@ -216,9 +230,13 @@ pub async fn open(
                     ),
                 }
             }
-            CallError::Failed(why) => {
+            CallError::Unreached(why) => {
                 tracing::warn!(error = %why, "issue tracker unreachable");
                 refused()
+            }
+            CallError::Failed(why) => {
+                tracing::warn!(error = %why, "issue tracker cut off");
+                uncertain()
             }
             // Not made: the slot stays with the request's attempt that
             // holds the key now.
@@ -234,16 +252,20 @@ pub async fn open(
         tracing::warn!(
             status = answer.status,
             message,
-            "issue tracker refused the ticket"
+            "issue tracker did not answer 201"
         );
-        return Err(refused());
+        // Only a 4xx says the ticket was refused; anything else (a 5xx
+        // above all: GitHub answers 5xx for writes that land) may have
+        // opened it.
+        return Err(if (400..500).contains(&answer.status) {
+            refused()
+        } else {
+            uncertain()
+        });
     }
     let issue: Issue = serde_json::from_slice(&answer.body).map_err(|e| {
         tracing::warn!(error = %e, "issue tracker answered 201 in another format");
-        Failure {
-            refused: false,
-            error: refused().error,
-        }
+        uncertain()
     })?;
     Ok(issue.number.to_string())
 }

@@ -124,7 +124,8 @@ async fn open(
     match github::open(&ctx, &ticket, ctx.org_id, ctx.key_id, request).await {
         Ok(reference) => Ok(opened_answer(reference, ticket.title, slot.remaining)),
         Err(failure) => {
-            // A refused ticket uses no quota; after a timeout it may exist,
+            // A refused ticket (a 4xx) uses no quota; after any other
+            // failure (a timeout, a 5xx, a broken connection) it may exist,
             // and may still be opened: the key is held until the call can
             // no longer land, then a retry looks for the issue first.
             if failure.refused {

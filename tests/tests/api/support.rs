@@ -142,12 +142,12 @@ fn five_tickets_an_hour_per_key_and_never_a_sixth_under_concurrency() {
 #[test]
 fn a_ticket_the_tracker_refused_uses_no_quota() {
     run(async {
-        // Every second request is refused (401, 422, 500, 503 in turn).
+        // Every second request is refused (401, 403, 422, 404 in turn).
         let refusals = [
             github_error(401, "Bad credentials"),
+            github_error(403, "Resource not accessible by integration"),
             github_error(422, "Validation Failed"),
-            github_error(500, "Server Error"),
-            github_error(503, "Service Unavailable"),
+            github_error(404, "Not Found"),
         ];
         let github = StandIn::start(move |seen, n| {
             if n % 2 == 0 {
@@ -456,7 +456,7 @@ fn a_retried_ticket_past_the_quota_asks_the_tracker_nothing() {
                 return api_tests::providers::Canned::json(200, Value::Array(newest_first));
             }
             if counted.fetch_add(1, Ordering::SeqCst) == 0 {
-                return github_error(500, "Server Error");
+                return github_error(422, "Validation Failed");
             }
             let issue = json!({"number": 2000 + issues.len(), "body": seen.json()["body"],
                                "created_at": chrono::Utc::now().to_rfc3339()});
@@ -602,6 +602,98 @@ fn a_request_that_takes_a_second_slot_gives_it_back_and_its_slot_frees_after_an_
 /// can no longer land (409 `idempotency_key_in_flight` with
 /// `Retry-After` meanwhile, and no second call); then the retry finds the
 /// issue the late call opened and answers it. One issue, one slot.
+/// A tracker that answers 5xx and opens the issue anyway, a moment later
+/// (GitHub's API does, for writes that land): the 502 holds the key as a
+/// timeout does, the ticket keeps its slot, and the retry after
+/// `Retry-After` finds the issue instead of opening a second; without a
+/// later issue, the retry opens one on the same slot.
+#[test]
+fn a_tracker_that_answers_5xx_and_opens_the_issue_later_gets_no_second_one() {
+    use std::sync::{Arc, Mutex};
+    run(async {
+        let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+        let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let late = api_tests::providers::Gate::default();
+        let (kept, gate) = (issues.clone(), late.clone());
+        // "lands" answers 502 and its issue lands once `late` opens;
+        // "never" answers 503 and opens nothing the first time, then opens
+        // its issue (201).
+        let nevers = Arc::new(AtomicU64::new(0));
+        let tracker = StandIn::start(move |seen, n| {
+            if seen.method == Method::GET {
+                let newest_first: Vec<Value> = kept.lock().unwrap().iter().rev().cloned().collect();
+                return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+            }
+            let sent = seen.json();
+            let issue = json!({
+                "number": 3000 + n as u64, "title": sent["title"], "body": sent["body"],
+                "created_at": chrono::Utc::now().to_rfc3339(),
+            });
+            if sent["title"] == "lands" {
+                let (kept, opened) = (kept.clone(), gate.clone());
+                tokio::spawn(async move {
+                    opened.passed().await;
+                    kept.lock().unwrap().push(issue);
+                });
+                return github_error(502, "Server Error");
+            }
+            if nevers.fetch_add(1, Ordering::SeqCst) == 0 {
+                return github_error(503, "Service Unavailable");
+            }
+            kept.lock().unwrap().push(issue.clone());
+            api_tests::providers::Canned::json(201, issue)
+        })
+        .await;
+        let router = configured_by(&tracker, api_tests::providers::PROVIDER_TIMEOUT, &clock).await;
+        let t = org().await;
+        let body = json!({"title": "lands", "description": "Deliveries fail."});
+        let first = open_keyed(&router, &t.key, "tracker-5xx", &body).await;
+        first.expect(502, Some("support_tracker_error"));
+        let held = first.header("retry-after").parse::<u64>().unwrap();
+        assert_eq!(held, support::LANDS_WITHIN.as_secs());
+        let asked = tracker.count();
+        open_keyed(&router, &t.key, "tracker-5xx", &body)
+            .await
+            .expect(409, Some("idempotency_key_in_flight"));
+        assert_eq!(tracker.count(), asked, "nothing asked of the tracker");
+        late.open();
+        api_tests::eventually(Duration::from_secs(20), || {
+            issues.lock().unwrap().len() == 1
+        })
+        .await;
+        clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
+        let retry = open_keyed(&router, &t.key, "tracker-5xx", &body).await;
+        retry.expect(201, None);
+        assert_eq!(retry.body["data"]["reference"], "3000");
+        assert_eq!(retry.body["data"]["quota_remaining"], 4, "one slot");
+        let opened = issues
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|i| i["title"] == "lands")
+            .count();
+        assert_eq!(opened, 1, "no second issue");
+
+        // A 503 that opened nothing: the retry finds none and opens it, on
+        // the slot the first attempt kept.
+        let body = json!({"title": "never", "description": "Still failing."});
+        open_keyed(&router, &t.key, "tracker-503", &body)
+            .await
+            .expect(502, Some("support_tracker_error"));
+        clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
+        let retry = open_keyed(&router, &t.key, "tracker-503", &body).await;
+        retry.expect(201, None);
+        assert_eq!(retry.body["data"]["quota_remaining"], 3, "one slot each");
+        let opened = issues
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|i| i["title"] == "never")
+            .count();
+        assert_eq!(opened, 1);
+    });
+}
+
 #[test]
 fn a_tracker_that_opens_the_issue_after_the_timeout_gets_no_second_one() {
     use std::sync::{Arc, Mutex};

@@ -20,7 +20,8 @@ pub const TIMEOUT: Duration = api_tests::providers::PROVIDER_TIMEOUT;
 pub const SLOW: Duration = Duration::from_secs(30);
 
 /// The providers' switches: while `refusing` is set, the tracker refuses
-/// the next issue it is asked to open (500) and clears it; while `slow`
+/// the next issue it is asked to open (422: a 4xx says nothing was
+/// opened; a 5xx may have been, `support.rs`) and clears it; while `slow`
 /// is set, the next issue it opens lands late (answered, and in its list,
 /// once `land_late` is called) and it clears it; while `slow_geocoder` is
 /// set, the geocoder never answers its next request and clears it.
@@ -67,7 +68,7 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
             return Canned::json(200, Value::Array(newest_first));
         }
         if refuse.swap(false, Ordering::SeqCst) {
-            return api_tests::providers::github_error(500, "Server Error");
+            return api_tests::providers::github_error(422, "Validation Failed");
         }
         let sent = seen.json();
         let number = 1000 + issues.len() as u64;
