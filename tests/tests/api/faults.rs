@@ -177,6 +177,29 @@ fn a_request_answers_a_clean_500_before_the_lambda_deadline() {
         );
         assert_ne!(reply.header("x-ratelimit-limit"), "");
         assert_ne!(reply.header("x-request-id"), "");
+        // Its time counts in the latency objective, as every 5xx's does: a
+        // slow outage looks slow (only a 4xx's is left out).
+        let line = api_tests::metrics::of_request(reply.header("x-request-id"));
+        assert_eq!(
+            (&line["StatusClass"], &line["Code"]),
+            (
+                &serde_json::json!("5xx"),
+                &serde_json::json!("internal_error")
+            )
+        );
+        let latency = line["Latency"].as_f64().unwrap();
+        let least = (left - Duration::from_millis(400)).as_secs_f64() * 1000.0;
+        assert!(
+            latency >= least && latency <= took.as_secs_f64() * 1000.0,
+            "{latency} ms of {took:?}"
+        );
+        assert_eq!(
+            crate::metrics::sets_of(&line, "Latency"),
+            [
+                vec!["Service".to_owned()],
+                vec!["Service".to_owned(), "Route".to_owned()]
+            ]
+        );
         silent.abort();
     });
 }

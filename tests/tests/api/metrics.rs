@@ -66,7 +66,7 @@ fn line_of(reply: &Reply) -> Value {
 }
 
 /// The dimension sets under which `metric` is recorded in `line`.
-fn sets_of(line: &Value, metric: &str) -> Vec<Vec<String>> {
+pub(crate) fn sets_of(line: &Value, metric: &str) -> Vec<Vec<String>> {
     line["_aws"]["CloudWatchMetrics"]
         .as_array()
         .unwrap()

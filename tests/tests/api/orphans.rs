@@ -1,6 +1,7 @@
 //! `admin files check`: files in place that no record names are found,
 //! listed by a dry run, left within the grace period, and removed after
-//! it; what records name (archived ones too) and what no request names
+//! it; what records name (archived ones too: a load's waybill, a
+//! receiving point's photos, shown again when it is restored) and what no request names
 //! are never touched.
 
 use api_tests::cuts::{Cut, Cuts};
@@ -186,6 +187,15 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
         )
         .await
         .unwrap();
+        //    And the point archived: its photo is still named (a restore
+        //    shows it again).
+        on(
+            Method::DELETE,
+            format!("/api/v1/receiving-points/{point}"),
+            Value::Null,
+        )
+        .await
+        .expect(200, None);
         // 4. Not a name any request makes.
         let foreign = "waybills/README.png".to_owned();
         files
@@ -251,6 +261,27 @@ fn files_no_record_names_are_listed_by_a_dry_run_and_removed_once_past_the_grace
             (lines.len(), counted(&count)),
             (0, [4, 3, 0, 0, 0, 1]),
             "{count}"
+        );
+        // The archived point restored shows its photo, whole.
+        on(
+            Method::POST,
+            format!("/api/v1/receiving-points/{point}/restore"),
+            Value::Null,
+        )
+        .await
+        .expect(200, None);
+        let restored = on(
+            Method::GET,
+            format!("/api/v1/receiving-points/{point}"),
+            Value::Null,
+        )
+        .await;
+        let photo = &restored.body["data"]["photos"][0];
+        assert_eq!(photo["storage_path"], named_photo.as_str());
+        let link = photo["url"].as_str().unwrap();
+        assert_eq!(
+            api_tests::http("GET", link, &[], b"").await,
+            (200, PNG.to_vec())
         );
 
         // Only what removed something, or could have, is audited: the
