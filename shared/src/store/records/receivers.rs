@@ -42,13 +42,21 @@ fn written<T>(
 }
 
 impl Receivers<'_> {
-    /// Receiver `receiver`'s health (of organization `org`).
+    /// Receiver `receiver`'s health (of organization `org`), read
+    /// eventually consistent (half a read unit): a streak a moment stale
+    /// lets one attempt more go or be held, and a turn is taken by a
+    /// conditional write whatever was read.
     pub async fn get(&self, org: Uuid, receiver: Uuid) -> ApiResult<Health> {
-        let found = self
-            .0
-            .get_item(key(keys::org_pk(org), sk(receiver)))
-            .await?;
-        Ok(found.map(from_item).transpose()?.unwrap_or_default())
+        let store = self.0;
+        let out = store
+            .db
+            .get_item()
+            .table_name(store.table())
+            .set_key(Some(key(keys::org_pk(org), sk(receiver))))
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        Ok(out.item.map(from_item).transpose()?.unwrap_or_default())
     }
 
     /// The health of every receiver of organization `org` that is failing,
