@@ -1,7 +1,8 @@
 //! Receivers' health (`ORG#<org>` / `RECEIVER#<receiver>`, the receiver
 //! named by `webhook::receiver`): written by the dispatcher's attempts,
-//! read by them and by the webhook list. No item: healthy. A failure adds
-//! to the streak, a 2xx removes the item, and a slowed or parked
+//! read by them and by the webhook list. No item, or one without a
+//! streak: healthy. A failure adds to the streak, a 2xx removes it, and a
+//! slowed or parked
 //! receiver's turn is a conditional write, so two dispatchers never take
 //! the same turn (`model::receiver`).
 
@@ -136,17 +137,16 @@ impl Receivers<'_> {
         written(marked)
     }
 
-    /// A 2xx: the receiver is healthy again (its streak removed).
+    /// A 2xx: the receiver is healthy again (its streak removed; an
+    /// UpdateItem, the dispatcher's role has no DeleteItem).
     pub async fn succeeded(&self, org: Uuid, receiver: Uuid) -> ApiResult<()> {
-        let store = self.0;
-        store
-            .db
-            .delete_item()
-            .table_name(store.table())
-            .set_key(Some(key(keys::org_pk(org), sk(receiver))))
+        let removed = self
+            .0
+            .update(keys::org_pk(org), sk(receiver))
+            .update_expression("REMOVE failures, failing_since, next_try, parked_at")
+            .condition_expression("attribute_exists(pk)")
             .send()
-            .await
-            .map_err(sdk_error)?;
-        Ok(())
+            .await;
+        written(removed).map(|_| ())
     }
 }
