@@ -1,13 +1,16 @@
 //! An attempt's turn at its receiver (`model::receiver`): a healthy
 //! receiver's attempts go when due; a slowed or parked one's only in its
 //! turn, the others held without a request (recorded as failed attempts
-//! on the retry schedule; a recovery sends them again). After the answer
-//! (or none), the receiver's health is kept.
+//! on the retry schedule, each coming back no sooner than the receiver's
+//! next turn; a recovery sends them again). After the answer (or none),
+//! the receiver's health is kept.
 
 use shared::ApiResult;
 use shared::metrics::delivery::ReceiverChange;
 use shared::model::delivery::{AttemptError, DeliveryRecord, Held};
-use shared::model::receiver::{Gate, Health, State};
+use std::time::Duration;
+
+use shared::model::receiver::{self, Gate, Health, State};
 use shared::model::webhook::{self, WebhookRecord};
 use uuid::Uuid;
 
@@ -22,6 +25,20 @@ pub(crate) struct Turn {
     pinged: bool,
     /// Why it makes no request; None when it does.
     pub(crate) held: Option<Held>,
+    /// When held: the Unix ms the receiver's next turn starts.
+    free_at: Option<i64>,
+}
+
+impl Turn {
+    /// How long the delivery waits before its next attempt, `scheduled`
+    /// by the retry schedule: for a held attempt no less than until the
+    /// receiver's next turn (`model::receiver::retry_wait`).
+    pub(crate) fn wait(&self, scheduled: Duration, now: i64) -> Duration {
+        match self.free_at {
+            Some(free_at) if self.held.is_some() => receiver::retry_wait(scheduled, free_at, now),
+            _ => scheduled,
+        }
+    }
 }
 
 /// The outcome of an attempt held: no request, no answer.
@@ -50,6 +67,7 @@ impl Dispatcher {
             before: Health::default(),
             pinged,
             held: None,
+            free_at: None,
         };
         if pinged {
             return Ok(turn);
@@ -62,10 +80,14 @@ impl Dispatcher {
             State::Parked => Held::ReceiverParked,
             _ => Held::ReceiverSlowed,
         };
-        turn.held = match turn.before.gate(now, limits) {
-            Gate::Open => None,
-            Gate::Turn(until) if receivers.take_turn(org, receiver, now, until).await? => None,
-            Gate::Turn(_) | Gate::Wait(_) => Some(held),
+        // A turn taken by another attempt first ends about when this one's
+        // would have.
+        (turn.held, turn.free_at) = match turn.before.gate(now, limits) {
+            Gate::Open => (None, None),
+            Gate::Turn(until) if receivers.take_turn(org, receiver, now, until).await? => {
+                (None, None)
+            }
+            Gate::Turn(until) | Gate::Wait(until) => (Some(held), Some(until)),
         };
         Ok(turn)
     }

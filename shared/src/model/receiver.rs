@@ -46,6 +46,20 @@ impl Default for Limits {
     }
 }
 
+/// The wait before a held attempt's delivery is tried again: the retry
+/// schedule's (`scheduled`), or until the receiver's next turn starts at
+/// `free_at` (Unix ms) when that is later. An attempt before the turn would
+/// only be held again: a failing receiver's deliveries thus come back once
+/// a turn, not at the schedule's first waits of seconds, and the queue all
+/// organizations share carries few of them. The schedule's later waits are
+/// longer than a turn, so a delivery keeps its attempts for as long.
+/// Whole seconds, rounded up (a queue hides a message for whole seconds:
+/// one back a moment before the turn would be held again).
+pub fn retry_wait(scheduled: Duration, free_at: i64, now: i64) -> Duration {
+    let until_turn = u64::try_from(free_at.saturating_sub(now)).unwrap_or(0);
+    scheduled.max(Duration::from_secs(until_turn.div_ceil(1000)))
+}
+
 /// What an owner sees of a receiver (a webhook's `receiver`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -171,6 +185,18 @@ mod tests {
             next_try,
             parked_at: None,
         }
+    }
+
+    #[test]
+    fn a_held_delivery_waits_for_its_receivers_turn_or_the_schedule_whichever_is_later() {
+        let now = 1_000_000;
+        let secs = Duration::from_secs;
+        assert_eq!(retry_wait(secs(5), now + 60_000, now), secs(60));
+        assert_eq!(retry_wait(secs(5), now + 59_001, now), secs(60));
+        assert_eq!(retry_wait(secs(300), now + 60_000, now), secs(300));
+        assert_eq!(retry_wait(secs(0), now + 1, now), secs(1), "rounded up");
+        assert_eq!(retry_wait(secs(5), now - 1, now), secs(5), "a turn past");
+        assert_eq!(retry_wait(secs(5), now, now), secs(5));
     }
 
     #[test]

@@ -208,3 +208,98 @@ fn a_receiver_that_keeps_failing_is_slowed_then_parked_and_a_2xx_brings_it_back(
         assert!(line.get("AttemptsHeld").is_none());
     });
 }
+
+/// A held attempt's delivery comes back at its receiver's next turn, not
+/// at the schedule's first wait: one sooner would only be held again, and
+/// a failing tenant's deliveries would churn the queue every organization
+/// shares at the schedule's pace. (With no wait between attempts, as here,
+/// each delivery's every attempt used to be held at once and the delivery
+/// dead-lettered within the minute.)
+#[test]
+fn a_held_delivery_comes_back_at_its_receivers_turn_not_sooner() {
+    run(async {
+        // Four attempts a delivery, with no wait between them.
+        let policy = webhook_dispatcher::policy::Policy {
+            schedule: vec![Duration::ZERO; 3],
+            ..quick_policy(4)
+        };
+        let stack = Stack::new(policy, false, |_| {}).await;
+        let t = org().await;
+        let receiver = Receiver::start(vec![500; 8]).await;
+        let url = format!("{}/hook", receiver.base);
+        let (hook, _) = register(&stack, &t, &url, "hmac_sha256").await;
+        let site = new_site(&t, json!({"name": "Origin"})).await;
+        let first = new_load(&t, &site).await;
+        deliver_load(&stack, &t, &first).await;
+        stack.drain_dry(Duration::from_secs(30)).await;
+        assert_eq!(receiver.count(), 4, "one delivery's four attempts");
+
+        // The next delivery: the fifth failure slows the receiver, the
+        // turn is taken by its next attempt, the third is held.
+        let second = new_load(&t, &site).await;
+        deliver_load(&stack, &t, &second).await;
+        for _ in 0..50 {
+            let taken = local::poller::poll_once(&stack.dispatcher, &stack.state.queue)
+                .await
+                .expect("poll");
+            if taken == 0 {
+                break;
+            }
+        }
+        assert_eq!(receiver.count(), 6, "the fifth failure, then the turn's");
+        let log = send(
+            &stack,
+            &t,
+            Method::GET,
+            &format!("/api/v1/webhooks/{hook}/deliveries?limit=10"),
+            None,
+        )
+        .await;
+        log.expect(200, None);
+        let attempts: Vec<(u64, Value, Value)> = log.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["surplus_id"] == second.as_str())
+            .map(|a| {
+                (
+                    a["attempt"].as_u64().unwrap(),
+                    a["status_code"].clone(),
+                    a["held"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            attempts,
+            vec![
+                (3, Value::Null, json!("receiver_slowed")),
+                (2, json!(500), Value::Null),
+                (1, json!(500), Value::Null),
+            ],
+            "newest first: two requests, then one held, and no fourth attempt yet"
+        );
+        // Its message waits, hidden, for the turn.
+        let sqs = aws_sdk_sqs::Client::new(&api_tests::harness().await.sdk);
+        let queue = stack.state.config.webhooks.queue_url.clone().unwrap();
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(&queue)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
+            .send()
+            .await
+            .expect("queue attributes");
+        let count = |name: &str| {
+            attributes
+                .attributes()
+                .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::from(name)))
+                .cloned()
+        };
+        assert_eq!(
+            (
+                count("ApproximateNumberOfMessages"),
+                count("ApproximateNumberOfMessagesNotVisible")
+            ),
+            (Some("0".into()), Some("1".into()))
+        );
+    });
+}
