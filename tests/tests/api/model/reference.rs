@@ -608,6 +608,18 @@ impl Model {
     }
 }
 
+/// Whether an operator's command is done (`Some(true)`) or refused, as
+/// its flags decide; None when the table and the ring decide (a drop).
+pub fn verdict(step: &Step) -> Option<bool> {
+    match step {
+        // The seal key takes no overlap: an old generation ending while
+        // values are sealed with it would lose them.
+        Step::RotateKey { key, overlap, .. } => Some(!(*key == KeyName::Seal && overlap.is_some())),
+        Step::Reseal(_) => Some(true),
+        _ => None,
+    }
+}
+
 /// Any organization's any key.
 fn sender() -> impl Strategy<Value = By> + Clone {
     (0..ORGS, 0..KEYS).prop_map(|(org, key)| By { org, key })
@@ -626,6 +638,7 @@ fn possible(model: &Model, step: &Step) -> bool {
             Step::AddPhoto { org, point, .. } => *point < model.orgs[*org].points.len(),
             Step::DropKey { key, version } => (1..=model.versions[key.index()]).contains(version),
             Step::Unheard { step, .. } => possible(model, step),
+            Step::Together { a, b } => possible(model, a) && possible(model, b),
             _ => true,
         };
     };
@@ -645,6 +658,10 @@ fn possible(model: &Model, step: &Step) -> bool {
             .hooks
             .get(*hook)
             .is_some_and(|h| org.at_receiver(h, |h| h.recoveries) < RECOVERIES_A_RECEIVER),
+        Step::Recoveries { hook, count, .. } => org
+            .hooks
+            .get(*hook)
+            .is_some_and(|h| org.at_receiver(h, |h| h.recoveries) + count <= RECOVERIES_A_RECEIVER),
         Step::Ping { hook, .. } => org
             .hooks
             .get(*hook)
@@ -748,6 +765,13 @@ impl ReferenceStateMachine for Model {
             keyed,
             tag,
         });
+        let recoveries =
+            (pick(hooks), 2..=4usize).prop_map(move |((by, hook), count)| Step::Recoveries {
+                by,
+                hook,
+                count,
+                tag,
+            });
         let ping = (pick(hooks), keyed()).prop_map(move |((by, hook), keyed)| Step::Ping {
             by,
             hook,
@@ -878,7 +902,17 @@ impl ReferenceStateMachine for Model {
             at,
             step: Box::new(step),
         });
-        let keys = prop_oneof![3 => rotate, 4 => drop_key, 2 => reseal];
+        // Two at once, as two operators may run them.
+        let one_of_two = prop_oneof![
+            rotate.clone(),
+            drop_key.clone(),
+            Just(Step::Reseal(Resealing::Whole))
+        ];
+        let together = (one_of_two.clone(), one_of_two).prop_map(|(a, b)| Step::Together {
+            a: Box::new(a),
+            b: Box::new(b),
+        });
+        let keys = prop_oneof![3 => rotate, 4 => drop_key, 2 => reseal, 2 => together];
         // The requests a client retries with its key.
         let retried = prop_oneof![
             2 => create_site.clone(),
@@ -934,6 +968,7 @@ impl ReferenceStateMachine for Model {
             4 => retry,
             2 => ping,
             2 => recover,
+            1 => recoveries,
             4 => Just(Step::Dispatch),
             3 => site_step,
             3 => ticket,
@@ -977,14 +1012,34 @@ impl ReferenceStateMachine for Model {
         model.before.clear();
         match step {
             Step::Revoke { by } => model.key(*by).revoked = true,
-            // The seal key takes no overlap: an old generation ending
-            // while values are sealed with it would lose them.
-            Step::RotateKey { key, overlap, .. } => {
-                let done = !(*key == KeyName::Seal && overlap.is_some());
+            Step::RotateKey { key, .. } => {
+                let done = verdict(step) == Some(true);
                 if done {
                     model.versions[key.index()] += 1;
                 }
                 model.command = Some(done);
+            }
+            // As one after the other: the loser of a race runs again.
+            Step::Together { a, b } => return Self::apply(Self::apply(model, a), b),
+            Step::Recoveries {
+                by,
+                hook,
+                count,
+                tag,
+            } => {
+                for i in 0..*count {
+                    let one = Step::Recover {
+                        by: By {
+                            org: by.org,
+                            key: (by.key + i) % KEYS,
+                        },
+                        hook: *hook,
+                        keyed: false,
+                        tag: *tag,
+                    };
+                    let expect = model.request(&one);
+                    model.before.push(expect);
+                }
             }
             Step::DropKey { .. } => {}
             Step::Reseal(_) => model.command = Some(true),

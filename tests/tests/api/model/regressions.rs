@@ -841,3 +841,77 @@ fn a_recovery_sends_nothing_that_succeeded() {
         Step::Dispatch,
     ]);
 }
+
+/// Two operators' key commands at once: two rotations of each key (with
+/// and without `--now`), a rotation beside a drop of the generation before
+/// it, a rotation beside a whole reseal. Each ring ends with every
+/// rotation (the loser of a race told to run again, and run again), and
+/// every sealed value still opens.
+#[test]
+fn operators_commands_at_once_lose_no_rotation() {
+    let rotate = |key, now| Step::RotateKey {
+        key,
+        overlap: None,
+        now,
+    };
+    let together = |a, b| Step::Together {
+        a: Box::new(a),
+        b: Box::new(b),
+    };
+    replay(vec![
+        Step::Register {
+            by: A,
+            url: 0,
+            keyed: false,
+            tag: 1,
+        },
+        together(rotate(KeyName::Seal, true), rotate(KeyName::Seal, false)),
+        together(
+            rotate(KeyName::Cursor, false),
+            rotate(KeyName::Cursor, true),
+        ),
+        Step::Wait(Wait::Rollout),
+        together(
+            rotate(KeyName::Cursor, false),
+            Step::DropKey {
+                key: KeyName::Cursor,
+                version: 2,
+            },
+        ),
+        together(rotate(KeyName::Seal, true), Step::Reseal(Resealing::Whole)),
+    ]);
+}
+
+/// Recoveries of one receiver sent at once, by both keys, again and again:
+/// each answered 202, none queues a delivery that succeeded, and the
+/// receiver gets each delivery once.
+#[test]
+fn recoveries_at_once_send_nothing_twice() {
+    let recoveries = |count, tag| Step::Recoveries {
+        by: A,
+        hook: 0,
+        count,
+        tag,
+    };
+    replay(vec![
+        Step::Register {
+            by: A,
+            url: 0,
+            keyed: false,
+            tag: 1,
+        },
+        site(2),
+        load(3),
+        Step::Upload {
+            by: A,
+            load: 0,
+            keyed: false,
+            tag: 4,
+        },
+        Step::Deliver { by: A, load: 0 },
+        recoveries(3, 5),
+        Step::Dispatch,
+        recoveries(4, 6),
+        Step::Dispatch,
+    ]);
+}

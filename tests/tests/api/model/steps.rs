@@ -83,6 +83,18 @@ pub enum Step {
         keyed: bool,
         tag: u32,
     },
+    /// `count` recoveries of the hook sent at once (no key), by `by`'s key
+    /// and the organization's other key in turn.
+    Recoveries {
+        by: By,
+        hook: usize,
+        count: usize,
+        tag: u32,
+    },
+    /// Two operators' commands (`a`, `b`: key rotations, drops, a whole
+    /// reseal) started at the same moment; a command told to run again
+    /// (it lost the keyring's compare-and-swap) is run again.
+    Together { a: Box<Step>, b: Box<Step> },
     /// A webhook at `url` registered, `load`'s waybill uploaded, the load
     /// delivered and dispatched; then a `Retry` of the delivery with a
     /// key, and `others` more with keys of their own, each dispatched;
@@ -369,6 +381,7 @@ impl Step {
             | Step::Retry { by, .. }
             | Step::Ping { by, .. }
             | Step::Recover { by, .. }
+            | Step::Recoveries { by, .. }
             | Step::Retries { by, .. }
             | Step::LateReceivers { by, .. }
             | Step::Grant { by, .. }
@@ -601,6 +614,13 @@ impl fmt::Display for Step {
                 "{by}: POST /webhooks/<hook {hook}>/recover since a day back{}",
                 key(keyed, tag)
             ),
+            Step::Recoveries {
+                by, hook, count, ..
+            } => write!(
+                f,
+                "{by} and the org's other key in turn: POST /webhooks/<hook {hook}>/recover since a day back, {count} at once"
+            ),
+            Step::Together { a, b } => write!(f, "at once: {a}; {b}"),
             Step::Dispatch => write!(f, "dispatcher: drain the webhook queue"),
             Step::Grant { by, keyed, tag } => write!(
                 f,

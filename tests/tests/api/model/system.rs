@@ -28,6 +28,7 @@ mod faults;
 mod late;
 mod operators;
 mod requests;
+mod together;
 mod tracker;
 
 use super::reference::{Expect, Model, ORGS};
@@ -320,6 +321,8 @@ impl System {
                 let expect = model.expect.expect("a request's answer");
                 self.copy_paused(model, step, *tag, expect).await;
             }
+            Step::Recoveries { .. } => self.recoveries(model, step).await,
+            Step::Together { a, b } => self.together(model, step, a, b).await,
             Step::Wait(wait) => self.wait(*wait).await,
             Step::Dispatch => self.dispatch().await,
             Step::Faulted { fault, at, step } => {

@@ -29,7 +29,7 @@ impl System {
         self.clock.scope(Box::pin(command)).await
     }
 
-    async fn admin(&self, args: &[&str]) -> anyhow::Result<Done> {
+    pub(super) async fn admin(&self, args: &[&str]) -> anyhow::Result<Done> {
         self.admin_through(&harness().await.sdk, args).await
     }
 
