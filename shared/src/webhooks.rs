@@ -154,8 +154,10 @@ impl AppState {
     /// where the next request resumes. A delivery another recovery queued
     /// and whose attempt is not made yet is not queued again (its mark,
     /// `Deliveries::mark_recovery`, for `RECOVERY_HOLD`); a retry of this
-    /// request (its `Idempotency-Key`) re-sends its own. 404
-    /// `webhook_not_found` first.
+    /// request (its `Idempotency-Key`) re-sends its own. Nothing is queued
+    /// to a receiver that is slowed or parked (`model::receiver`): each of
+    /// those attempts but its turn's would be held, so the request only
+    /// says so (`skipped.receiver_slowed`). 404 `webhook_not_found` first.
     pub async fn recover_deliveries(
         &self,
         org: Uuid,
@@ -163,11 +165,23 @@ impl AppState {
         since: crate::model::Timestamp,
     ) -> ApiResult<RecoveryQueued> {
         use futures::StreamExt;
-        self.store.webhooks().require(org, webhook).await?;
+        let hook = self.store.webhooks().require(org, webhook).await?;
         let deliveries = self.store.deliveries();
         let (found, next_since) = deliveries
             .attempted_since(webhook, since, RECOVER_BATCH)
             .await?;
+        if !found.is_empty() && self.receiver_failing(org, &hook.url).await? {
+            return Ok(RecoveryQueued {
+                webhook_id: webhook,
+                since,
+                queued: 0,
+                next_since,
+                skipped: RecoverySkipped {
+                    receiver_slowed: u32::try_from(found.len()).unwrap_or(u32::MAX),
+                    ..RecoverySkipped::default()
+                },
+            });
+        }
         // Nothing is marked for a message that could not be sent: an
         // operator's CLI without the queue's URL fails before it holds a
         // delivery back.
@@ -243,6 +257,15 @@ impl AppState {
             next_since,
             skipped,
         })
+    }
+
+    /// Whether `org`'s receiver at `url` is slowed or parked now.
+    async fn receiver_failing(&self, org: Uuid, url: &str) -> ApiResult<bool> {
+        use crate::model::receiver::{Limits, State};
+        let receiver = crate::model::webhook::receiver(org, url);
+        let health = self.store.receivers().get(org, receiver).await?;
+        let now = crate::clock::now().timestamp_millis();
+        Ok(health.state(now, &Limits::default()) != State::Healthy)
     }
 }
 

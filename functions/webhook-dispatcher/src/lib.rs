@@ -432,7 +432,10 @@ impl Dispatcher {
         let wait = self
             .policy
             .wait_after(attempt.attempt)
-            .map(|scheduled| turn.wait(scheduled, shared::clock::now().timestamp_millis()));
+            .map(|scheduled| {
+                let now = shared::clock::now().timestamp_millis();
+                turn.wait(scheduled, now, id, &self.policy.receivers)
+            });
         let mut after = delivery.clone();
         after.attempts = attempt.attempt;
         after.last_attempt_at = Some(attempted_at);

@@ -30,12 +30,22 @@ pub(crate) struct Turn {
 }
 
 impl Turn {
-    /// How long the delivery waits before its next attempt, `scheduled`
-    /// by the retry schedule: for a held attempt no less than until the
-    /// receiver's next turn (`model::receiver::retry_wait`).
-    pub(crate) fn wait(&self, scheduled: Duration, now: i64) -> Duration {
+    /// How long `delivery` waits before its next attempt, `scheduled` by
+    /// the retry schedule: for a held attempt no less than until the
+    /// receiver's next turn and the delivery's share of a gap after it
+    /// (`model::receiver::retry_wait`).
+    pub(crate) fn wait(
+        &self,
+        scheduled: Duration,
+        now: i64,
+        delivery: Uuid,
+        limits: &receiver::Limits,
+    ) -> Duration {
         match self.free_at {
-            Some(free_at) if self.held.is_some() => receiver::retry_wait(scheduled, free_at, now),
+            Some(free_at) if self.held.is_some() => {
+                let spread = receiver::spread_of(delivery, limits.slow_gap);
+                receiver::retry_wait(scheduled, free_at, now, spread)
+            }
             _ => scheduled,
         }
     }

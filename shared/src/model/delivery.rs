@@ -244,6 +244,10 @@ pub struct RecoverySkipped {
     /// Their last attempt succeeded (before the outage or since), or they
     /// are gone.
     pub not_failed: u32,
+    /// The webhook's receiver is slowed or parked: nothing is recovered to
+    /// it (every attempt but its turn's would be held). Ping it once it is
+    /// fixed (a 2xx brings it back), then recover.
+    pub receiver_slowed: u32,
 }
 
 /// Largest and default page of the deliveries list.

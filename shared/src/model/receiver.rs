@@ -48,16 +48,29 @@ impl Default for Limits {
 
 /// The wait before a held attempt's delivery is tried again: the retry
 /// schedule's (`scheduled`), or until the receiver's next turn starts at
-/// `free_at` (Unix ms) when that is later. An attempt before the turn would
-/// only be held again: a failing receiver's deliveries thus come back once
-/// a turn, not at the schedule's first waits of seconds, and the queue all
-/// organizations share carries few of them. The schedule's later waits are
-/// longer than a turn, so a delivery keeps its attempts for as long.
-/// Whole seconds, rounded up (a queue hides a message for whole seconds:
-/// one back a moment before the turn would be held again).
-pub fn retry_wait(scheduled: Duration, free_at: i64, now: i64) -> Duration {
+/// `free_at` (Unix ms), and `spread` after it, when that is later. An
+/// attempt before the turn would only be held again: a failing receiver's
+/// deliveries thus come back about once a turn, not at the schedule's
+/// first waits of seconds, and spread over the turn (`spread`, a share of
+/// a gap each delivery has of its own: `spread_of`) rather than all at its
+/// start. The schedule's later waits are longer than a turn, so a delivery
+/// keeps its attempts for as long. Whole seconds, rounded up (a queue
+/// hides a message for whole seconds: one back a moment before the turn
+/// would be held again).
+pub fn retry_wait(scheduled: Duration, free_at: i64, now: i64, spread: Duration) -> Duration {
     let until_turn = u64::try_from(free_at.saturating_sub(now)).unwrap_or(0);
-    scheduled.max(Duration::from_secs(until_turn.div_ceil(1000)))
+    if until_turn == 0 {
+        return scheduled;
+    }
+    let until = Duration::from_millis(until_turn).saturating_add(spread);
+    scheduled.max(Duration::from_secs(until.as_millis().div_ceil(1000) as u64))
+}
+
+/// A delivery's own share of `gap` (from its id): where in a turn's gap
+/// its held attempt comes back.
+pub fn spread_of(delivery: uuid::Uuid, gap: Duration) -> Duration {
+    let share = u32::try_from(delivery.as_u128() % 1000).unwrap_or(0);
+    gap * share / 1000
 }
 
 /// What an owner sees of a receiver (a webhook's `receiver`).
@@ -191,12 +204,30 @@ mod tests {
     fn a_held_delivery_waits_for_its_receivers_turn_or_the_schedule_whichever_is_later() {
         let now = 1_000_000;
         let secs = Duration::from_secs;
-        assert_eq!(retry_wait(secs(5), now + 60_000, now), secs(60));
-        assert_eq!(retry_wait(secs(5), now + 59_001, now), secs(60));
-        assert_eq!(retry_wait(secs(300), now + 60_000, now), secs(300));
-        assert_eq!(retry_wait(secs(0), now + 1, now), secs(1), "rounded up");
-        assert_eq!(retry_wait(secs(5), now - 1, now), secs(5), "a turn past");
-        assert_eq!(retry_wait(secs(5), now, now), secs(5));
+        let none = Duration::ZERO;
+        assert_eq!(retry_wait(secs(5), now + 60_000, now, none), secs(60));
+        assert_eq!(retry_wait(secs(5), now + 59_001, now, none), secs(60));
+        assert_eq!(retry_wait(secs(300), now + 60_000, now, none), secs(300));
+        assert_eq!(retry_wait(secs(0), now + 1, now, none), secs(1), "rounded up");
+        assert_eq!(retry_wait(secs(5), now - 1, now, secs(30)), secs(5), "a turn past");
+        assert_eq!(retry_wait(secs(5), now, now, secs(30)), secs(5));
+        // Spread over the turn after it.
+        assert_eq!(retry_wait(secs(5), now + 60_000, now, secs(30)), secs(90));
+        assert_eq!(
+            retry_wait(secs(5), now + 60_000, now, Duration::from_millis(1)),
+            secs(61)
+        );
+    }
+
+    #[test]
+    fn each_delivery_has_its_own_share_of_a_gap() {
+        let gap = Duration::from_secs(60);
+        let at = |n: u128| spread_of(uuid::Uuid::from_u128(n), gap);
+        assert_eq!(at(0), Duration::ZERO);
+        assert_eq!(at(500), Duration::from_secs(30));
+        assert_eq!(at(999), Duration::from_millis(59_940));
+        assert_eq!(at(1000), Duration::ZERO);
+        assert!(at(u128::MAX) < gap);
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn a_recovery_sends_exactly_the_failed_deliveries_once_more() {
         // The third succeeded: gone through, not queued, and said so.
         assert_eq!(
             data["skipped"],
-            json!({"being_recovered": 0, "cooling_down": 0, "not_failed": 1})
+            json!({"being_recovered": 0, "cooling_down": 0, "not_failed": 1, "receiver_slowed": 0})
         );
         // Asked again before the attempts are made: nothing twice, and
         // the answer says why.
@@ -92,7 +92,7 @@ fn a_recovery_sends_exactly_the_failed_deliveries_once_more() {
         assert_eq!(again.body["data"]["queued"], 0);
         assert_eq!(
             again.body["data"]["skipped"],
-            json!({"being_recovered": 2, "cooling_down": 0, "not_failed": 1})
+            json!({"being_recovered": 2, "cooling_down": 0, "not_failed": 1, "receiver_slowed": 0})
         );
 
         stack.drain_until_received(&receiver, 5).await;
@@ -319,7 +319,7 @@ fn a_recovered_delivery_is_not_recovered_again_within_the_hour() {
         assert_eq!(again.body["data"]["queued"], 0, "within the hour");
         assert_eq!(
             again.body["data"]["skipped"],
-            json!({"being_recovered": 0, "cooling_down": 2, "not_failed": 0})
+            json!({"being_recovered": 0, "cooling_down": 2, "not_failed": 0, "receiver_slowed": 0})
         );
         stack.drain().await;
         assert_eq!(receiver.count(), 4);
