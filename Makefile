@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY ?= python3
 
-.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java datefudge lint bench load cpu-pairs cost capacity soak build deploy engines stop-engines clean
+.PHONY: run watch dashboard test model mutants cargo-mutants conformance compat fuzz chromium java datefudge lint bench load cpu-pairs cost capacity soak fairness build deploy engines stop-engines clean
 
 # The Lambda functions: every directory under functions/ (one crate and
 # binary each, as in infra/template.yaml; tests/tests/api/function_list.rs
@@ -174,10 +174,15 @@ cost: $(ENGINES)
 capacity: $(ENGINES)
 	CAPACITY=1 tools/cost/run.sh
 
-## soak: a long concurrent run under faults (DURATION seconds of traffic, 600): three instances and the dispatcher on DynamoDB Local (data on disk, behind a fault proxy) and moto, 32 clients, kill -9, SIGSTOP, engine restarts, latency, cut connections; ten invariants; report in .local/soak (soak.json, soak.png), last line SOAK: ...
+## soak: a long concurrent run under faults (DURATION seconds of traffic, 600): three instances and the dispatcher on DynamoDB Local (data on disk, behind a fault proxy) and moto, 32 clients, kill -9, SIGSTOP, engine restarts, latency, cut connections, a hostile tenant; fourteen invariants; report in .local/soak (soak.json, soak.png), last line SOAK: ...
 DURATION ?= 600
 soak: $(ENGINES)
 	tools/soak/run.sh --duration $(DURATION)
+
+## fairness: an innocent organization's delivery latency on a quiet stack, then beside a hostile tenant (a receiver that hangs, deliveries to it all the time, recoveries at its key's rate limit), LOADS deliveries each (60), on the soak's topology without faults; the p99 of each, their ratio against the target (2x), the hanging receiver's requests; .local/fairness/fairness.json, last line FAIRNESS: ...
+LOADS ?= 60
+fairness: $(ENGINES)
+	SOAK_MAIN=fairness tools/soak/run.sh --loads $(LOADS)
 
 ## build: release Lambda artifacts, target/lambda/<function>/bootstrap.zip, by `cargo lambda build`; for this machine's architecture, or ARCH=arm64 / ARCH=x86_64 (cross-built with Zig); FUNCTIONS="docs orgs" builds some
 build: $(VENV)/.installed

@@ -3,7 +3,9 @@ healed: what the service holds against the model (1, 2, 3, 8), the rate
 limit from the instances' own admission records (4), webhooks against
 what the receivers saw (7), errors against the faults (9), the files the
 loads name and, once `admin files check` removed the orphans, the files
-no record names (11), and the tracker's calls against the quota (12)."""
+no record names (11), the tracker's calls against the quota (12), the
+innocent tenant's delivery latency beside the hostile one (13) and the
+hostile tenant's requests to its hanging receiver (14)."""
 
 import asyncio
 import collections
@@ -16,10 +18,11 @@ import time
 from decimal import Decimal
 
 from journal import INVARIANTS
+from receivers import LIVE
 from topology import RATE_WINDOW_S
 
 (LOST, ONCE, UNMADE, LIMIT, _REVOKED, _ISOLATION, WEBHOOKS, TOTALS, FAULTS, _STUCK, OBJECTS,
- TRACKER) = INVARIANTS
+ TRACKER, FAIR, BOUNDED) = INVARIANTS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # A copy a request left to the sweeper is made within the sweep's settle
@@ -234,7 +237,7 @@ async def webhooks(api, model, receivers, journal) -> None:
             if load.status != "delivered":
                 continue
             for kind in org.webhooks:
-                if kind == "dead":
+                if kind not in LIVE:
                     continue
                 got = seen[(kind, load.id)]
                 ids = {g["webhook_id"] for g in got}
@@ -242,10 +245,20 @@ async def webhooks(api, model, receivers, journal) -> None:
                               f"load {load.id} at {kind}: {len(got)} requests, ids {ids}")
     for (kind, surplus), got in seen.items():
         journal.check(WEBHOOKS, surplus in delivered, f"{kind} got an event for load {surplus}, not delivered")
-    # A receiver acknowledges before the dispatcher records the attempt: a
-    # dispatcher killed in between leaves an acknowledged request the log
-    # does not show (its next attempt, after the message comes back, is).
+    for org, kind, logged, received, unlogged in await logs(api, model, receivers, journal):
+        journal.check(WEBHOOKS, logged <= received, f"{kind} of {org.id}: logged {logged - received} not received")
+        journal.check(WEBHOOKS, not unlogged, f"{kind} of {org.id}: received {unlogged} not logged")
+
+
+async def logs(api, model, receivers, journal) -> list:
+    """Each webhook's deliveries log against its receiver: (organization,
+    receiver kind, deliveries logged succeeded, deliveries the receiver
+    acknowledged, acknowledged but not logged). A receiver acknowledges
+    before the dispatcher records the attempt: a dispatcher killed in
+    between leaves an acknowledged request the log does not show (its next
+    attempt, after the message comes back, is)."""
     killed = [(f["start"] - 10.0, f["end"]) for f in journal.faults if f["kind"] == "kill_dispatcher"]
+    out = []
     for org in model.orgs.values():
         for kind, webhook_id in org.webhooks.items():
             rows = await every_row(api, org, f"/api/v1/webhooks/{webhook_id}/deliveries?limit=100", journal)
@@ -254,8 +267,8 @@ async def webhooks(api, model, receivers, journal) -> None:
             received = {g["delivery_id"] for g in acknowledged}
             unlogged = {g["delivery_id"] for g in acknowledged
                         if g["delivery_id"] not in logged and not any(a <= g["t"] <= b for a, b in killed)}
-            journal.check(WEBHOOKS, logged <= received, f"{kind} of {org.id}: logged {logged - received} not received")
-            journal.check(WEBHOOKS, not unlogged, f"{kind} of {org.id}: received {unlogged} not logged")
+            out.append((org, kind, logged, received, unlogged))
+    return out
 
 
 def instance_logs(topology) -> list:
@@ -331,3 +344,44 @@ def errors(journal, topology, bound: float) -> None:
         journal.check(FAULTS, covered, f"a failed answer at +{done - journal.started:.1f} s with no fault in force")
     panics = [f"{name}: {line.strip()[:160]}" for name, line in instance_logs(topology) if "panicked" in line]
     journal.check(FAULTS, not panics, f"{len(panics)} panics, e.g. {panics[:1]}")
+
+
+# The dispatcher's timeout and a slowed receiver's gap between attempts
+# (`webhook-dispatcher/src/policy.rs`, `model::receiver`; the soak runs
+# production's), and the failures in a row that slow a receiver.
+TIMEOUT_S = 10.0
+SLOWED_GAP_S = 60.0
+SLOW_AFTER = 5
+
+
+def fair(journal, figures) -> None:
+    """13: the innocent organization's delivery p99 beside the hostile
+    tenant within `fairness.RATIO` times the quiet p99 (`fairness.py`)."""
+    if figures is None:
+        return
+    journal.check(FAIR, figures["holds"],
+                  f"p99 {figures['hostile']['p99_s']} s beside the hostile tenant, "
+                  f"{figures['quiet']['p99_s']} s quiet (bound {figures['bound_s']} s)")
+
+
+def bounded(receiver, org_id: str, journal) -> None:
+    """14: the hanging receiver's requests from the hostile organization.
+    Once its first 5 have failed (the 5th's arrival and the timeout: the
+    streak is written by then), one a minute at most, whatever the
+    organization delivers and recovers (docs/webhooks.md): every two
+    requests after that are a gap apart (a second less for the clocks of
+    two processes), and their count fits the time."""
+    arrivals = sorted(g["t"] for g in receiver.got if g["org_id"] == org_id)
+    if len(arrivals) < SLOW_AFTER:
+        journal.check(BOUNDED, True)
+        return
+    slowed = arrivals[SLOW_AFTER - 1] + TIMEOUT_S + 2.0
+    after = [t for t in arrivals if t > slowed]
+    journal.counters["hanging receiver's requests"] = len(arrivals)
+    journal.counters["hanging receiver's requests once slowed"] = len(after)
+    for a, b in zip(after, after[1:]):
+        journal.check(BOUNDED, b - a >= SLOWED_GAP_S - 1.0,
+                      f"two requests {b - a:.1f} s apart to a slowed receiver")
+    period = (arrivals[-1] - slowed) if after else 0.0
+    journal.check(BOUNDED, len(after) <= 1 + int(period // (SLOWED_GAP_S - 1.0)),
+                  f"{len(after)} requests in {period:.0f} s to a slowed receiver")

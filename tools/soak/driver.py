@@ -48,6 +48,9 @@ class Load:
     # A delivery that never got a definite answer, or an upload.
     status_unknown: bool = False
     waybill_unknown: bool = False
+    # When its one delivery request was acknowledged (for the delivery
+    # latency of `fairness.py`): None when it took a retry.
+    delivered_at: float | None = None
 
 
 @dataclass
@@ -261,8 +264,8 @@ class Client:
         self.loads.append(load["id"])
         return True
 
-    async def upload_waybill(self) -> bool:
-        load_id = self.pick(self.loads, lambda i: self.org.loads[i].status != "delivered")
+    async def upload_waybill(self, load_id: str | None = None) -> bool:
+        load_id = load_id or self.pick(self.loads, lambda i: self.org.loads[i].status != "delivered")
         if not load_id:
             return False
         reply, _ = await self.call("POST", f"/api/v1/surpluses/{load_id}/waybill", form=PNG, idempotent=True)
@@ -273,15 +276,16 @@ class Client:
             self.org.loads[load_id].waybill_unknown = True
         return False
 
-    async def deliver_load(self) -> bool:
-        load_id = self.pick(self.loads, lambda i: self.org.loads[i].waybill
-                            and self.org.loads[i].status != "delivered")
+    async def deliver_load(self, load_id: str | None = None) -> bool:
+        load_id = load_id or self.pick(self.loads, lambda i: self.org.loads[i].waybill
+                                       and self.org.loads[i].status != "delivered")
         if not load_id:
             return False
         load = self.org.loads[load_id]
         reply, uncertain = await self.call("PATCH", f"/api/v1/surpluses/{load_id}", body={"status": "delivered"})
         if reply is not None and reply.status == 200:
             load.status, load.status_unknown = "delivered", False
+            load.delivered_at = None if uncertain else reply.done
             return True
         if reply is None or uncertain:
             # What the load holds now; an attempt still running may move it
@@ -292,6 +296,17 @@ class Client:
                 load.status = "delivered"
                 return True
         return False
+
+    async def fresh_delivery(self) -> str | None:
+        """A new load, its waybill and its delivery, one after another (for
+        `fairness.py` and `hostile.py`): the load's id once its delivery
+        was acknowledged, else None."""
+        if not await self.create_load():
+            return None
+        load_id = self.loads[-1]
+        if await self.upload_waybill(load_id) and await self.deliver_load(load_id):
+            return load_id
+        return None
 
     async def open_ticket(self) -> bool:
         """A support ticket (5 an hour per key): past the quota it is 429,

@@ -20,6 +20,8 @@ INVARIANTS = [
     "every object a record references exists, and every object is referenced once orphans are removed",
     "tracker calls within the quota's slots: at most 5 issues an hour per key, one per request, "
     "lookups only by retries of uncertain attempts",
+    "a tenant's hanging receiver and recoveries do not slow another's deliveries (p99 at most 2x quiet)",
+    "a failing receiver gets at most one attempt a minute from one organization once slowed",
 ]
 
 
@@ -42,6 +44,8 @@ class Journal:
         self.checks = {name: {"name": name, "checked": 0, "violations": 0, "examples": []}
                        for name in INVARIANTS}
         self.open_ops = 0
+        # The fairness phases' figures (`fairness.phases`).
+        self.fairness = None
         self.unresolved_ops = []
 
     def begin(self) -> None:
@@ -121,4 +125,5 @@ class Journal:
             "timeline": self.timeline(ended),
             "invariants": list(self.checks.values()),
             "recovery_bound_s": recovery_bound,
+            "fairness": self.fairness,
         }

@@ -28,4 +28,5 @@ if [[ ${BOUNDARY:-off} != off ]]; then
     source tools/local/scripts/clock.sh
     BOUNDARY_LEAD=${BOUNDARY_SOAK_LEAD:-$((30 + duration / 2))} clock_at_boundary
 fi
-exec "$VENV/bin/python" tools/soak/soak.py --bin "$TARGET_DIR/$dir" "$@"
+# SOAK_MAIN=fairness: `make fairness` (tools/soak/fairness.py), on the same build.
+exec "$VENV/bin/python" "tools/soak/${SOAK_MAIN:-soak}.py" --bin "$TARGET_DIR/$dir" "$@"

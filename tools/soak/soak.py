@@ -19,12 +19,14 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 import checks  # noqa: E402
+import fairness  # noqa: E402
 import receivers as receiving  # noqa: E402
 import report  # noqa: E402
 import tracker as tracking  # noqa: E402
 from api import Api  # noqa: E402
 from driver import Client, Model, Org  # noqa: E402
 from faults import KINDS, Faults  # noqa: E402
+from hostile import Hostile  # noqa: E402
 from journal import Journal  # noqa: E402
 from operators import HotKey, Victim  # noqa: E402
 from topology import HOT_RATE_LIMIT, RATE_LIMIT, ROOT, Topology  # noqa: E402
@@ -38,6 +40,9 @@ RECOVERY_BOUND_S = 15.0
 ATTEMPTS = 5
 MAIN_ORGS = 6
 KEYS_PER_ORG = 3
+# Deliveries of an innocent organization in each phase of the fairness
+# check (invariant 13), after the traffic.
+FAIRNESS_LOADS = 20
 
 
 def say(text: str) -> None:
@@ -48,15 +53,15 @@ async def organizations(topology, api, model, receivers) -> tuple:
     """Organizations with a key each (operator CLI), webhooks at every
     receiver, and grants between pairs; the victims of the operator."""
     made = []
-    for _ in range(MAIN_ORGS + 4):
+    for _ in range(MAIN_ORGS + 5):
         row = (await asyncio.to_thread(topology.admin, "demo"))[0]
         made.append(Org(row["org_id"], row["api_key"], row["key_id"]))
         made[-1].key_ids[row["api_key"]] = row["key_id"]
-    main, victims = made[:MAIN_ORGS], made[MAIN_ORGS:]
+    main, victims, hostile = made[:MAIN_ORGS], made[MAIN_ORGS:-1], made[-1]
     # Each organization's webhooks: the healthy receiver and one other in
     # turn (each delivery is a queue message: moto's SQS reads its whole
     # queue on every receive, so the run keeps the queue short).
-    others = [kind for kind in receivers if kind != "healthy"]
+    others = receiving.OTHERS
     for i, org in enumerate(main):
         model.orgs[org.id] = org
         org.keys = [org.key]
@@ -78,10 +83,15 @@ async def organizations(topology, api, model, receivers) -> tuple:
         if reply is None or not reply.ok:
             raise RuntimeError(f"grant failed: {reply and reply.text}")
         grantee.granted_by.add(granter.id)
-    return main, victims
+    # The hostile tenant: a key for its deliveries, one for its recoveries.
+    model.orgs[hostile.id] = hostile
+    row = (await asyncio.to_thread(topology.admin, "create-key", "--org", hostile.id, "--scope", "*"))[0]
+    hostile.keys = [hostile.key, row["api_key"]]
+    hostile.key_ids[row["api_key"]] = row["key_id"]
+    return main, victims, hostile
 
 
-async def delivered_everywhere(model, receivers, journal, topology, within: float) -> None:
+async def delivered_everywhere(api, model, receivers, journal, within: float) -> None:
     """Waits until every delivered load reached every live receiver of its
     organization (and the flaky one acknowledged it, or was tried as often
     as the schedule allows), or `within` passes."""
@@ -109,16 +119,16 @@ async def delivered_everywhere(model, receivers, journal, topology, within: floa
             break
         journal.counters["webhook deliveries outstanding"] = len(missing)
         await asyncio.sleep(1.0)
-    # Then the queue runs dry: every message handled to its end (a
-    # delivery whose attempt could not be recorded comes back and is
-    # recorded), so the deliveries log can be held against the receivers.
+    # Then every acknowledged request is in the deliveries log (a delivery
+    # whose attempt could not be recorded comes back and is recorded), so
+    # the log can be held against the receivers. Not the queue run dry: a
+    # failing receiver's deliveries come back once a turn, a minute apart,
+    # for minutes more.
     while time.time() < deadline:
-        try:
-            if await asyncio.to_thread(topology.queue_depth) == 0:
-                break
-        except Exception:  # noqa: BLE001 (moto busy: ask again)
-            pass
-        await asyncio.sleep(1.0)
+        found = await checks.logs(api, model, receivers, journal)
+        if not any(unlogged for *_, unlogged in found):
+            break
+        await asyncio.sleep(2.0)
 
 
 async def soak(args) -> int:
@@ -131,7 +141,7 @@ async def soak(args) -> int:
     proxy_log.propagate = False
     proxy_log.addHandler(logging.FileHandler(os.path.join(out, "logs", "proxy.log")))
     journal = Journal(args.seed)
-    receivers = await receiving.start_all(args.seed)
+    receivers = await receiving.start_all()
     tracker = tracking.Tracker(args.seed)
     await tracker.start()
     topology.tracker_url = tracker.url
@@ -143,7 +153,12 @@ async def soak(args) -> int:
         await setup.open()
         apis.append(setup)
         model = Model()
-        main, victims = await organizations(topology, setup, model, receivers)
+        main, victims, hostile_org = await organizations(topology, setup, model, receivers)
+        hostile_api = Api(topology.api_ports(), random.Random(rng.random()), journal)
+        await hostile_api.open()
+        apis.append(hostile_api)
+        hostile = Hostile(hostile_org, model, hostile_api, journal, random.Random(rng.random()))
+        await hostile.register(receivers["hanging"])
         journal.begin()
         until = time.time() + args.duration
         say(f"{args.clients} clients over {len(main)} organizations and {len(main) * KEYS_PER_ORG} keys "
@@ -174,6 +189,7 @@ async def soak(args) -> int:
         tasks = [asyncio.create_task(c.run(until)) for c in clients]
         tasks += [asyncio.create_task(v.traffic(until)) for v in acted]
         tasks.append(asyncio.create_task(hot.traffic(until)))
+        tasks.append(asyncio.create_task(hostile.traffic(until)))
         tasks += [asyncio.create_task(faults.run(until)), asyncio.create_task(operator())]
         for outcome in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(outcome, BaseException):
@@ -181,11 +197,25 @@ async def soak(args) -> int:
                                   f"a client of the soak failed: {outcome!r}")
         ended = time.time()
         say(f"traffic stopped after {ended - journal.started:.0f} s; waiting for webhooks")
-        await delivered_everywhere(model, receivers, journal, topology, within=300.0)
+        await delivered_everywhere(setup, model, receivers, journal, within=300.0)
+        say(f"fairness: {FAIRNESS_LOADS} deliveries on a quiet stack, then as many beside the hostile tenant")
+        innocent = Client(args.clients, main[0], model, setup, journal, random.Random(rng.random()))
+        fair = None
+        try:
+            await innocent.create_site()
+            fair = await fairness.phases(innocent, receivers["healthy"], hostile, FAIRNESS_LOADS)
+            say(f"fairness: p99 {fair['quiet']['p99_s']} s quiet, {fair['hostile']['p99_s']} s beside the "
+                f"hostile tenant (bound {fair['bound_s']} s)")
+        except Exception as error:  # noqa: BLE001 (reported, not a traceback)
+            journal.violation(checks.FAIR, f"the fairness phases could not finish: {error!r}")
+        journal.fairness = fair
+        await delivered_everywhere(setup, model, receivers, journal, within=120.0)
         say("checking the invariants")
         try:
             await checks.everything(setup, model, receivers, journal, topology, RECOVERY_BOUND_S, RATE_LIMIT,
                                     tracker, hot=(victims[3].key_id, HOT_RATE_LIMIT))
+            checks.fair(journal, fair)
+            checks.bounded(receivers["hanging"], hostile_org.id, journal)
         except Exception as error:  # noqa: BLE001 (reported, not a traceback)
             journal.violation("no record that no request made, no request left unresolved",
                               f"the checks could not finish: {error!r}")

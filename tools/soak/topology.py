@@ -178,8 +178,11 @@ class Topology:
             "WEBHOOK_ALLOW_LOOPBACK_HTTP": "true", "LOG_FORMAT": "json", "RUST_LOG": "info",
             "RATE_LIMIT_PER_WINDOW": str(limit), "RATE_LIMIT_WINDOW_SECONDS": str(RATE_WINDOW_S),
             "LOCAL_DISPATCHER": "on" if dispatcher else "off",
-            # Retries and sweeps within the run's minutes.
-            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5", "WEBHOOK_SLOWED_GAP_SECONDS": "1",
+            # Retries and sweeps within the run's minutes. A slowed
+            # receiver's gap stays production's minute: against the
+            # dispatcher's 10 s timeout it is what keeps a hanging receiver
+            # (the hostile tenant's) to a sixth of one poller.
+            "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5",
             "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5", "LOCAL_POLLERS": "4",
         })
         if self.tracker_url:
@@ -206,18 +209,6 @@ class Topology:
             self.instances[name].start()
         for process in self.instances.values():
             await process.ready()
-
-    def queue_depth(self) -> int:
-        """Messages on the webhook queue, visible or being handled."""
-        import boto3
-        from botocore.config import Config
-        sqs = boto3.client("sqs", endpoint_url=self.env["AWS_ENDPOINT_URL_SQS"], region_name="eu-north-1",
-                           aws_access_key_id="local", aws_secret_access_key="local",
-                           config=Config(connect_timeout=2, read_timeout=10, retries={"max_attempts": 1}))
-        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-                 "ApproximateNumberOfMessagesDelayed"]
-        attributes = sqs.get_queue_attributes(QueueUrl=self.queue["webhooks"], AttributeNames=names)
-        return sum(int(v) for v in attributes["Attributes"].values())
 
     def objects(self, prefix: str) -> list:
         """The keys of the bucket's objects under `prefix` (moto's S3)."""
