@@ -429,13 +429,10 @@ impl Dispatcher {
             duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
             held: turn.held,
         };
-        let wait = self
-            .policy
-            .wait_after(attempt.attempt)
-            .map(|scheduled| {
-                let now = shared::clock::now().timestamp_millis();
-                turn.wait(scheduled, now, id, &self.policy.receivers)
-            });
+        let wait = self.policy.wait_after(attempt.attempt).map(|scheduled| {
+            let now = shared::clock::now().timestamp_millis();
+            turn.wait(scheduled, now, id, &self.policy.receivers)
+        });
         let mut after = delivery.clone();
         after.attempts = attempt.attempt;
         after.last_attempt_at = Some(attempted_at);

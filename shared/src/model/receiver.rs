@@ -208,8 +208,16 @@ mod tests {
         assert_eq!(retry_wait(secs(5), now + 60_000, now, none), secs(60));
         assert_eq!(retry_wait(secs(5), now + 59_001, now, none), secs(60));
         assert_eq!(retry_wait(secs(300), now + 60_000, now, none), secs(300));
-        assert_eq!(retry_wait(secs(0), now + 1, now, none), secs(1), "rounded up");
-        assert_eq!(retry_wait(secs(5), now - 1, now, secs(30)), secs(5), "a turn past");
+        assert_eq!(
+            retry_wait(secs(0), now + 1, now, none),
+            secs(1),
+            "rounded up"
+        );
+        assert_eq!(
+            retry_wait(secs(5), now - 1, now, secs(30)),
+            secs(5),
+            "a turn past"
+        );
         assert_eq!(retry_wait(secs(5), now, now, secs(30)), secs(5));
         // Spread over the turn after it.
         assert_eq!(retry_wait(secs(5), now + 60_000, now, secs(30)), secs(90));
