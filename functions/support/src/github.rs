@@ -129,23 +129,27 @@ async fn headers(state: &AppState) -> Result<HeaderMap, Failure> {
     Ok(headers)
 }
 
-/// The issue an earlier attempt of request `request` of key `key` of
-/// `org` opened, if any: the configured labels' issues, newest first, back
-/// to `since`, whose body begins with the lines the service wrote for it
-/// (text a customer wrote elsewhere in a body never matches). A tracker
-/// that cannot be asked is a 502 (no second issue is risked).
+/// The issues earlier attempts of request `request` of key `key` of `org`
+/// opened, oldest first (GitHub numbers issues in the order they are
+/// opened): the configured labels' issues, newest first, back to `since`,
+/// whose body begins with the lines the service wrote for it (text a
+/// customer wrote elsewhere in a body never matches). More than one when
+/// the tracker misreported an issue it opened, or a call landed after the
+/// service stopped waiting for it. A tracker that cannot be asked is a 502
+/// (no second issue is risked).
 pub async fn find(
     state: &AppState,
     org: Uuid,
     key: Uuid,
     request: Uuid,
     since: chrono::DateTime<chrono::Utc>,
-) -> Result<Option<String>, Failure> {
+) -> Result<Vec<u64>, Failure> {
     let config = &state.config.support;
     let repository = config.repository.as_deref().unwrap_or_default();
     let wanted = header(org, key, Some(request));
     let labels = config.labels.join(",");
     let labels = percent_encoding::utf8_percent_encode(&labels, percent_encoding::NON_ALPHANUMERIC);
+    let mut found = Vec::new();
     for page in 1..=FIND_PAGES {
         let url = format!(
             "{}/repos/{repository}/issues?state=all&sort=created&direction=desc&per_page=100&page={page}&labels={labels}",
@@ -176,21 +180,71 @@ pub async fn find(
             tracing::warn!(error = %e, "issue tracker listed issues in another format");
             refused()
         })?;
-        if let Some(found) = issues
-            .iter()
-            .find(|i| i.body.as_deref().is_some_and(|b| b.starts_with(&wanted)))
-        {
-            return Ok(Some(found.number.to_string()));
-        }
+        found.extend(
+            issues
+                .iter()
+                .filter(|i| i.body.as_deref().is_some_and(|b| b.starts_with(&wanted)))
+                .map(|i| i.number),
+        );
         let older = issues
             .last()
             .and_then(|i| i.created_at)
             .is_some_and(|at| at < since);
         if issues.len() < 100 || older {
-            return Ok(None);
+            break;
         }
     }
-    Ok(None)
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
+/// Closes issue `number` as a duplicate of issue `first` (both opened for
+/// request `request`), with a comment that names the first: "Create an
+/// issue comment", then "Update an issue" with `state: closed` and
+/// `state_reason: duplicate`. Whether the tracker did both.
+pub async fn close_duplicate(state: &AppState, number: u64, first: u64, request: Uuid) -> bool {
+    let config = &state.config.support;
+    let repository = config.repository.as_deref().unwrap_or_default();
+    let Ok(headers) = headers(state).await else {
+        return false;
+    };
+    let issue = format!("{}/repos/{repository}/issues/{number}", config.api_url);
+    let comment = json!({"body": format!(
+        "Duplicate of #{first}: the Integration API opened this issue a second time for the same support request (`{request}`). The ticket is #{first}."
+    )});
+    let close = json!({"state": "closed", "state_reason": "duplicate"});
+    for (method, url, body, wanted) in [
+        (Method::POST, format!("{issue}/comments"), comment, 201),
+        (Method::PATCH, issue.clone(), close, 200),
+    ] {
+        let answer = state
+            .outbound
+            .send(Call {
+                method,
+                url: &url,
+                headers: headers.clone(),
+                json: Some(body),
+                timeout: config.timeout,
+            })
+            .await;
+        match answer {
+            Ok(answer) if answer.status == wanted => {}
+            Ok(answer) => {
+                tracing::warn!(
+                    issue = number,
+                    status = answer.status,
+                    "issue tracker did not close a duplicate"
+                );
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(issue = number, error = ?error, "issue tracker did not close a duplicate");
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// Opens `ticket` (for `request`, named in the issue); the issue's

@@ -27,6 +27,31 @@ use shared::store::exactly_once::quotas::{Quota, Reserved};
 /// REST API's own timeout), and 10 more cover the network.
 pub const LANDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// Closes `duplicates`, the issues opened for `request` after `first`,
+/// as duplicates of it, and reports what it found and closed (a metric
+/// line; the alarm watches what it could not close). The answer names the
+/// first whatever the tracker does.
+async fn reconcile(state: &AppState, request: uuid::Uuid, first: u64, duplicates: &[u64]) {
+    use shared::metrics::Report;
+    if duplicates.is_empty() {
+        return;
+    }
+    let mut closed = 0;
+    for number in duplicates {
+        if github::close_duplicate(state, *number, first, request).await {
+            closed += 1;
+        }
+    }
+    shared::metrics::support::Duplicates {
+        request,
+        first,
+        found: duplicates.len(),
+        closed,
+        unclosed: duplicates.len() - closed,
+    }
+    .log(&state.config.metrics);
+}
+
 /// 201 with the ticket opened as issue `reference`.
 fn opened_answer(
     reference: String,
@@ -107,14 +132,16 @@ async fn open(
     if let Some(request) = earlier {
         let since = shared::clock::now() - RETENTION;
         let found = github::find(&ctx, ctx.org_id, ctx.key_id, request, since).await;
-        if let Some(reference) = found.map_err(|failure| failure.error)? {
-            // The earlier attempt opened it, on its own slot.
+        if let Some((&first, duplicates)) = found.map_err(|failure| failure.error)?.split_first() {
+            // An earlier attempt opened it, on its own slot; any more
+            // are closed as duplicates of the first.
+            reconcile(&ctx, request, first, duplicates).await;
             let mut remaining = slot.remaining;
             if taken_now {
                 quotas.release(&slot).await?;
                 remaining += 1;
             }
-            return Ok(opened_answer(reference, ticket.title, remaining));
+            return Ok(opened_answer(first.to_string(), ticket.title, remaining));
         }
     }
     // Recorded before the call, which then goes only within the claim's

@@ -21,6 +21,7 @@ pub mod names;
 pub mod output;
 pub mod request;
 pub mod services;
+pub mod support;
 
 pub use crate::config::MetricsConfig;
 pub use emf::{Document, cold_start};

@@ -51,6 +51,13 @@ pub enum Metric {
     ReceiverSlowed,
     /// 1 when a receiver was first found parked in its streak of failures.
     ReceiverParked,
+    /// Issues of the tracker found for one support request beyond its
+    /// first (a tracker that misreported, or a call that landed late).
+    TicketDuplicatesFound,
+    /// Of those, closed as duplicates of the first.
+    TicketDuplicatesClosed,
+    /// Of those, left open: the tracker refused to close them.
+    TicketDuplicatesUnclosed,
 }
 
 /// CloudWatch's units, as EMF spells them.
@@ -61,7 +68,7 @@ pub enum Unit {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 21] = [
+    pub const ALL: [Metric; 24] = [
         Metric::Requests,
         Metric::Latency,
         Metric::ReadUnits,
@@ -83,6 +90,9 @@ impl Metric {
         Metric::AttemptsHeld,
         Metric::ReceiverSlowed,
         Metric::ReceiverParked,
+        Metric::TicketDuplicatesFound,
+        Metric::TicketDuplicatesClosed,
+        Metric::TicketDuplicatesUnclosed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -108,6 +118,9 @@ impl Metric {
             Metric::AttemptsHeld => "AttemptsHeld",
             Metric::ReceiverSlowed => "ReceiverSlowed",
             Metric::ReceiverParked => "ReceiverParked",
+            Metric::TicketDuplicatesFound => "TicketDuplicatesFound",
+            Metric::TicketDuplicatesClosed => "TicketDuplicatesClosed",
+            Metric::TicketDuplicatesUnclosed => "TicketDuplicatesUnclosed",
         }
     }
 

@@ -799,3 +799,125 @@ fn a_ticket_retried_past_the_quotas_hour_after_its_answer_was_lost_finds_its_iss
         );
     });
 }
+
+/// A tracker that opened the issue twice and answered 502: the retry
+/// finds both by the lines the service wrote, answers with the first and
+/// closes the second as its duplicate, with a comment that names the
+/// first (`state_reason: duplicate`); a tracker that refuses to close it
+/// leaves it open, the answer naming the first all the same, and the
+/// metric line says which (`TicketDuplicatesFound`, `...Closed`,
+/// `...Unclosed`: the alarm's).
+#[test]
+fn a_retry_that_finds_two_issues_of_its_ticket_keeps_the_first_and_closes_the_other() {
+    use std::sync::{Arc, Mutex};
+    run(async {
+        for (case, closes) in [("closing", true), ("refusing", false)] {
+            let clock = shared::clock::Clock::frozen_at(shared::clock::now());
+            let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
+            let base = if closes { 7000 } else { 8000 };
+            let kept = issues.clone();
+            let tracker = StandIn::start(move |seen, _| {
+                let path = seen.uri.path().to_owned();
+                if seen.method == Method::GET {
+                    let newest_first: Vec<Value> =
+                        kept.lock().unwrap().iter().rev().cloned().collect();
+                    return api_tests::providers::Canned::json(200, Value::Array(newest_first));
+                }
+                if path.ends_with("/comments") {
+                    return api_tests::providers::Canned::json(201, json!({"id": 1}));
+                }
+                if seen.method == Method::PATCH {
+                    return if closes {
+                        api_tests::providers::Canned::json(200, json!({"state": "closed"}))
+                    } else {
+                        github_error(403, "Resource not accessible by integration")
+                    };
+                }
+                // Opened twice, answered 502.
+                let sent = seen.json();
+                let mut kept = kept.lock().unwrap();
+                for number in [base, base + 1] {
+                    kept.push(json!({
+                        "number": number, "title": sent["title"], "body": sent["body"],
+                        "created_at": chrono::Utc::now().to_rfc3339(),
+                    }));
+                }
+                github_error(502, "Server Error")
+            })
+            .await;
+            let router =
+                configured_by(&tracker, api_tests::providers::PROVIDER_TIMEOUT, &clock).await;
+            let t = org().await;
+            let body = json!({"title": case, "description": "Deliveries fail."});
+            open_keyed(&router, &t.key, "twice", &body)
+                .await
+                .expect(502, Some("support_tracker_error"));
+            clock.advance(support::LANDS_WITHIN + Duration::from_secs(1));
+            let retry = open_keyed(&router, &t.key, "twice", &body).await;
+            retry.expect(201, None);
+            assert_eq!(
+                retry.body["data"]["reference"],
+                base.to_string(),
+                "the first"
+            );
+            assert_eq!(retry.body["data"]["quota_remaining"], 4, "one slot");
+
+            let asked: Vec<(Method, String, Value)> = tracker
+                .requests()
+                .into_iter()
+                .filter(|s| s.method != Method::GET)
+                .skip(1)
+                .map(|s| {
+                    let body = if s.body.is_empty() {
+                        Value::Null
+                    } else {
+                        s.json()
+                    };
+                    (s.method.clone(), s.uri.path().to_owned(), body)
+                })
+                .collect();
+            let second = format!("/repos/{REPOSITORY}/issues/{}", base + 1);
+            assert_eq!(asked.len(), 2, "{asked:?}");
+            assert_eq!(
+                (&asked[0].0, &asked[0].1),
+                (&Method::POST, &format!("{second}/comments"))
+            );
+            let comment = asked[0].2["body"].as_str().unwrap();
+            assert!(
+                comment.starts_with(&format!("Duplicate of #{base}")),
+                "{comment}"
+            );
+            assert_eq!(
+                (&asked[1].0, &asked[1].1, &asked[1].2),
+                (
+                    &Method::PATCH,
+                    &second,
+                    &json!({"state": "closed", "state_reason": "duplicate"})
+                )
+            );
+            let lines: Vec<Value> = api_tests::metrics::lines()
+                .into_iter()
+                .filter(|l| l["message"] == "ticket duplicates" && l["first"] == base)
+                .collect();
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            let closed = u64::from(closes);
+            assert_eq!(
+                (
+                    &lines[0]["TicketDuplicatesFound"],
+                    &lines[0]["TicketDuplicatesClosed"],
+                    &lines[0]["TicketDuplicatesUnclosed"]
+                ),
+                (&json!(1), &json!(closed), &json!(1 - closed)),
+                "{case}"
+            );
+
+            // Replayed, the answer is the one kept: the first, once more
+            // nothing asked of the tracker.
+            let count = tracker.count();
+            let replay = open_keyed(&router, &t.key, "twice", &body).await;
+            replay.expect(201, None);
+            assert_eq!(replay.body["data"]["reference"], base.to_string());
+            assert_eq!(tracker.count(), count);
+        }
+    });
+}
