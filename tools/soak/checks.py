@@ -355,13 +355,15 @@ SLOW_AFTER = 5
 
 
 def fair(journal, figures) -> None:
-    """13: the innocent organization's delivery p99 beside the hostile
-    tenant within `fairness.RATIO` times the quiet p99 (`fairness.py`)."""
+    """13: the innocent organization's delivery latency beside the hostile
+    tenant (the quantile `figures` judged: p90 in the soak) within
+    `fairness.RATIO` times the quiet one (`fairness.py`)."""
     if figures is None:
         return
+    q = round(figures["judged"] * 100)
     journal.check(FAIR, figures["holds"],
-                  f"p99 {figures['hostile']['p99_s']} s beside the hostile tenant, "
-                  f"{figures['quiet']['p99_s']} s quiet (bound {figures['bound_s']} s)")
+                  f"p{q} {figures['judged_hostile_s']} s beside the hostile tenant, "
+                  f"{figures['judged_quiet_s']} s quiet (bound {figures['bound_s']} s)")
 
 
 def bounded(receiver, org_id: str, journal) -> None:

@@ -83,7 +83,7 @@ async def beside(client, receiver, tenant, loads: int) -> list:
         await noise
 
 
-async def phases(client, receiver, hostile, loads: int, busy=None) -> dict:
+async def phases(client, receiver, hostile, loads: int, busy=None, judged: float = 0.99) -> dict:
     """The quiet phase, then (with `busy`, a tenant doing what the hostile
     one does with a receiver that answers at once) the busy one, then the
     hostile one: each phase's latencies and figures, and whether the
@@ -106,10 +106,16 @@ async def phases(client, receiver, hostile, loads: int, busy=None) -> dict:
                       "max_s": round(max(v, default=0.0), 3), "deliveries": len(v)}
                for name, v in (("quiet", quiet), ("busy", control), ("onset", onset), ("hostile", loud))}
     figures["slowed_after_s"] = round(slowed_after, 1)
-    bound = RATIO * max(figures["quiet"]["p99_s"], FLOOR_S)
+    # The quantile judged: the p99 over enough deliveries; over the soak's
+    # 20 a phase the p99 is a single delivery (one GC pause or fault's tail
+    # decides it), so the soak judges the p90.
+    figures["judged"] = judged
+    quiet_q, loud_q = quantile(quiet, judged), quantile(loud, judged)
+    bound = RATIO * max(quiet_q, FLOOR_S)
+    figures["judged_quiet_s"], figures["judged_hostile_s"] = round(quiet_q, 3), round(loud_q, 3)
     figures["bound_s"] = round(bound, 3)
-    figures["ratio"] = round(figures["hostile"]["p99_s"] / max(figures["quiet"]["p99_s"], 1e-3), 2)
-    figures["holds"] = figures["hostile"]["p99_s"] <= bound
+    figures["ratio"] = round(loud_q / max(quiet_q, 1e-3), 2)
+    figures["holds"] = loud_q <= bound
     figures["hanging_requests"] = sum(1 for g in hostile.receiver.got if g["org_id"] == hostile.org.id
                                       and g["t"] >= started)
     figures["hostile_seconds"] = round(time.time() - started, 1)
@@ -171,7 +177,7 @@ async def bench(args) -> int:
         print(f"the hostile receiver shown slowed after {figures['slowed_after_s']} s")
         print(f"the hanging receiver: {figures['hanging_requests']} requests in {figures['hostile_seconds']} s; "
               f"recoveries answered: {figures['recoveries_answered']}")
-        print(f"FAIRNESS: p99 ratio {figures['ratio']} (bound {figures['bound_s']} s: "
+        print(f"FAIRNESS: p{round(figures['judged'] * 100)} ratio {figures['ratio']} (bound {figures['bound_s']} s: "
               f"{'held' if figures['holds'] else 'MISSED'})")
         return 0 if figures["holds"] else 1
     finally:

@@ -20,7 +20,7 @@ INVARIANTS = [
     "every object a record references exists, and every object is referenced once orphans are removed",
     "tracker calls within the quota's slots: at most 5 issues an hour per key, one per request, "
     "lookups only by retries of uncertain attempts",
-    "a tenant's hanging receiver and recoveries do not slow another's deliveries (p99 at most 2x quiet)",
+    "a tenant's hanging receiver and recoveries do not slow another's deliveries (p90 at most 2x quiet)",
     "a failing receiver gets at most one attempt a minute from one organization once slowed",
 ]
 
