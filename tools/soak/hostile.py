@@ -29,6 +29,8 @@ class Hostile:
         self.hooks = []  # every webhook it registered at the hanging receiver
         self.until = 0.0
         self.receiver = None
+        # When the service first showed its receiver slowed (`watch`).
+        self.slowed_at = None
 
     async def register(self, receiver) -> None:
         self.receiver = receiver
@@ -46,19 +48,29 @@ class Hostile:
         """Loads delivered one after another, and recoveries at the key's
         limit, until `until` (or `stop()`)."""
         self.until = until
-        await asyncio.gather(self.deliveries(), *(self.recovering(i) for i in range(RECOVERERS)))
+        await asyncio.gather(self.deliveries(), self.watch(), *(self.recovering(i) for i in range(RECOVERERS)))
+
+    async def watch(self) -> None:
+        """Notes when the service first shows the receiver slowed: from then
+        on (less the attempts already sent), one request a minute."""
+        while time.time() < self.until and self.slowed_at is None:
+            if await self.slowed(within=0.0):
+                self.slowed_at = time.time()
+            await asyncio.sleep(1.0)
 
     async def slowed(self, within: float = 90.0) -> bool:
         """Waits until the service shows its receiver slowed or parked (the
         webhook list's `receiver`), at most `within` seconds."""
         deadline = time.time() + within
-        while time.time() < deadline:
+        while True:
             reply = await self.api.send("GET", "/api/v1/webhooks", self.org.key)
             if reply.ok and any((w.get("receiver") or {}).get("state") in ("slowed", "parked")
                                 for w in reply.data):
+                self.slowed_at = self.slowed_at or time.time()
                 return True
+            if time.time() >= deadline:
+                return False
             await asyncio.sleep(0.5)
-        return False
 
     def stop(self) -> None:
         self.until = 0.0

@@ -216,7 +216,7 @@ async def soak(args) -> int:
             await checks.everything(setup, model, receivers, journal, topology, RECOVERY_BOUND_S, RATE_LIMIT,
                                     tracker, hot=(victims[3].key_id, HOT_RATE_LIMIT))
             checks.fair(journal, fair)
-            checks.bounded(receivers["hanging"], hostile_org.id, journal)
+            checks.bounded(receivers["hanging"], hostile_org.id, hostile.slowed_at, journal)
         except Exception as error:  # noqa: BLE001 (reported, not a traceback)
             journal.violation("no record that no request made, no request left unresolved",
                               f"the checks could not finish: {error!r}")
