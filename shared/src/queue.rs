@@ -102,12 +102,26 @@ impl WebhookQueue {
     /// let it in and while its `Idempotency-Key` claim is its own
     /// (`outcome::effect_may_go`).
     pub async fn send(&self, org: Uuid, message: &QueueMessage) -> ApiResult<()> {
+        self.send_after(org, message, Duration::ZERO).await
+    }
+
+    /// Sends `message` of organization `org`, visible after `delay` (at
+    /// most the SQS limit, 15 minutes): how the dispatcher puts off an
+    /// attempt without hiding its message, which would count a receive.
+    pub async fn send_after(
+        &self,
+        org: Uuid,
+        message: &QueueMessage,
+        delay: Duration,
+    ) -> ApiResult<()> {
         outcome::effect_may_go(SEND_CALL).await?;
+        let seconds = i32::try_from(delay.as_secs().min(15 * 60)).unwrap_or(0);
         self.sqs
             .send_message()
             .queue_url(self.url()?)
             .message_body(message.body())
             .message_group_id(org.to_string())
+            .set_delay_seconds((seconds > 0).then_some(seconds))
             .send()
             .await
             .map_err(sqs_error)?;

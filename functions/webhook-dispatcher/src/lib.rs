@@ -11,26 +11,28 @@
 
 mod attempt_metrics;
 pub mod client;
+mod headers;
 mod invocation;
 pub mod payload;
 pub mod peer;
 pub mod policy;
 mod receiver_turn;
+mod share;
 pub mod signature;
 
 pub use invocation::Invocation;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::StreamExt;
-use http::{HeaderMap, HeaderName, HeaderValue};
 use shared::ApiResult;
 use shared::metrics::Report;
 use shared::model::delivery::{DeliveryAttempt, DeliveryStatus};
-use shared::model::webhook::{VerificationMode, WEBHOOK_PING, WebhookRecord};
+use shared::model::webhook::{WEBHOOK_PING, WebhookRecord};
 use shared::queue::QueueMessage;
 use shared::state::AppState;
 use shared::store::engine::calls::CallCounter;
 use shared::store::records::deliveries::Claim;
+use shared::store::records::dispatch_shares::Taken;
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -178,12 +180,14 @@ impl Dispatcher {
     async fn handled(&self, batch: SqsEvent, invocation: &Invocation) -> SqsBatchResponse {
         // The messages of one delivery go one after the other, in the
         // order they came (a second manual retry would otherwise meet the
-        // first one's lease and wait it out); the others at once.
+        // first one's lease and wait it out); the others at once, each
+        // in its organization's share of the dispatcher (`share`).
+        let places = &share::Batch::new(self.policy.batch_lease);
         let failed: Vec<String> = futures::stream::iter(by_delivery(batch.records))
             .map(|messages| async move {
                 let mut failed = Vec::new();
                 for message in messages {
-                    failed.extend(self.one(&message, invocation).await);
+                    failed.extend(self.one(&message, invocation, places).await);
                 }
                 failed
             })
@@ -205,12 +209,17 @@ impl Dispatcher {
 
     /// One message, logged with what it cost: its id when it goes back to
     /// the queue.
-    async fn one(&self, message: &SqsMessage, invocation: &Invocation) -> Option<String> {
+    async fn one(
+        &self,
+        message: &SqsMessage,
+        invocation: &Invocation,
+        places: &share::Batch,
+    ) -> Option<String> {
         let id = message.message_id.clone().unwrap_or_default();
         let calls = CallCounter::for_caller(CALLER);
         // Boxed: a delivery's future is large (the payload's reads).
         let started = std::time::Instant::now();
-        let outcome = Box::pin(calls.scope(self.message(message))).await;
+        let outcome = Box::pin(calls.scope(self.message(message, places))).await;
         let units = calls.units();
         shared::metrics::delivery::Handled {
             message_id: id.clone(),
@@ -231,7 +240,7 @@ impl Dispatcher {
         outcome.err().map(|_| id)
     }
 
-    async fn message(&self, message: &SqsMessage) -> Result<(), Again> {
+    async fn message(&self, message: &SqsMessage, places: &share::Batch) -> Result<(), Again> {
         let body = message.body.as_deref().unwrap_or_default();
         let Ok(parsed) = serde_json::from_str::<QueueMessage>(body) else {
             tracing::error!(message_id = ?message.message_id, "not a webhook queue message: moved to the dead-letter queue");
@@ -258,7 +267,7 @@ impl Dispatcher {
             } => {
                 let owner = (!manual).then(|| message.message_id.clone().unwrap_or_default());
                 let receipt = message.receipt_handle.as_deref().unwrap_or_default();
-                self.deliver(delivery_id, owner.as_deref(), request, receipt, body)
+                self.deliver(delivery_id, owner.as_deref(), request, receipt, body, places)
                     .await
                     .unwrap_or_else(|error| {
                         tracing::error!(%delivery_id, %error, "delivery not attempted; SQS will return it");
@@ -325,7 +334,8 @@ impl Dispatcher {
 
     /// Makes one attempt of delivery `id` (a scheduled one when `owner`,
     /// the queue message's id, is given; else an integrator's retry,
-    /// `request`, made once).
+    /// `request`, made once), or puts it off when its organization's share
+    /// of the dispatcher is full (`share`).
     async fn deliver(
         &self,
         id: Uuid,
@@ -333,9 +343,10 @@ impl Dispatcher {
         request: Option<Uuid>,
         receipt: &str,
         body: &str,
+        places: &share::Batch,
     ) -> ApiResult<Result<(), Again>> {
         let store = &self.state.store;
-        let delivery = match store
+        match store
             .deliveries()
             .claim(id, owner, request, self.policy.lease)
             .await?
@@ -343,25 +354,48 @@ impl Dispatcher {
             // A recovery's attempt of a delivery that succeeded since it
             // was queued (its scheduled retry got through first) is not
             // made: the receiver has it.
-            Claim::Claimed(delivery)
+            Claim::Claimed(delivery, _)
                 if request.is_some()
                     && delivery.recovery == request
                     && delivery.status == DeliveryStatus::Succeeded =>
             {
                 tracing::info!(delivery_id = %id, "delivery succeeded before its recovery's attempt: message dropped");
-                return Ok(Ok(()));
+                Ok(Ok(()))
             }
-            Claim::Claimed(delivery) => *delivery,
+            Claim::Claimed(delivery, until) => {
+                let org = delivery.org_id;
+                if places.may_go(self, org).await? != Taken::Yes {
+                    self.put_off(&delivery, until, owner.is_some(), request)
+                        .await?;
+                    return Ok(Ok(()));
+                }
+                let made = self.attempt(*delivery, owner, request, receipt, body).await;
+                places.done(self, org).await;
+                made
+            }
             Claim::Busy => {
                 // Another attempt is in flight: come back after its lease.
                 self.state.queue.hide(receipt, self.policy.lease).await?;
-                return Ok(Err(Again::LATER));
+                Ok(Err(Again::LATER))
             }
             Claim::Done => {
                 tracing::info!(delivery_id = %id, "delivery made, failed or owned by another message: message dropped");
-                return Ok(Ok(()));
+                Ok(Ok(()))
             }
-        };
+        }
+    }
+
+    /// The attempt of `delivery`, claimed (as `deliver`'s).
+    async fn attempt(
+        &self,
+        delivery: shared::model::delivery::DeliveryRecord,
+        owner: Option<&str>,
+        request: Option<Uuid>,
+        receipt: &str,
+        body: &str,
+    ) -> ApiResult<Result<(), Again>> {
+        let store = &self.state.store;
+        let id = delivery.id;
         // The webhook and the payload's records, read at once (a ping's
         // payload needs the webhook alone).
         let config = &self.state.config;
@@ -473,66 +507,6 @@ impl Dispatcher {
                 Ok(Ok(()))
             }
         }
-    }
-
-    /// The headers of one attempt (a secret only ever in a signature, or
-    /// as the bearer token the receiver registered): one signature, or
-    /// token, for each of `secrets` (the webhook's, then the one before a
-    /// roll during its overlap), space-separated.
-    fn headers(
-        &self,
-        hook: &WebhookRecord,
-        event: &str,
-        secrets: &[String],
-        id: Uuid,
-        timestamp: i64,
-        payload: &[u8],
-    ) -> HeaderMap {
-        let each = |sign: &dyn Fn(&str) -> String| {
-            secrets
-                .iter()
-                .map(|secret| sign(secret))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let short = &self.state.config.http.short_name;
-        let id_text = id.to_string();
-        let mut headers = HeaderMap::new();
-        let mut set = |name: String, value: String| {
-            if let (Ok(name), Ok(value)) =
-                (HeaderName::try_from(name), HeaderValue::try_from(value))
-            {
-                headers.insert(name, value);
-            }
-        };
-        set("content-type".into(), "application/json".into());
-        set(short.header("event"), event.to_owned());
-        set(short.header("delivery-id"), id_text.clone());
-        match hook.verification_mode {
-            VerificationMode::HmacSha256 => {
-                set(
-                    short.header("signature"),
-                    each(&|secret| signature::body_signature(secret, payload)),
-                );
-            }
-            VerificationMode::BearerToken => {
-                set(
-                    short.header("delivery-token"),
-                    each(&|secret| secret.to_owned()),
-                );
-            }
-        }
-        set("webhook-id".into(), id_text.clone());
-        set("webhook-timestamp".into(), timestamp.to_string());
-        set(
-            "webhook-signature".into(),
-            each(&|secret| signature::standard_signature(secret, &id_text, timestamp, payload)),
-        );
-        // Kept out of any debug output of the HTTP client.
-        for value in headers.values_mut() {
-            value.set_sensitive(true);
-        }
-        headers
     }
 
     /// Re-announces outbox records the fast path did not queue (older than

@@ -18,6 +18,16 @@ pub struct Policy {
     pub sweep_settle: Duration,
     /// When a failing receiver is slowed and parked (`model::receiver`).
     pub receivers: shared::model::receiver::Limits,
+    /// Batches (invocations) that may make one organization's requests at
+    /// once (`share`): of the 5 the queue's trigger runs, the others stay
+    /// free for every other organization, whatever its receivers do.
+    pub org_batches: u32,
+    /// How long a batch's place in an organization's share lasts if the
+    /// batch never gives it back (killed): the function's timeout.
+    pub batch_lease: Duration,
+    /// How long an attempt put off waits (plus its delivery's share of as
+    /// much again, so that those put off together come back spread).
+    pub put_off: Duration,
 }
 
 const MINUTE: u64 = 60;
@@ -41,6 +51,9 @@ impl Default for Policy {
             sweep_hours: 48,
             sweep_settle: secs(2 * MINUTE),
             receivers: shared::model::receiver::Limits::default(),
+            org_batches: 2,
+            batch_lease: secs(60),
+            put_off: secs(5),
         }
     }
 }
@@ -84,6 +97,9 @@ mod tests {
                 .all(|d| *d <= Duration::from_secs(12 * HOUR))
         );
         assert!(policy.lease > policy.timeout);
+        // A batch's place outlasts its attempts; a put-off fits SQS's delay.
+        assert!(policy.batch_lease > policy.timeout);
+        assert!(policy.put_off * 2 <= Duration::from_secs(15 * MINUTE));
     }
 
     #[test]

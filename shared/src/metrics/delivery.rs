@@ -1,5 +1,6 @@
 //! What the dispatcher reports: one line per webhook attempt
-//! (`"message":"webhook attempt"`) and one per queue message
+//! (`"message":"webhook attempt"`), one per attempt put off
+//! (`"message":"webhook attempt put off"`) and one per queue message
 //! (`"message":"queue message handled"`), each its log line and its metric
 //! line.
 
@@ -129,6 +130,32 @@ impl Report for Attempted {
         if !lags.is_empty() {
             doc.record(&[&[Service]], &lags);
         }
+        doc
+    }
+}
+
+/// An attempt put off without a request, its message sent again for
+/// later: its organization's share of the dispatcher was full.
+#[derive(Debug)]
+pub struct PutOff {
+    pub delivery_id: Uuid,
+    pub org_id: Uuid,
+    /// Made for an integrator's retry or a recovery.
+    pub manual: bool,
+    /// How long until its message comes back.
+    pub wait_ms: u64,
+}
+
+impl Report for PutOff {
+    fn document(&self) -> Document {
+        let mut doc = Document::new();
+        doc.property("message", "webhook attempt put off")
+            .dimension(Dimension::Service, DISPATCHER)
+            .property("delivery_id", self.delivery_id.to_string())
+            .property("org_id", self.org_id.to_string())
+            .property("manual", self.manual)
+            .property("wait_ms", self.wait_ms)
+            .record(&[&[Dimension::Service]], &[(Metric::AttemptsPutOff, 1.0)]);
         doc
     }
 }

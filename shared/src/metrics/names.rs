@@ -47,6 +47,9 @@ pub enum Metric {
     /// An attempt held without a request: its receiver is slowed or
     /// parked (`model::receiver`), and another attempt has the turn.
     AttemptsHeld,
+    /// An attempt put off without a request or a count: its organization's
+    /// share of the dispatcher's batches was full (`Policy::org_batches`).
+    AttemptsPutOff,
     /// 1 when a failure slowed its receiver (its fifth in a row).
     ReceiverSlowed,
     /// 1 when a receiver was first found parked in its streak of failures.
@@ -68,7 +71,7 @@ pub enum Unit {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 24] = [
+    pub const ALL: [Metric; 25] = [
         Metric::Requests,
         Metric::Latency,
         Metric::ReadUnits,
@@ -88,6 +91,7 @@ impl Metric {
         Metric::QueueMessages,
         Metric::MessagesFailed,
         Metric::AttemptsHeld,
+        Metric::AttemptsPutOff,
         Metric::ReceiverSlowed,
         Metric::ReceiverParked,
         Metric::TicketDuplicatesFound,
@@ -116,6 +120,7 @@ impl Metric {
             Metric::QueueMessages => "QueueMessages",
             Metric::MessagesFailed => "MessagesFailed",
             Metric::AttemptsHeld => "AttemptsHeld",
+            Metric::AttemptsPutOff => "AttemptsPutOff",
             Metric::ReceiverSlowed => "ReceiverSlowed",
             Metric::ReceiverParked => "ReceiverParked",
             Metric::TicketDuplicatesFound => "TicketDuplicatesFound",

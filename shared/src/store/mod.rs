@@ -96,6 +96,10 @@ impl Store {
         records::receivers::Receivers(self)
     }
 
+    pub fn dispatch_shares(&self) -> records::dispatch_shares::DispatchShares<'_> {
+        records::dispatch_shares::DispatchShares(self)
+    }
+
     pub fn places(&self) -> places::Places<'_> {
         places::Places(self)
     }

@@ -391,14 +391,15 @@ fn a_delivered_load_reaches_the_receiver_signed_complete_and_retried() {
         }
         assert!(!listed.text.contains(&hmac_secret));
 
-        // Each attempt: claim; the webhook and the load at once; the names
-        // in parallel; its receiver's health; the attempt and the delivery
-        // in one transaction; then the health's change (a failure's streak,
-        // or the 2xx after it that ends the streak).
+        // Each attempt: claim; its batch's place in the organization's
+        // share; the webhook and the load at once; the names in parallel;
+        // its receiver's health; the attempt and the delivery in one
+        // transaction; then the health's change (a failure's streak, or
+        // the 2xx after it that ends the streak); the place given back.
         let calls = calls_of_messages_naming(&delivery_id);
         assert_eq!(calls.len(), 2, "two messages handled");
         assert!(
-            calls.iter().all(|&n| n <= 12),
+            calls.iter().all(|&n| n <= 14),
             "calls per attempt: {calls:?}"
         );
         // What each cost, as `make cost` reads it: its time (within a
@@ -948,7 +949,7 @@ fn a_claim_tells_an_attempt_in_flight_from_a_delivery_owned_elsewhere() {
 
         assert!(matches!(
             claim(Some("m1")).await.unwrap(),
-            Claim::Claimed(_)
+            Claim::Claimed(..)
         ));
         // While m1's attempt holds the lease: a manual retry and m1 itself wait.
         assert!(matches!(claim(None).await.unwrap(), Claim::Busy));

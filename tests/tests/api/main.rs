@@ -10,6 +10,7 @@ mod conformance;
 mod contract;
 mod deliveries;
 mod description_rules;
+mod dispatcher_shares;
 mod exactly_once;
 mod factories;
 mod faults;

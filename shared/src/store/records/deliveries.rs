@@ -5,7 +5,7 @@
 //! lease, and stored with the attempt's record in one transaction. Both
 //! expire 30 days after their last attempt.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -37,8 +37,9 @@ pub struct Deliveries<'a>(pub(in crate::store) &'a Store);
 /// What a claim of a delivery came to.
 #[derive(Debug)]
 pub enum Claim {
-    /// This attempt may go ahead.
-    Claimed(Box<DeliveryRecord>),
+    /// This attempt may go ahead; its lease ends at the Unix ms given
+    /// (`release` gives it back before).
+    Claimed(Box<DeliveryRecord>, i64),
     /// Another attempt holds the delivery now: try again after the lease.
     Busy,
     /// Nothing to do: gone, no longer pending, or another message's.
@@ -221,9 +222,10 @@ impl Deliveries<'_> {
                 .expression_attribute_values(":owner", s(owner)),
         };
         match update.send().await {
-            Ok(out) => Ok(Claim::Claimed(Box::new(from_item(
-                out.attributes.unwrap_or_default(),
-            )?))),
+            Ok(out) => Ok(Claim::Claimed(
+                Box::new(from_item(out.attributes.unwrap_or_default())?),
+                until,
+            )),
             Err(error) => match error.into_service_error() {
                 UpdateItemError::ConditionalCheckFailedException(failed) => {
                     let Some(item) = failed.item.filter(live) else {
@@ -289,7 +291,7 @@ impl Deliveries<'_> {
             .await;
         let Err(error) = sent else {
             return Ok(match self.get(id).await? {
-                Some(delivery) => Claim::Claimed(Box::new(delivery)),
+                Some(delivery) => Claim::Claimed(Box::new(delivery), until),
                 None => Claim::Done,
             });
         };
@@ -320,6 +322,30 @@ impl Deliveries<'_> {
             return Ok(Claim::Busy);
         }
         Err(sdk_error(error))
+    }
+
+    /// Gives back the lease a claim took until `until` (Unix ms), making no
+    /// attempt: the delivery may be claimed again at once, and a scheduled
+    /// claim's (`scheduled`) by another message, which becomes its owner
+    /// (the message that puts the attempt off sends it again). Nothing
+    /// when the lease is no longer that claim's.
+    pub async fn release(&self, id: Uuid, until: i64, scheduled: bool) -> ApiResult<()> {
+        let released = self
+            .0
+            .update(keys::delivery_pk(id), DELIVERY_SK)
+            .update_expression(if scheduled {
+                "REMOVE lease_until, #owner"
+            } else {
+                "REMOVE lease_until"
+            })
+            .condition_expression("lease_until = :until")
+            .set_expression_attribute_names(
+                scheduled.then(|| HashMap::from([("#owner".to_owned(), "owner".to_owned())])),
+            )
+            .expression_attribute_values(":until", n(until))
+            .send()
+            .await;
+        errors::unless_condition_failed(released)
     }
 
     /// Stores `attempt` and the delivery's state after it (`delivery`,

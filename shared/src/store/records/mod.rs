@@ -1,10 +1,12 @@
 //! The contract's records, one file a resource group: organizations,
 //! members, sites, receiving points and factories (`org_records`, with
 //! `archivable`), trucks, grants, surplus loads with their daily rollups
-//! and reports, places and their geo entries, webhooks and deliveries.
+//! and reports, places and their geo entries, webhooks and deliveries, receivers'
+//! health and organizations' shares of the dispatcher.
 
 pub mod archivable;
 pub mod deliveries;
+pub mod dispatch_shares;
 pub mod geo;
 pub mod grants;
 pub mod members;
