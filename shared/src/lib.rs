@@ -27,6 +27,7 @@ pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod tracker;
 pub mod webhooks;
 
 pub use error::{ApiError, ApiResult};

@@ -1,6 +1,7 @@
 """The issue tracker on loopback, as GitHub's REST API answers the two
 calls the service makes (`POST /repos/{owner}/{repo}/issues`, and `GET` of
-the same path listing issues newest first), with a temper: most issues
+the same path listing issues newest first: a retry's lookup, or with
+`since` the dispatcher's sweep for issues opened twice), with a temper: most issues
 open at once, one in ten opens but answers after the service's timeout
 (it exists, the service says 504), one in twenty fails (500, nothing
 opened; the service cannot tell, and its retry looks first). It remembers every call and every issue: the soak holds them
@@ -63,7 +64,9 @@ class Tracker:
         return web.json_response({k: issue[k] for k in ("number", "title", "body", "created_at")}, status=201)
 
     async def list(self, request: web.Request) -> web.Response:
-        self.calls.append((time.time(), "GET", 200))
+        # A lookup of a retried ticket's issue, or (with `since`) the
+        # dispatcher's sweep for issues opened twice.
+        self.calls.append((time.time(), "SWEEP" if "since" in request.query else "GET", 200))
         page = int(request.query.get("page", "1"))
         newest = list(reversed(self.issues))[(page - 1) * 100:page * 100]
         return web.Response(text=json.dumps([{k: i[k] for k in ("number", "title", "body", "created_at")}

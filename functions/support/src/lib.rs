@@ -1,9 +1,9 @@
 //! Support tickets: one-way tickets in the configured issue tracker
-//! (GitHub Issues, `github.rs`) for the key's organization, at most 5 an
+//! (GitHub Issues, `shared::tracker::github`) for the key's organization, at most 5 an
 //! hour per key. Contract: api-v1.md, "Support" and "Limits"; the answer
 //! and the quota: docs/decisions/support-tickets.md, "Support tickets".
 
-pub mod github;
+use shared::tracker::{duplicates, github};
 
 use axum::Router;
 use axum::http::StatusCode;
@@ -26,31 +26,6 @@ use shared::store::exactly_once::quotas::{Quota, Reserved};
 /// issue: GitHub ends a request that takes it more than 10 seconds (its
 /// REST API's own timeout), and 10 more cover the network.
 pub const LANDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// Closes `duplicates`, the issues opened for `request` after `first`,
-/// as duplicates of it, and reports what it found and closed (a metric
-/// line; the alarm watches what it could not close). The answer names the
-/// first whatever the tracker does.
-async fn reconcile(state: &AppState, request: uuid::Uuid, first: u64, duplicates: &[u64]) {
-    use shared::metrics::Report;
-    if duplicates.is_empty() {
-        return;
-    }
-    let mut closed = 0;
-    for number in duplicates {
-        if github::close_duplicate(state, *number, first, request).await {
-            closed += 1;
-        }
-    }
-    shared::metrics::support::Duplicates {
-        request,
-        first,
-        found: duplicates.len(),
-        closed,
-        unclosed: duplicates.len() - closed,
-    }
-    .log(&state.config.metrics);
-}
 
 /// 201 with the ticket opened as issue `reference`.
 fn opened_answer(
@@ -135,7 +110,7 @@ async fn open(
         if let Some((&first, duplicates)) = found.map_err(|failure| failure.error)?.split_first() {
             // An earlier attempt opened it, on its own slot; any more
             // are closed as duplicates of the first.
-            reconcile(&ctx, request, first, duplicates).await;
+            duplicates::close(&ctx, request, first, duplicates, duplicates::By::Retry).await;
             let mut remaining = slot.remaining;
             if taken_now {
                 quotas.release(&slot).await?;

@@ -142,8 +142,9 @@ impl Dispatcher {
     }
 
     /// The schedule's work: the outbox records the fast path missed
-    /// (`sweep`), and the staged files left by requests that died after
-    /// their commit. Both run; the first error is reported.
+    /// (`sweep`), the staged files left by requests that died after their
+    /// commit, and the support issues the tracker holds twice (`tickets`).
+    /// All run; the first error of the first two is reported.
     pub async fn scheduled(&self) -> ApiResult<(usize, shared::files::promote::Swept)> {
         let clock = self.state.clock.clone();
         let calls = CallCounter::for_caller(CALLER);
@@ -160,8 +161,12 @@ impl Dispatcher {
             self.policy.sweep_hours,
             settle,
         );
-        // Boxed: the two sweeps' futures side by side are deep.
-        let (announced, files) = tokio::join!(Box::pin(self.sweep()), Box::pin(files));
+        // Boxed: the sweeps' futures side by side are deep.
+        let (announced, files, ()) = tokio::join!(
+            Box::pin(self.sweep()),
+            Box::pin(files),
+            Box::pin(self.tickets())
+        );
         let files = files?;
         if files != shared::files::promote::Swept::default() {
             tracing::warn!(?files, "swept staged files their requests left");
@@ -505,6 +510,37 @@ impl Dispatcher {
                 self.state.queue.dead_letter(body).await?;
                 tracing::warn!(delivery_id = %id, attempts = attempt.attempt, "attempts ran out: delivery failed, moved to the dead-letter queue");
                 Ok(Ok(()))
+            }
+        }
+    }
+
+    /// Closes the support issues the tracker holds more than once for one
+    /// request, opened in the policy's last `ticket_hours`, keeping the one
+    /// its answer named (`shared::tracker::duplicates::sweep`); nothing
+    /// where support tickets are not configured. A tracker that cannot be
+    /// read is logged: the next sweep tries again.
+    pub async fn tickets(&self) {
+        let state = &self.state;
+        if !state.config.support.is_configured() {
+            return;
+        }
+        let since =
+            shared::clock::now() - chrono::TimeDelta::hours(self.policy.ticket_hours.into());
+        let swept =
+            shared::tracker::duplicates::sweep(state, since, self.policy.ticket_closes, false);
+        match swept.await {
+            Ok(swept) if swept.found > 0 || swept.undecided > 0 => {
+                tracing::warn!(
+                    found = swept.found,
+                    closed = swept.closed,
+                    unclosed = swept.unclosed,
+                    undecided = swept.undecided,
+                    "swept support issues the tracker holds twice"
+                );
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "support issues not swept: the tracker could not be read");
             }
         }
     }

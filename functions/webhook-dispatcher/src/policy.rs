@@ -28,6 +28,10 @@ pub struct Policy {
     /// How long an attempt put off waits (plus its delivery's share of as
     /// much again, so that those put off together come back spread).
     pub put_off: Duration,
+    /// Hours of support issues the sweep looks back over for duplicates
+    /// (`shared::tracker::duplicates`), and the most it closes a sweep.
+    pub ticket_hours: u32,
+    pub ticket_closes: usize,
 }
 
 const MINUTE: u64 = 60;
@@ -54,6 +58,8 @@ impl Default for Policy {
             org_batches: 2,
             batch_lease: secs(60),
             put_off: secs(5),
+            ticket_hours: 2,
+            ticket_closes: 20,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What a support request reports when the tracker holds more than one
 //! issue for it (`"message":"ticket duplicates"`): found, closed as
-//! duplicates of the first, and left open. Its log line and its metric
+//! duplicates of the one kept, and left open. Its log line and its metric
 //! line at once; the alarm watches `TicketDuplicatesUnclosed`.
 
 use uuid::Uuid;
@@ -15,11 +15,14 @@ pub const SUPPORT: &str = "support";
 pub struct Duplicates {
     /// The request (its `Idempotency-Key`'s) the issues name.
     pub request: Uuid,
-    /// The issue kept: the first opened.
+    /// The issue kept: the first opened (a retry's), or the one the
+    /// request's answer named (a sweep's).
     pub first: u64,
     pub found: usize,
     pub closed: usize,
     pub unclosed: usize,
+    /// What found them: `retry` or `sweep`.
+    pub by: &'static str,
 }
 
 impl Report for Duplicates {
@@ -30,6 +33,7 @@ impl Report for Duplicates {
             .dimension(Dimension::Service, SUPPORT)
             .property("request", self.request.to_string())
             .property("first", self.first)
+            .property("by", self.by)
             .record(
                 &[&[Dimension::Service]],
                 &[

@@ -61,6 +61,7 @@ mod surplus_log;
 mod surplus_pages;
 mod surpluses;
 mod sweeps;
+mod ticket_reconcile;
 mod traces;
 mod transact_units;
 mod trucks;

@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use crate::audit::{Action, Auditor, Done};
 use crate::identity::Operator;
-use crate::{files, keys, reseal, seed, webhooks};
+use crate::{files, keys, reseal, seed, tickets, webhooks};
 use shared::ApiError;
 use shared::store::operators::audit::AuditQuery;
 
@@ -218,6 +218,10 @@ pub enum Command {
     /// The bucket's files: find (and remove) those no record names.
     #[command(subcommand)]
     Files(files::FilesCommand),
+    /// Support tickets: close the issues the tracker holds twice for one
+    /// request.
+    #[command(subcommand)]
+    Tickets(tickets::TicketsCommand),
 }
 
 #[derive(Subcommand)]
@@ -325,6 +329,7 @@ impl Command {
             Keys(command) => return command.action(),
             Reseal(command) => return command.action(),
             Files(command) => return command.action(),
+            Tickets(command) => return command.action(),
             ListKeys { .. } | Audit(_) => return None,
         };
         Some(Action::new(command, org, target))
@@ -568,6 +573,7 @@ async fn execute(
         Command::Keys(command) => return keys::run(config, sdk, command).await,
         Command::Reseal(command) => return reseal::run(config, sdk, command).await,
         Command::Files(command) => return files::run(config, sdk, command).await,
+        Command::Tickets(command) => return tickets::run(config, sdk, command).await,
         Command::Audit(AuditCommand::List {
             org,
             since,

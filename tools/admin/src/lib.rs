@@ -9,4 +9,5 @@ pub mod identity;
 pub mod keys;
 pub mod reseal;
 pub mod seed;
+pub mod tickets;
 pub mod webhooks;

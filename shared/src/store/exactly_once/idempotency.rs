@@ -124,6 +124,11 @@ impl Claim {
     pub fn item(&self) -> String {
         item_name(&self.pk, &self.sk)
     }
+
+    /// The SHA-256 (hex) of its `Idempotency-Key`.
+    pub fn key_hash(&self) -> Option<&str> {
+        self.sk.strip_prefix("IDEM#")
+    }
 }
 
 /// The item of `idempotency_key` of API key `key_id`, as `Claim::item`.
@@ -431,12 +436,41 @@ impl Idempotency<'_> {
         )
     }
 
+    /// What the item of an `Idempotency-Key` whose SHA-256 is `key_hash`
+    /// (hex) of API key `key_id` holds now (an operator's reconciliation
+    /// finds it from what a provider kept of the request): None when
+    /// there is none, or it expired.
+    pub async fn standing(
+        &self,
+        key_id: Uuid,
+        key_hash: &str,
+        now: u64,
+    ) -> Result<Option<Standing>, ApiError> {
+        let sk = format!("IDEM#{key_hash}");
+        let item = self.0.get_item(key(idempotency_pk(key_id), sk)).await?;
+        Ok(item
+            .filter(|item| get_u64(item, UNTIL).unwrap_or(0) > now)
+            .map(|item| Standing {
+                request: get_s(&item, REQUEST).and_then(|r| r.parse().ok()),
+                answer: answer_of(&item),
+            }))
+    }
+
     /// The stored item of a key, as it stands (for tests and operators).
     pub async fn get(&self, key_id: Uuid, idempotency_key: &str) -> Result<Option<Item>, ApiError> {
         self.0
             .get_item(key(idempotency_pk(key_id), idempotency_sk(idempotency_key)))
             .await
     }
+}
+
+/// What a key's item holds (`Idempotency::standing`): the request it
+/// serves, and its answer once one is kept (None: still in flight, or
+/// held while an effect may land).
+#[derive(Clone, Debug)]
+pub struct Standing {
+    pub request: Option<Uuid>,
+    pub answer: Option<Answer>,
 }
 
 /// Which claiming write goes (`Idempotency::take`).
@@ -460,11 +494,17 @@ fn judge(current: &Item, fingerprint: &Fingerprints, now: u64) -> Option<Claimed
         let fingerprint = get_s(current, FINGERPRINT).map(str::to_owned);
         return Some(Claimed::Reused { fingerprint });
     }
-    let Some(status) = get_u64(current, STATUS).and_then(|s| u16::try_from(s).ok()) else {
-        return Some(Claimed::InFlight {
+    Some(match answer_of(current) {
+        Some(answer) => Claimed::Answered(answer),
+        None => Claimed::InFlight {
             until: get_u64(current, UNTIL).unwrap_or(0),
-        });
-    };
+        },
+    })
+}
+
+/// The answer an item keeps, if any.
+fn answer_of(current: &Item) -> Option<Answer> {
+    let status = get_u64(current, STATUS).and_then(|s| u16::try_from(s).ok())?;
     let headers = current
         .get(HEADERS)
         .and_then(|h| h.as_m().ok())
@@ -487,12 +527,12 @@ fn judge(current: &Item, fingerprint: &Fingerprints, now: u64) -> Option<Claimed
         .and_then(|b| b.as_bool().ok())
         .copied()
         .unwrap_or(false);
-    Some(Claimed::Answered(Answer {
+    Some(Answer {
         status,
         headers,
         body,
         sealed,
-    }))
+    })
 }
 
 /// What became of a key whose claim a request lost (`after_losing`).

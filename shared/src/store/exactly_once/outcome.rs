@@ -129,6 +129,17 @@ pub fn request_id() -> Option<uuid::Uuid> {
     with(|phase| phase.claim.as_ref().map(|c| c.request)).flatten()
 }
 
+/// The SHA-256 (hex) of the request's `Idempotency-Key`, as its item's
+/// key holds it: what a provider may keep of the request to find its
+/// answer again (`Idempotency::standing`).
+pub fn key_hash() -> Option<String> {
+    with(|phase| {
+        let claim = phase.claim.as_ref()?;
+        claim.key_hash().map(str::to_owned)
+    })
+    .flatten()
+}
+
 /// Whether an earlier attempt of this request began an effect outside the
 /// table that may have happened (`fence` with `acting`): a later attempt
 /// looks for it before making it again.

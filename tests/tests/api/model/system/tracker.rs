@@ -44,7 +44,8 @@ impl Temper {
 
 /// A GitHub that keeps the issues it opens (dated by `clock`) and lists
 /// those that have landed newest first, refusing or slow as `Temper`
-/// says.
+/// says; a duplicate's comment and close are taken (the issue marked
+/// `closed`), never read as an issue opened.
 pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Temper) {
     let issues: Arc<Mutex<Vec<Value>>> = Arc::default();
     let temper = Temper {
@@ -66,6 +67,19 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
             };
             let newest_first: Vec<Value> = issues.iter().rev().filter(landed).cloned().collect();
             return Canned::json(200, Value::Array(newest_first));
+        }
+        // A duplicate closed (`shared::tracker::duplicates`): its comment,
+        // then its state.
+        let path = seen.uri.path().to_owned();
+        if path.ends_with("/comments") {
+            return Canned::json(201, json!({"id": 1}));
+        }
+        if seen.method == Method::PATCH {
+            let number = path.rsplit('/').next().and_then(|n| n.parse::<u64>().ok());
+            for issue in issues.iter_mut().filter(|i| i["number"].as_u64() == number) {
+                issue["state"] = json!("closed");
+            }
+            return Canned::json(200, json!({"state": "closed"}));
         }
         if refuse.swap(false, Ordering::SeqCst) {
             return api_tests::providers::github_error(422, "Validation Failed");

@@ -12,40 +12,93 @@
 //! <https://docs.github.com/en/rest/issues/issues#list-repository-issues>,
 //! newest first), matching those lines only, never the customer's text.
 
+use crate::ApiError;
+use crate::error::codes;
+use crate::model::support::NewTicket;
+use crate::outbound::{Call, CallError};
+use crate::state::AppState;
 use http::header::{ACCEPT, AUTHORIZATION};
 use http::{HeaderMap, HeaderValue, Method};
 use serde::Deserialize;
 use serde_json::json;
-use shared::ApiError;
-use shared::error::codes;
-use shared::model::support::NewTicket;
-use shared::outbound::{Call, CallError};
-use shared::state::AppState;
 use uuid::Uuid;
 
 pub const API_VERSION: &str = "2022-11-28";
 
 #[derive(Debug, Deserialize)]
-struct Issue {
-    number: u64,
+pub struct Issue {
+    pub number: u64,
     #[serde(default)]
-    body: Option<String>,
+    pub body: Option<String>,
     #[serde(default)]
-    created_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub created_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// `open` or `closed`.
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 /// The lines the service writes at the top of an issue's body: who asked
 /// (the organization and its key) and, with an `Idempotency-Key`, the
-/// request. The customer's text follows, fenced, after a blank line.
-fn header(org: Uuid, key: Uuid, request: Option<Uuid>) -> String {
+/// request (`request_lines`) and the key's SHA-256, which finds the
+/// request's answer (`Idempotency::standing`). The customer's text
+/// follows, fenced, after a blank line.
+fn header(org: Uuid, key: Uuid, request: Option<Uuid>, key_hash: Option<&str>) -> String {
+    let hash = key_hash
+        .filter(|_| request.is_some())
+        .map(|h| format!("{HASH_LINE}`{h}`\n"))
+        .unwrap_or_default();
+    format!("{}{hash}\n", request_lines(org, key, request))
+}
+
+/// The lines that name a request, as every issue opened for it begins
+/// (an issue opened before the key's hash was written has no more).
+fn request_lines(org: Uuid, key: Uuid, request: Option<Uuid>) -> String {
     let request = request
         .map(|r| format!("- Request: `{r}`\n"))
         .unwrap_or_default();
     format!(
         "Opened through the Integration API.\n\n\
          - Organization: `{org}`\n\
-         - API key: `{key}`\n{request}\n"
+         - API key: `{key}`\n{request}"
     )
+}
+
+const HASH_LINE: &str = "- Idempotency-Key (SHA-256): ";
+
+/// Who and which request an issue's body names (the lines the service
+/// wrote at its top), when it names a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Named {
+    pub org: Uuid,
+    pub key: Uuid,
+    pub request: Uuid,
+    pub key_hash: Option<String>,
+}
+
+/// The request an issue's `body` was opened for, read from the service's
+/// lines only (never the customer's text, which comes after a blank line).
+pub fn named(body: &str) -> Option<Named> {
+    let mut lines = body
+        .strip_prefix("Opened through the Integration API.\n\n")?
+        .lines();
+    let mut value = |label: &str| -> Option<String> {
+        let line = lines.next()?.strip_prefix(label)?;
+        Some(line.strip_prefix('`')?.strip_suffix('`')?.to_owned())
+    };
+    let org = value("- Organization: ")?.parse().ok()?;
+    let key = value("- API key: ")?.parse().ok()?;
+    let request = value("- Request: ")?.parse().ok()?;
+    let key_hash =
+        value(HASH_LINE).filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let found = Named {
+        org,
+        key,
+        request,
+        key_hash,
+    };
+    // The header is the service's own only if it is exactly what it writes.
+    body.starts_with(&header(org, key, Some(request), found.key_hash.as_deref()))
+        .then_some(found)
 }
 
 /// Pages of 100 issues `find` reads at most, newest first.
@@ -89,7 +142,13 @@ fn uncertain() -> Failure {
 /// The issue's body: who asked (and the request, when it has an
 /// `Idempotency-Key`), then their text verbatim in a fence, so that
 /// nothing in it is markup or mentions anyone.
-pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid, request: Option<Uuid>) -> String {
+pub fn issue_body(
+    ticket: &NewTicket,
+    org: Uuid,
+    key: Uuid,
+    request: Option<Uuid>,
+    key_hash: Option<&str>,
+) -> String {
     let longest = ticket
         .description
         .split(|c| c != '~')
@@ -99,7 +158,7 @@ pub fn issue_body(ticket: &NewTicket, org: Uuid, key: Uuid, request: Option<Uuid
     let fence = "~".repeat(longest.max(2) + 1);
     format!(
         "{}{fence}text\n{}\n{fence}\n",
-        header(org, key, request),
+        header(org, key, request, key_hash),
         ticket.description
     )
 }
@@ -144,15 +203,46 @@ pub async fn find(
     request: Uuid,
     since: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<u64>, Failure> {
+    let mut found: Vec<u64> = recent(state, since, FIND_PAGES, false)
+        .await?
+        .iter()
+        .filter(|i| {
+            i.body
+                .as_deref()
+                .and_then(named)
+                .is_some_and(|n| (n.org, n.key, n.request) == (org, key, request))
+        })
+        .map(|i| i.number)
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
+/// The configured labels' issues (open and closed), newest first, back to
+/// `since` (the page that reaches it included), at most `pages` pages of
+/// 100; with `updated_since`, only those GitHub saw change since (its
+/// `since` parameter: fewer pages for a sweep). A tracker that cannot be
+/// asked is an error.
+pub async fn recent(
+    state: &AppState,
+    since: chrono::DateTime<chrono::Utc>,
+    pages: u32,
+    updated_since: bool,
+) -> Result<Vec<Issue>, Failure> {
     let config = &state.config.support;
     let repository = config.repository.as_deref().unwrap_or_default();
-    let wanted = header(org, key, Some(request));
     let labels = config.labels.join(",");
     let labels = percent_encoding::utf8_percent_encode(&labels, percent_encoding::NON_ALPHANUMERIC);
-    let mut found = Vec::new();
-    for page in 1..=FIND_PAGES {
+    let updated = if updated_since {
+        format!("&since={}", since.format("%Y-%m-%dT%H:%M:%SZ"))
+    } else {
+        String::new()
+    };
+    let mut listed = Vec::new();
+    for page in 1..=pages {
         let url = format!(
-            "{}/repos/{repository}/issues?state=all&sort=created&direction=desc&per_page=100&page={page}&labels={labels}",
+            "{}/repos/{repository}/issues?state=all&sort=created&direction=desc&per_page=100&page={page}&labels={labels}{updated}",
             config.api_url,
         );
         let answer = state
@@ -180,29 +270,25 @@ pub async fn find(
             tracing::warn!(error = %e, "issue tracker listed issues in another format");
             refused()
         })?;
-        found.extend(
+        let (full, older) = (
+            issues.len() == 100,
             issues
-                .iter()
-                .filter(|i| i.body.as_deref().is_some_and(|b| b.starts_with(&wanted)))
-                .map(|i| i.number),
+                .last()
+                .and_then(|i| i.created_at)
+                .is_some_and(|at| at < since),
         );
-        let older = issues
-            .last()
-            .and_then(|i| i.created_at)
-            .is_some_and(|at| at < since);
-        if issues.len() < 100 || older {
+        listed.extend(issues);
+        if !full || older {
             break;
         }
     }
-    found.sort_unstable();
-    found.dedup();
-    Ok(found)
+    Ok(listed)
 }
 
 /// Closes issue `number` as a duplicate of issue `first` (both opened for
-/// request `request`), with a comment that names the first: "Create an
-/// issue comment", then "Update an issue" with `state: closed` and
-/// `state_reason: duplicate`. Whether the tracker did both.
+/// request `request`; `first` the one kept), with a comment that names
+/// it: "Create an issue comment", then "Update an issue" with `state:
+/// closed` and `state_reason: duplicate`. Whether the tracker did both.
 pub async fn close_duplicate(state: &AppState, number: u64, first: u64, request: Uuid) -> bool {
     let config = &state.config.support;
     let repository = config.repository.as_deref().unwrap_or_default();
@@ -260,6 +346,7 @@ pub async fn open(
     let repository = config.repository.as_deref().unwrap_or_default();
     let headers = headers(state).await?;
     let url = format!("{}/repos/{repository}/issues", config.api_url);
+    let key_hash = crate::store::exactly_once::outcome::key_hash();
     let answer = state
         .outbound
         .send(Call {
@@ -268,7 +355,7 @@ pub async fn open(
             headers,
             json: Some(json!({
                 "title": ticket.title,
-                "body": issue_body(ticket, org, key, request),
+                "body": issue_body(ticket, org, key, request, key_hash.as_deref()),
                 "labels": config.labels,
             })),
             timeout: config.timeout,
@@ -334,12 +421,32 @@ mod tests {
             title: "t".into(),
             description: "@octocat see ~~~ and ![x](http://x)".into(),
         };
-        let body = issue_body(&ticket, Uuid::nil(), Uuid::nil(), None);
+        let body = issue_body(&ticket, Uuid::nil(), Uuid::nil(), None, None);
         assert!(
             body.contains("\n~~~~text\n@octocat see ~~~ and ![x](http://x)\n~~~~\n"),
             "{body}"
         );
         assert!(body.contains(&format!("Organization: `{}`", Uuid::nil())));
+    }
+
+    #[test]
+    fn an_issue_names_its_request_in_the_services_lines_only() {
+        let ticket = NewTicket {
+            title: "t".into(),
+            description: "- Request: `00000000-0000-0000-0000-000000000009`".into(),
+        };
+        let (org, key, request) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let hash = "ab".repeat(32);
+        let body = issue_body(&ticket, org, key, Some(request), Some(&hash));
+        let found = named(&body).expect("named");
+        assert_eq!((found.org, found.key, found.request), (org, key, request));
+        assert_eq!(found.key_hash.as_deref(), Some(hash.as_str()));
+        // An issue from before the hash was written names its request too.
+        let older = issue_body(&ticket, org, key, Some(request), None);
+        assert_eq!(named(&older).unwrap().key_hash, None);
+        // No request, or lines not the service's: nothing.
+        assert_eq!(named(&issue_body(&ticket, org, key, None, None)), None);
+        assert_eq!(named(&format!("x{body}")), None);
     }
 
     #[test]
