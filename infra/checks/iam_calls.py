@@ -165,6 +165,12 @@ class Roles:
     def rendered(document: dict) -> list[dict]:
         out = []
         for statement in items(document.get("Statement", [])):
+            # A statement under a condition (`!If [Has..., statement,
+            # AWS::NoValue]`) is judged as granted: the stack that sets it.
+            if "Fn::If" in statement:
+                statement = statement["Fn::If"][1]
+                if not isinstance(statement, dict) or "Effect" not in statement:
+                    continue
             s = dict(statement)
             for key in ("Resource", "NotResource"):
                 if key in s:

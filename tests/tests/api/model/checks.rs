@@ -93,18 +93,20 @@ async fn check(system: &System, model: &Model) {
                 in_place(system, model, path, *tag, &what).await;
             }
         }
-        // The tracker: one issue per ticket that was let in.
+        // The tracker: one open issue per ticket that was let in (a
+        // duplicate that landed after the answer closed by the sweep).
         let issues = system.issues.lock().unwrap();
         let opened = issues
             .iter()
             .filter(|i| {
-                i["body"]
-                    .as_str()
-                    .unwrap_or("")
-                    .contains(&ids.id.to_string())
+                i["state"] != "closed"
+                    && i["body"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains(&ids.id.to_string())
             })
             .count();
-        assert_eq!(opened, org.tickets, "org{n}'s issues in the tracker");
+        assert_eq!(opened, org.tickets, "org{n}'s open issues in the tracker");
         geocodes += org.geocodes;
         deliveries(system, n, org, ids, &loads);
         checked(5 + org.sites.len() + org.loads.len());

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use proptest_state_machine::ReferenceStateMachine;
 use shared::http::idempotency::RETENTION;
 
-use super::steps::{By, Fault, KeyName, LoadStatus, Resealing, Step, Wait};
+use super::steps::{By, Fault, KeyName, LoadStatus, Misreport, Resealing, Step, Wait};
 
 pub const ORGS: usize = 2;
 pub const KEYS: usize = 2;
@@ -679,7 +679,7 @@ fn possible(model: &Model, step: &Step) -> bool {
         | Step::Paused { step, .. }
         | Step::PausedTwice { step, .. }
         | Step::Unreadable { step }
-        | Step::Late { step }
+        | Step::Late { step, .. }
         | Step::CopyPaused { step, .. } => possible(model, step),
         _ => true,
     }
@@ -806,19 +806,28 @@ impl ReferenceStateMachine for Model {
             });
         let ticket =
             (sender(), keyed()).prop_map(move |(by, keyed)| Step::Ticket { by, keyed, tag });
-        let late = (sender(), any::<bool>()).prop_map(move |(by, ticket)| Step::Late {
-            step: Box::new(match ticket {
-                true => Step::Ticket {
-                    by,
-                    keyed: true,
-                    tag,
-                },
-                false => Step::Geocode {
-                    by,
-                    keyed: true,
-                    tag,
-                },
-            }),
+        let misreport = prop_oneof![
+            Just(Misreport::Slow),
+            Just(Misreport::SlowPastTheAnswer),
+            Just(Misreport::FailsThenOpens),
+            Just(Misreport::FailsThenOpensPastTheAnswer),
+        ];
+        let late = (sender(), any::<bool>(), misreport).prop_map(move |(by, ticket, tracker)| {
+            Step::Late {
+                tracker,
+                step: Box::new(match ticket {
+                    true => Step::Ticket {
+                        by,
+                        keyed: true,
+                        tag,
+                    },
+                    false => Step::Geocode {
+                        by,
+                        keyed: true,
+                        tag,
+                    },
+                }),
+            }
         });
         let late_receivers = (pick(loads), 0..URLS)
             .prop_map(move |((by, load), url)| Step::LateReceivers { by, load, url, tag });
@@ -1109,7 +1118,7 @@ impl ReferenceStateMachine for Model {
                 }
                 model.dispatch_tried(2);
             }
-            Step::Late { step } => {
+            Step::Late { step, .. } => {
                 let expect = model.request(step);
                 // A ticket is held until the late call can no longer land,
                 // then retried.

@@ -5,7 +5,7 @@
 //! each passes on the service and fails with its bug in.
 
 use super::replay;
-use super::steps::{By, Fault, KeyName, Resealing, Step, Wait};
+use super::steps::{By, Fault, KeyName, Misreport, Resealing, Step, Wait};
 
 const A: By = By { org: 0, key: 0 };
 
@@ -653,7 +653,31 @@ fn a_command_whose_audit_write_was_heard_late_goes_on() {
 fn a_ticket_the_tracker_answered_late_opens_one_issue() {
     replay(vec![Step::Late {
         step: Box::new(ticket(A, 1)),
+        tracker: Misreport::Slow,
     }]);
+}
+
+/// Issue 72, findings 1 and 2: a tracker that answers 502 and opens the
+/// issue later, or answers late, its issue landing before the retry (the
+/// retry finds it) or only after the retry opened its own and answered
+/// it (the sweep closes the late one as its duplicate): each ticket ends
+/// with one open issue, the one its answer named.
+#[test]
+fn a_tracker_that_misreports_ends_with_one_open_issue_per_ticket() {
+    replay(vec![
+        Step::Late {
+            step: Box::new(ticket(A, 1)),
+            tracker: Misreport::SlowPastTheAnswer,
+        },
+        Step::Late {
+            step: Box::new(ticket(A, 2)),
+            tracker: Misreport::FailsThenOpens,
+        },
+        Step::Late {
+            step: Box::new(ticket(A, 3)),
+            tracker: Misreport::FailsThenOpensPastTheAnswer,
+        },
+    ]);
 }
 
 /// Issue 56, finding 2 (`tests/model-mutations/16-copy-unchecked`): an
@@ -705,6 +729,7 @@ fn a_geocoding_the_provider_answered_late_is_asked_again_at_once() {
             keyed: true,
             tag: 1,
         }),
+        tracker: Misreport::Slow,
     }]);
 }
 

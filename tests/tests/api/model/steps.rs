@@ -174,9 +174,9 @@ pub enum Step {
     Unheard { at: usize, step: Box<Step> },
     /// `step` (a keyed ticket, or geocoding) that the provider answers
     /// after the service stopped waiting (the tracker opens the issue
-    /// then); the client retries after the `Retry-After` it is given, if
-    /// any.
-    Late { step: Box<Step> },
+    /// then), or, for a ticket, as `tracker` says; the client retries
+    /// after the `Retry-After` it is given, if any.
+    Late { step: Box<Step>, tracker: Misreport },
     /// A webhook at `url` registered, `load`'s waybill uploaded and the
     /// load delivered (as `Retries` sets up); then the dispatcher runs
     /// while every receiver acts on each delivery and answers after the
@@ -221,6 +221,55 @@ pub enum Step {
 pub enum KeyName {
     Seal,
     Cursor,
+}
+
+/// How a tracker misreports a ticket's issue (`Step::Late`): when the
+/// issue lands, against the retry that follows the answer's
+/// `Retry-After`, and what it answers the call that opened it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misreport {
+    /// Answers after the service's timeout; the issue lands before the
+    /// retry (which finds it).
+    Slow,
+    /// Answers after the timeout; the issue lands only after the retry
+    /// opened its own and answered it (the sweep closes the late one).
+    SlowPastTheAnswer,
+    /// Answers 502 and opens the issue a moment later, before the retry.
+    FailsThenOpens,
+    /// Answers 502 and opens the issue only after the retry's answer.
+    FailsThenOpensPastTheAnswer,
+}
+
+impl Misreport {
+    /// The first answer is a 502, not a timeout.
+    pub fn fails(self) -> bool {
+        matches!(
+            self,
+            Misreport::FailsThenOpens | Misreport::FailsThenOpensPastTheAnswer
+        )
+    }
+
+    /// The issue lands after the retry's answer.
+    pub fn past_the_answer(self) -> bool {
+        matches!(
+            self,
+            Misreport::SlowPastTheAnswer | Misreport::FailsThenOpensPastTheAnswer
+        )
+    }
+}
+
+impl std::fmt::Display for Misreport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let answered = match self.fails() {
+            true => "answered 502 by the tracker, which opens the issue",
+            false => "answered by the tracker after its timeout, the issue landing",
+        };
+        let when = match self.past_the_answer() {
+            true => "after the retry's answer (then the sweep)",
+            false => "before the retry",
+        };
+        write!(f, "{answered} {when}")
+    }
 }
 
 impl KeyName {
@@ -398,7 +447,7 @@ impl Step {
             | Step::Paused { step, .. }
             | Step::PausedTwice { step, .. }
             | Step::Unreadable { step }
-            | Step::Late { step }
+            | Step::Late { step, .. }
             | Step::CopyPaused { step, .. } => step.by(),
             _ => None,
         }
@@ -720,12 +769,14 @@ impl fmt::Display for Step {
                 f,
                 "{by}: a webhook at url{url}, <load {load}> delivered with image {tag}; dispatched, every receiver answering after the dispatcher's timeout; dispatched again once due"
             ),
-            Step::Late { step } => {
-                write!(
-                    f,
-                    "{step}, answered by the provider after its timeout, retried"
-                )
-            }
+            Step::Late {
+                step,
+                tracker: Misreport::Slow,
+            } => write!(
+                f,
+                "{step}, answered by the provider after its timeout, retried"
+            ),
+            Step::Late { step, tracker } => write!(f, "{step}, {tracker}, retried"),
             Step::CopyPaused { step, tag } => write!(
                 f,
                 "{step}, paused after its commit while image {tag} replaces the waybill, thawed"

@@ -303,9 +303,9 @@ impl System {
                     "{step}: the command ran through no SDK of its own"
                 );
             }
-            Step::Late { step } => {
+            Step::Late { step, tracker } => {
                 let expect = model.expect.expect("a request's answer");
-                self.late(model, step, expect).await;
+                self.late(model, step, *tracker, expect).await;
             }
             Step::LateReceivers {
                 by, load, url, tag, ..

@@ -23,11 +23,14 @@ pub const SLOW: Duration = Duration::from_secs(30);
 /// the next issue it is asked to open (422: a 4xx says nothing was
 /// opened; a 5xx may have been, `support.rs`) and clears it; while `slow`
 /// is set, the next issue it opens lands late (answered, and in its list,
-/// once `land_late` is called) and it clears it; while `slow_geocoder` is
+/// once `land_late` is called) and it clears it; while `failing` is set,
+/// the next issue it opens is answered 502 at once and lands (in its list)
+/// once `land_late` is called, and it clears it; while `slow_geocoder` is
 /// set, the geocoder never answers its next request and clears it.
 pub(super) struct Temper {
     pub refusing: Arc<AtomicBool>,
     pub slow: Arc<AtomicBool>,
+    pub failing: Arc<AtomicBool>,
     pub slow_geocoder: Arc<AtomicBool>,
     /// The gates of the issues opened late, not yet landed.
     landing: Arc<Mutex<Vec<Gate>>>,
@@ -51,10 +54,12 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
     let temper = Temper {
         refusing: Arc::new(AtomicBool::new(false)),
         slow: Arc::new(AtomicBool::new(false)),
+        failing: Arc::new(AtomicBool::new(false)),
         slow_geocoder: Arc::new(AtomicBool::new(false)),
         landing: Arc::default(),
     };
     let (kept, refuse, slow) = (issues.clone(), temper.refusing.clone(), temper.slow.clone());
+    let failing = temper.failing.clone();
     let landing = temper.landing.clone();
     let lands: Arc<Mutex<HashMap<u64, Gate>>> = Arc::default();
     let tracker = StandIn::start(move |seen, _| {
@@ -93,14 +98,20 @@ pub(super) async fn start(clock: Clock) -> (StandIn, Arc<Mutex<Vec<Value>>>, Tem
             "created_at": clock.now().to_rfc3339(),
         });
         issues.push(issue.clone());
-        let mut answer = Canned::json(201, issue);
-        if slow.swap(false, Ordering::SeqCst) {
-            let gate = Gate::default();
-            lands.insert(number, gate.clone());
-            landing.lock().unwrap().push(gate.clone());
-            answer = answer.held(&gate);
+        let (late, fails) = (
+            slow.swap(false, Ordering::SeqCst),
+            failing.swap(false, Ordering::SeqCst),
+        );
+        if !late && !fails {
+            return Canned::json(201, issue);
         }
-        answer
+        let gate = Gate::default();
+        lands.insert(number, gate.clone());
+        landing.lock().unwrap().push(gate.clone());
+        match fails {
+            true => api_tests::providers::github_error(502, "Server Error"),
+            false => Canned::json(201, issue).held(&gate),
+        }
     })
     .await;
     (tracker, issues, temper)
