@@ -17,7 +17,7 @@ use shared::deployment_key::KeySource;
 const KEY: &str = "AIzaSyTEST-geocode-key-0123456789abcdef";
 
 /// The API with geocoding configured against `provider`.
-async fn configured(provider: &StandIn, timeout: Duration) -> Router {
+pub(crate) async fn configured(provider: &StandIn, timeout: Duration) -> Router {
     let url = format!("{}{GEOCODE_PATH}", provider.base);
     harness().await.router_with(|c| {
         c.geocode.api_key = Some(KeySource::Value(KEY.as_bytes().to_vec()));
@@ -27,7 +27,7 @@ async fn configured(provider: &StandIn, timeout: Duration) -> Router {
     })
 }
 
-async fn geocode(router: &Router, t: &TestOrg, body: Value) -> Reply {
+pub(crate) async fn geocode(router: &Router, t: &TestOrg, body: Value) -> Reply {
     call(Method::POST, "/api/v1/geocode")
         .key(&t.key)
         .json(&body)

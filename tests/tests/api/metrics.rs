@@ -562,3 +562,72 @@ fn a_known_lag_reads_out_in_the_milliseconds_the_lag_alarm_assumes() {
         assert!(first <= success && success <= elapsed.as_millis() as f64);
     });
 }
+
+/// Every answer class's line, by its values: a 2xx and a 5xx (a
+/// provider's error, and its timeout) count their time in the latency
+/// objective (a slow outage looks slow; a timeout's at least the time it
+/// waited), a 4xx's stays a property (a client's mistake answers fast);
+/// each error counts once, by its code.
+#[test]
+fn every_answer_class_reports_its_values() {
+    use api_tests::providers::{Gate, StandIn, github_error, google_zero_results};
+    run(async {
+        let t = org().await;
+        let objective = [
+            vec!["Service".to_owned()],
+            vec!["Service".to_owned(), "Route".to_owned()],
+        ];
+        let ok = send(&t, Method::GET, "/api/v1/orgs", None).await;
+        ok.expect(200, None);
+        let line = line_of(&ok);
+        assert_eq!(
+            (&line["StatusClass"], &line["Requests"]),
+            (&json!("2xx"), &json!(1))
+        );
+        assert!(
+            line.get("Errors").is_none() && line.get("Code").is_none(),
+            "{line}"
+        );
+        assert_eq!(sets_of(&line, "Latency"), objective);
+
+        let missing = uuid::Uuid::new_v4();
+        let mistake = send(&t, Method::GET, &format!("/api/v1/sites/{missing}"), None).await;
+        mistake.expect(404, Some("site_not_found"));
+        let line = line_of(&mistake);
+        assert_eq!(
+            (&line["StatusClass"], &line["Errors"]),
+            (&json!("4xx"), &json!(1))
+        );
+        assert!(line["Latency"].as_f64().unwrap() > 0.0);
+        assert_eq!(sets_of(&line, "Latency"), Vec::<Vec<String>>::new());
+
+        // The provider fails: a 502 in the objective.
+        let failing = StandIn::start(|_, _| github_error(500, "Server Error")).await;
+        let api = crate::geocode::configured(&failing, Duration::from_secs(5)).await;
+        let body = json!({"address": "Mannerheimintie 1"});
+        let failed = crate::geocode::geocode(&api, &t, body.clone()).await;
+        failed.expect(502, Some("geocode_provider_error"));
+        let line = line_of(&failed);
+        assert_eq!(
+            (&line["StatusClass"], &line["Code"], &line["Errors"]),
+            (&json!("5xx"), &json!("geocode_provider_error"), &json!(1))
+        );
+        assert_eq!(sets_of(&line, "Latency"), objective);
+
+        // The provider never answers: a 504 whose time, at least the
+        // timeout, is in the objective.
+        let timeout = Duration::from_millis(300);
+        let silent = StandIn::start(|_, _| google_zero_results().held(&Gate::default())).await;
+        let api = crate::geocode::configured(&silent, timeout).await;
+        let timed_out = crate::geocode::geocode(&api, &t, body).await;
+        timed_out.expect(504, Some("geocode_timeout"));
+        let line = line_of(&timed_out);
+        assert_eq!(
+            (&line["StatusClass"], &line["Code"], &line["Errors"]),
+            (&json!("5xx"), &json!("geocode_timeout"), &json!(1))
+        );
+        let latency = line["Latency"].as_f64().unwrap();
+        assert!(latency >= timeout.as_secs_f64() * 1000.0, "{latency} ms");
+        assert_eq!(sets_of(&line, "Latency"), objective);
+    });
+}
