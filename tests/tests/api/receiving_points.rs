@@ -495,3 +495,53 @@ fn a_photo_is_in_its_place_once_its_point_names_it() {
         assert_eq!(h.store().staged().get(path).await.unwrap(), None);
     });
 }
+
+/// An operator's command meets an archived point as a request does: a
+/// photo for it is refused (`record_archived`) and the point names none;
+/// once restored, the same command adds it.
+#[test]
+fn an_operators_photo_for_an_archived_point_is_refused_and_added_once_restored() {
+    run(async {
+        let t = org().await;
+        let site = new_site(&t, json!({"name": "Yard"})).await;
+        let id = new_point(&t, json!({"site_id": site, "name": "Gate"})).await;
+        let path = format!("/api/v1/receiving-points/{id}");
+        send(&t, Method::DELETE, &path, None)
+            .await
+            .expect(200, None);
+        let file = std::env::temp_dir().join(format!("{}.jpg", Uuid::now_v7()));
+        std::fs::write(
+            &file,
+            [0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F', b'I', b'F'],
+        )
+        .unwrap();
+        let org_id = t.id().to_string();
+        let args = [
+            "add-photo",
+            "--org",
+            &org_id,
+            "--receiving-point",
+            &id,
+            "--file",
+            file.to_str().unwrap(),
+        ];
+        let refused = crate::audit::admin(&args).await;
+        let error = refused.err().expect("an archived point takes no photo");
+        assert!(format!("{error:#}").contains("archived"), "{error:#}");
+        let read = send(&t, Method::GET, &path, None).await;
+        read.expect(200, None);
+        assert_eq!(read.body["data"]["photos"], json!([]), "named none");
+
+        send(&t, Method::POST, &format!("{path}/restore"), None)
+            .await
+            .expect(200, None);
+        let added = crate::audit::admin(&args).await.unwrap();
+        let _ = std::fs::remove_file(&file);
+        let stored = added.lines[0]["storage_path"].as_str().unwrap().to_owned();
+        let read = send(&t, Method::GET, &path, None).await;
+        read.expect(200, None);
+        let photos = read.body["data"]["photos"].as_array().unwrap().clone();
+        assert_eq!(photos.len(), 1, "{photos:?}");
+        assert_eq!(photos[0]["storage_path"], stored.as_str());
+    });
+}

@@ -8,6 +8,7 @@ use serde_json::json;
 use shared::auth::Scope;
 use shared::config::Config;
 use shared::model::Timestamp;
+use shared::model::archive::ensure_editable;
 use shared::model::org::CreateOrg;
 use shared::model::surplus::{CreateSurplus, StoredWaybill, SurplusStatus};
 use shared::store::Store;
@@ -139,7 +140,11 @@ pub async fn photo(
     let kind = shared::files::ImageKind::sniff(&bytes)
         .context("the file is not a JPEG, PNG or WebP image")?;
     let points = store.receiving_points();
-    points.require(org, receiving_point).await?;
+    // An archived point is changed by no one, an operator included:
+    // restored first (checked again in the write, against an archive
+    // meanwhile).
+    let point = points.require(org, receiving_point).await?;
+    ensure_editable(point.archived_at)?;
     // Uploaded first, under the prefix the bucket expires; in its
     // place once the point names it (as waybills are).
     use shared::files::paths::{self, Area};
@@ -165,6 +170,7 @@ pub async fn photo(
             org,
             receiving_point,
             move |p| {
+                ensure_editable(p.archived_at)?;
                 p.photos.push(named.clone());
                 Ok(())
             },
