@@ -526,7 +526,9 @@ fn an_operators_photo_for_an_archived_point_is_refused_and_added_once_restored()
             file.to_str().unwrap(),
         ];
         let refused = crate::audit::admin(&args).await;
-        let error = refused.err().expect("an archived point takes no photo");
+        let Err(error) = refused else {
+            panic!("an archived point takes no photo")
+        };
         assert!(format!("{error:#}").contains("archived"), "{error:#}");
         let read = send(&t, Method::GET, &path, None).await;
         read.expect(200, None);
