@@ -19,6 +19,7 @@ pub mod policy;
 mod receiver_turn;
 mod share;
 pub mod signature;
+mod tickets;
 
 pub use invocation::Invocation;
 
@@ -32,7 +33,6 @@ use shared::queue::QueueMessage;
 use shared::state::AppState;
 use shared::store::engine::calls::CallCounter;
 use shared::store::records::deliveries::Claim;
-use shared::store::records::dispatch_shares::Taken;
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -368,14 +368,13 @@ impl Dispatcher {
                 Ok(Ok(()))
             }
             Claim::Claimed(delivery, until) => {
-                let org = delivery.org_id;
-                if places.may_go(self, org).await? != Taken::Yes {
-                    self.put_off(&delivery, until, owner.is_some(), request)
-                        .await?;
-                    return Ok(Ok(()));
-                }
-                let made = self.attempt(*delivery, owner, request, receipt, body).await;
-                places.done(self, org).await;
+                let claimed = (*delivery, until);
+                let made = self
+                    .attempt(claimed, owner, request, receipt, body, places)
+                    .await;
+                // Its place in the share, if it took one, is given back
+                // however the attempt ended.
+                places.done(self, id).await;
                 made
             }
             Claim::Busy => {
@@ -390,14 +389,16 @@ impl Dispatcher {
         }
     }
 
-    /// The attempt of `delivery`, claimed (as `deliver`'s).
+    /// The attempt of a delivery claimed until a time (as `deliver`'s),
+    /// put off when its request finds its organization's share full.
     async fn attempt(
         &self,
-        delivery: shared::model::delivery::DeliveryRecord,
+        (delivery, until): (shared::model::delivery::DeliveryRecord, i64),
         owner: Option<&str>,
         request: Option<Uuid>,
         receipt: &str,
         body: &str,
+        places: &share::Batch,
     ) -> ApiResult<Result<(), Again>> {
         let store = &self.state.store;
         let id = delivery.id;
@@ -437,7 +438,11 @@ impl Dispatcher {
             }
         };
         let payload = payload.map_err(shared::ApiError::internal)?;
-        let turn = self.turn(&delivery, &hook).await?;
+        let Some(turn) = self.turn(&delivery, &hook, places).await? else {
+            self.put_off(&delivery, until, owner.is_some(), request, places)
+                .await?;
+            return Ok(Ok(()));
+        };
         let attempted_at = shared::model::now();
         let outcome = match turn.held {
             None => {
@@ -510,37 +515,6 @@ impl Dispatcher {
                 self.state.queue.dead_letter(body).await?;
                 tracing::warn!(delivery_id = %id, attempts = attempt.attempt, "attempts ran out: delivery failed, moved to the dead-letter queue");
                 Ok(Ok(()))
-            }
-        }
-    }
-
-    /// Closes the support issues the tracker holds more than once for one
-    /// request, opened in the policy's last `ticket_hours`, keeping the one
-    /// its answer named (`shared::tracker::duplicates::sweep`); nothing
-    /// where support tickets are not configured. A tracker that cannot be
-    /// read is logged: the next sweep tries again.
-    pub async fn tickets(&self) {
-        let state = &self.state;
-        if !state.config.support.is_configured() {
-            return;
-        }
-        let since =
-            shared::clock::now() - chrono::TimeDelta::hours(self.policy.ticket_hours.into());
-        let swept =
-            shared::tracker::duplicates::sweep(state, since, self.policy.ticket_closes, false);
-        match swept.await {
-            Ok(swept) if swept.found > 0 || swept.undecided > 0 => {
-                tracing::warn!(
-                    found = swept.found,
-                    closed = swept.closed,
-                    unclosed = swept.unclosed,
-                    undecided = swept.undecided,
-                    "swept support issues the tracker holds twice"
-                );
-            }
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(%error, "support issues not swept: the tracker could not be read");
             }
         }
     }

@@ -16,6 +16,8 @@ use uuid::Uuid;
 
 use crate::Dispatcher;
 use crate::client::Outcome;
+use crate::share::Batch;
+use shared::store::records::dispatch_shares::Taken;
 
 /// An attempt's turn: whether it makes its request, and its receiver's
 /// health as read before it.
@@ -64,12 +66,16 @@ impl Dispatcher {
     /// The turn of an attempt of `delivery` at `hook`'s receiver: a ping
     /// goes whatever the receiver's health (its owner's probe); any other
     /// attempt goes when the receiver is healthy, or slowed or parked and
-    /// its turn is taken here; else it is held.
+    /// its turn is taken here; else it is held. An attempt that would make
+    /// a request first takes its batch's place in its organization's share
+    /// (`share`): None when the share is full (the attempt is put off, its
+    /// receiver's turn not taken); a held one needs no place.
     pub(crate) async fn turn(
         &self,
         delivery: &DeliveryRecord,
         hook: &WebhookRecord,
-    ) -> ApiResult<Turn> {
+        places: &Batch,
+    ) -> ApiResult<Option<Turn>> {
         let (org, pinged) = (delivery.org_id, delivery.event == webhook::WEBHOOK_PING);
         let receiver = webhook::receiver(org, &hook.url);
         let mut turn = Turn {
@@ -79,8 +85,10 @@ impl Dispatcher {
             held: None,
             free_at: None,
         };
+        let may_go =
+            || async { ApiResult::Ok(places.may_go(self, org, delivery.id).await? == Taken::Yes) };
         if pinged {
-            return Ok(turn);
+            return Ok(may_go().await?.then_some(turn));
         }
         let receivers = self.state.store.receivers();
         turn.before = receivers.get(org, receiver).await?;
@@ -92,14 +100,18 @@ impl Dispatcher {
         };
         // A turn taken by another attempt first ends about when this one's
         // would have.
-        (turn.held, turn.free_at) = match turn.before.gate(now, limits) {
+        let gate = turn.before.gate(now, limits);
+        if !matches!(gate, Gate::Wait(_)) && !may_go().await? {
+            return Ok(None);
+        }
+        (turn.held, turn.free_at) = match gate {
             Gate::Open => (None, None),
             Gate::Turn(until) if receivers.take_turn(org, receiver, now, until).await? => {
                 (None, None)
             }
             Gate::Turn(until) | Gate::Wait(until) => (Some(held), Some(until)),
         };
-        Ok(turn)
+        Ok(Some(turn))
     }
 
     /// Keeps the receiver's health after an attempt's answer (or none): a

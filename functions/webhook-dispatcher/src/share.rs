@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use shared::ApiResult;
 use shared::metrics::Report;
@@ -20,13 +21,25 @@ use uuid::Uuid;
 
 use crate::Dispatcher;
 
+/// A place taken less than this long ago (ms) is a busy organization's,
+/// whose requests end quickly ...
+const RECENT_MS: i64 = 2_000;
+/// ... so an attempt put off then waits this long (SQS delays by whole
+/// seconds).
+const BRIEF: Duration = Duration::from_secs(1);
+
 /// One batch's places: an organization's is taken by the first of its
-/// attempts in the batch (the others wait for the answer, and share it)
-/// and given back by the last to end, on that attempt's own line (its
-/// cost is the attempt's). A refusal holds for the rest of the batch.
+/// attempts in the batch that makes a request (the others wait for the
+/// answer, and share it) and given back by the last to end, on that
+/// attempt's own line (its cost is the attempt's). A refusal holds for
+/// the rest of the batch.
 pub(crate) struct Batch {
-    place: Place,
+    id: Uuid,
+    /// How long a place lasts from its taking.
+    lease: i64,
     orgs: Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<Held>>>>,
+    /// The deliveries whose attempts hold their organization's place.
+    holders: Mutex<HashMap<Uuid, Uuid>>,
 }
 
 /// A batch's hold on one organization's place.
@@ -34,20 +47,20 @@ pub(crate) struct Batch {
 struct Held {
     /// Attempts of the organization going on in the batch now.
     users: usize,
-    /// The place is taken.
-    taken: bool,
+    /// The place taken, while it is.
+    place: Option<Place>,
     /// The share was found full.
     refused: Option<Taken>,
 }
 
 impl Batch {
-    /// A batch starting now, its places lasting `lease`.
+    /// A batch, its places lasting `lease` from their taking.
     pub(crate) fn new(lease: std::time::Duration) -> Self {
-        let now = shared::clock::now().timestamp_millis();
-        let until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
         Batch {
-            place: Place::new(Uuid::now_v7(), until),
+            id: Uuid::now_v7(),
+            lease: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 4),
             orgs: Mutex::default(),
+            holders: Mutex::default(),
         }
     }
 
@@ -56,20 +69,27 @@ impl Batch {
         orgs.entry(org).or_default().clone()
     }
 
-    /// Whether this batch may make an attempt of organization `org`; when
-    /// it may (`Taken::Yes`), the attempt calls `done` when it ends.
-    pub(crate) async fn may_go(&self, dispatcher: &Dispatcher, org: Uuid) -> ApiResult<Taken> {
+    /// Whether this batch may make delivery `delivery`'s attempt, of
+    /// organization `org`; when it may (`Taken::Yes`), `done` gives the
+    /// place back when the attempt ends.
+    pub(crate) async fn may_go(
+        &self,
+        dispatcher: &Dispatcher,
+        org: Uuid,
+        delivery: Uuid,
+    ) -> ApiResult<Taken> {
         let held = self.of(org);
         let mut held = held.lock().await;
         if let Some(refused) = held.refused {
             return Ok(refused);
         }
-        if !held.taken {
+        if held.place.is_none() {
             let limit = dispatcher.policy.org_batches;
             let now = shared::clock::now().timestamp_millis();
+            let place = Place::new(self.id, now + self.lease);
             let shares = dispatcher.state.store.dispatch_shares();
-            match shares.take(org, &self.place, limit, now).await? {
-                Taken::Yes => held.taken = true,
+            match shares.take(org, &place, limit, now).await? {
+                Taken::Yes => held.place = Some(place),
                 full => {
                     held.refused = Some(full);
                     return Ok(full);
@@ -77,25 +97,62 @@ impl Batch {
             }
         }
         held.users += 1;
+        let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+        holders.insert(delivery, org);
         Ok(Taken::Yes)
     }
 
-    /// An attempt of organization `org` that `may_go` let go has ended:
-    /// the last of the batch's gives the place back (one that cannot be
-    /// lapses at its lease's end).
-    pub(crate) async fn done(&self, dispatcher: &Dispatcher, org: Uuid) {
+    /// Delivery `delivery`'s attempt has ended: if `may_go` let it go, and
+    /// it is the last of its organization's in the batch, the place is
+    /// given back (one that cannot be lapses at its lease's end).
+    pub(crate) async fn done(&self, dispatcher: &Dispatcher, delivery: Uuid) {
+        let org = {
+            let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+            holders.remove(&delivery)
+        };
+        let Some(org) = org else {
+            return;
+        };
         let held = self.of(org);
         let mut held = held.lock().await;
         held.users = held.users.saturating_sub(1);
-        if held.users > 0 || !held.taken {
+        if held.users > 0 {
             return;
         }
+        let Some(place) = held.place.take() else {
+            return;
+        };
         let shares = dispatcher.state.store.dispatch_shares();
-        match shares.give_back(org, &self.place).await {
-            Ok(()) => held.taken = false,
-            Err(error) => {
-                tracing::warn!(%org, %error, "a batch's place not given back; it lapses at its lease's end");
-            }
+        if let Err(error) = shares.give_back(org, &place).await {
+            tracing::warn!(%org, %error, "a batch's place not given back; it lapses at its lease's end");
+        }
+    }
+
+    /// How organization `org`'s share was found full in this batch, if
+    /// it was.
+    pub(crate) async fn refusal(&self, org: Uuid) -> Option<Taken> {
+        self.of(org).lock().await.refused
+    }
+
+    /// How long an attempt put off after `refusal` waits: briefly (`BRIEF`)
+    /// when the organization's last place was taken moments ago (a busy
+    /// organization whose requests end quickly), else the policy's wait
+    /// and the delivery's share of as much again (a slow one's: its
+    /// requests hold their batches for seconds).
+    pub(crate) fn put_off_wait(
+        &self,
+        refusal: Option<Taken>,
+        policy: &crate::policy::Policy,
+        delivery: Uuid,
+    ) -> Duration {
+        let now = shared::clock::now().timestamp_millis();
+        let brief = match refusal {
+            Some(Taken::Full { last_lapses }) => now - (last_lapses - self.lease) < RECENT_MS,
+            _ => false,
+        };
+        match brief {
+            true => BRIEF,
+            false => policy.put_off + shared::model::receiver::spread_of(delivery, policy.put_off),
         }
     }
 }
@@ -111,14 +168,15 @@ impl Dispatcher {
         until: i64,
         scheduled: bool,
         request: Option<Uuid>,
+        places: &Batch,
     ) -> ApiResult<()> {
         let store = &self.state.store;
         store
             .deliveries()
             .release(delivery.id, until, scheduled)
             .await?;
-        let wait = self.policy.put_off
-            + shared::model::receiver::spread_of(delivery.id, self.policy.put_off);
+        let refusal = places.refusal(delivery.org_id).await;
+        let wait = places.put_off_wait(refusal, &self.policy, delivery.id);
         let message = QueueMessage::Deliver {
             delivery_id: delivery.id,
             manual: !scheduled,
@@ -137,5 +195,38 @@ impl Dispatcher {
         .log(&self.state.config.metrics);
         tracing::info!(delivery_id = %delivery.id, org_id = %delivery.org_id, "organization's share of the dispatcher full: attempt put off");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+
+    #[test]
+    fn a_busy_organizations_attempt_waits_briefly_a_slow_ones_the_policys_wait() {
+        let policy = Policy::default();
+        let batch = Batch::new(policy.batch_lease);
+        let delivery = Uuid::now_v7();
+        let now = shared::clock::now().timestamp_millis();
+        let taken = |ago: i64| {
+            Some(Taken::Full {
+                last_lapses: now - ago + batch.lease,
+            })
+        };
+        // The last place was taken half a second ago: its request is
+        // likely to end soon.
+        assert_eq!(batch.put_off_wait(taken(500), &policy, delivery), BRIEF);
+        // Every place was taken seconds ago: the requests hang.
+        let wait = batch.put_off_wait(taken(10_000), &policy, delivery);
+        assert!(
+            wait >= policy.put_off && wait <= policy.put_off * 2,
+            "{wait:?}"
+        );
+        assert_eq!(
+            batch.put_off_wait(None, &policy, delivery),
+            wait,
+            "no refusal known: the policy's"
+        );
     }
 }

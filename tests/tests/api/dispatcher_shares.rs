@@ -177,7 +177,7 @@ fn a_share_holds_its_limit_of_places_and_a_lapsed_place_gives_way() {
         assert_eq!(
             shares.take(org, &c, 2, now).await.unwrap(),
             Taken::Full {
-                first_lapses: now + 30_000
+                last_lapses: now + 60_000
             }
         );
         assert_eq!(shares.held(org).await.unwrap().len(), 2);

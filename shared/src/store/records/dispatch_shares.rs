@@ -1,7 +1,8 @@
 //! An organization's share of the dispatcher (`ORG#<org>` /
 //! `DISPATCH#SHARE`): the batches (Lambda invocations) that are making
-//! its attempts now, each as `<until>#<batch>` in a string set, `until`
-//! the Unix ms by which the batch has surely ended (its lease). A batch
+//! its requests now, each as `<until>#<batch>` in a string set, `until`
+//! the Unix ms by which the place lapses (a lease from its taking, longer
+//! than any batch lasts). A batch
 //! takes the organization's place before its first request for it, and
 //! gives it back when it ends; a place whose batch was killed lapses at
 //! its `until`. Taking is a conditional write (the set has fewer than the
@@ -52,9 +53,9 @@ impl Place {
 pub enum Taken {
     /// The batch holds a place.
     Yes,
-    /// Every place is held by a live batch; the first lapses at this Unix
-    /// ms (if none ends before).
-    Full { first_lapses: i64 },
+    /// Every place is held by a live batch; the one taken last lapses at
+    /// this Unix ms (so was taken a lease before it).
+    Full { last_lapses: i64 },
 }
 
 impl DispatchShares<'_> {
@@ -70,19 +71,19 @@ impl DispatchShares<'_> {
         let (lapsed, live): (Vec<&String>, Vec<&String>) = held
             .iter()
             .partition(|entry| Place::until(entry).is_none_or(|until| until <= now));
-        let first_lapses = live
+        let last_lapses = live
             .iter()
             .filter_map(|entry| Place::until(entry))
-            .min()
+            .max()
             .unwrap_or(now);
         if lapsed.is_empty() {
-            return Ok(Taken::Full { first_lapses });
+            return Ok(Taken::Full { last_lapses });
         }
         self.remove(org, lapsed.into_iter().cloned().collect())
             .await?;
         Ok(match self.try_take(org, place, limit, now).await? {
             None => Taken::Yes,
-            Some(_) => Taken::Full { first_lapses },
+            Some(_) => Taken::Full { last_lapses },
         })
     }
 
