@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "store", "files", "sealed", "cursor", "config", "outbound", "queue",
     ],
     &["ratelimit", "state", "metrics"],
-    &["http", "webhooks"],
+    &["http", "webhooks", "tracker"],
 ];
 
 fn root() -> PathBuf {
