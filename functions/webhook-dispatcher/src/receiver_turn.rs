@@ -98,12 +98,12 @@ impl Dispatcher {
             State::Parked => Held::ReceiverParked,
             _ => Held::ReceiverSlowed,
         };
-        // A turn taken by another attempt first ends about when this one's
-        // would have.
         let gate = turn.before.gate(now, limits);
         if !matches!(gate, Gate::Wait(_)) && !may_go().await? {
             return Ok(None);
         }
+        // A turn taken by another attempt first ends about when this one's
+        // would have.
         (turn.held, turn.free_at) = match gate {
             Gate::Open => (None, None),
             Gate::Turn(until) if receivers.take_turn(org, receiver, now, until).await? => {
