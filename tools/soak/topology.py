@@ -183,7 +183,11 @@ class Topology:
             # dispatcher's 10 s timeout it is what keeps a hanging receiver
             # (the hostile tenant's) to a sixth of one poller.
             "WEBHOOK_SCHEDULE_SECONDS": "1,2,3,5", "WEBHOOK_LEASE_SECONDS": "5",
-            "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5", "LOCAL_POLLERS": "4",
+            "WEBHOOK_SWEEP_SETTLE_SECONDS": "15", "LOCAL_SWEEP_SECONDS": "5",
+            # As many batches at once as the deployed trigger runs
+            # (MaximumConcurrency 5), of which an organization's share of
+            # the dispatcher takes at most 2.
+            "LOCAL_POLLERS": "5",
         })
         if self.tracker_url:
             # The tracker on loopback (tools/soak/tracker.py).
